@@ -1,0 +1,131 @@
+#include "teller/core/json_writer.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+namespace teller {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t len = 0;
+  uint32_t min = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  uint32_t cp = c & (0x7F >> len);
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        }
+      }
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      const size_t len = Utf8SequenceLength(text, i);
+      if (len == 0) {
+        out += "\xEF\xBF\xBD";  // U+FFFD
+        ++i;
+      } else {
+        out.append(text.substr(i, len));
+        i += len;
+      }
+    }
+  }
+  out += '"';
+}
+
+void JsonObjectWriter::Key(std::string_view key) {
+  if (!first_) out_ += ',';
+  first_ = false;
+  AppendJsonString(out_, key);
+  out_ += ':';
+}
+
+JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, std::string_view value) {
+  Key(key);
+  AppendJsonString(out_, value);
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, int64_t value) {
+  Key(key);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%" PRId64, value);
+  out_ += buf;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, uint64_t value) {
+  Key(key);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
+  out_ += buf;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, double value) {
+  Key(key);
+  if (!std::isfinite(value)) {
+    out_ += "null";  // JSON has no NaN or infinity
+    return *this;
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", value);
+  out_ += buf;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::FieldBool(std::string_view key, bool value) {
+  Key(key);
+  out_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::FieldRaw(std::string_view key, std::string_view json) {
+  Key(key);
+  out_ += json;
+  return *this;
+}
+
+}  // namespace teller

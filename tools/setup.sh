@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Teller builds and tests with (Debian 12). Idempotent.
+# The CUDA toolkit (NVTX headers, CUPTI) is optional and not a Debian package here: it is
+# used from /usr/local/cuda when present.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+  zlib1g-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
