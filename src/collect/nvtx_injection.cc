@@ -99,9 +99,10 @@ inline void ApplyAttributes(ThreadBuffer* b, const nvtxEventAttributes_t* a, Eve
 inline EventRecord Make(ThreadBuffer* b, EventKind kind, uint32_t domain) {
   EventRecord e{};
   e.kind = static_cast<uint8_t>(kind);
+  e.flags = g_timestamp_flags;
   e.tid = b->tid;
   e.domain = domain;
-  e.start_ns = EventClockNs();
+  e.start_ns = HotTimestamp();
   return e;
 }
 

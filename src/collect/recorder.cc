@@ -23,6 +23,7 @@ namespace teller::collect {
 
 thread_local ThreadBuffer* tls_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<bool> g_recorder_enabled{false};
+uint8_t g_timestamp_flags = 0;
 
 namespace {
 
@@ -31,6 +32,34 @@ constexpr uint64_t kCacheEntries = 4096;
 constexpr size_t kCacheArenaBytes = 256 * 1024;
 constexpr uint32_t kPadMarker = 0xFFFFFFFFu;
 constexpr int64_t kAnchorPeriodNs = 1000000000;  // clock anchor + counters every second
+constexpr int64_t kMinCalibrationNs = 50000000;  // baseline of the TSC slope
+
+#if defined(__x86_64__)
+// The TSC is a usable clock only when it ticks at a constant rate in every power state.
+bool CpuHasInvariantTsc() {
+  const int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string text;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0 && text.size() < (1u << 20)) {
+    text.append(buf, static_cast<size_t>(n));
+    if (text.find("\n\n") != std::string::npos) break;  // the first processor is enough
+  }
+  close(fd);
+  return text.find(" constant_tsc") != std::string::npos &&
+         text.find(" nonstop_tsc") != std::string::npos;
+}
+
+// A (TSC, CLOCK_MONOTONIC) pair read back to back; the TSC is read between two clock
+// reads and paired with their midpoint.
+void ReadTscPair(int64_t& tsc, int64_t& mono) {
+  const int64_t before = EventClockNs();
+  tsc = static_cast<int64_t>(__rdtsc());
+  const int64_t after = EventClockNs();
+  mono = before + (after - before) / 2;
+}
+#endif
 
 struct NamedCounter {
   std::string name;
@@ -58,6 +87,11 @@ struct Global {
   bool shutting_down = false;
   int64_t last_anchor_ns = 0;
   void (*pre_close_hook)() = nullptr;
+  // TSC calibration (see HotTimestamp): events are converted with the line through the
+  // base point (at least kMinCalibrationNs old) and the newest point.
+  int64_t tsc_base = 0, mono_base = 0;
+  int64_t tsc_now = 0, mono_now = 0;
+  double ns_per_tick = 0;
   sem_t wake;
   pthread_key_t thread_key;
   std::vector<char> string_scratch;  // reused payload buffer for string chunks
@@ -164,6 +198,7 @@ void ResetBuffer(ThreadBuffer* b) {
   b->dropped_events.store(0, std::memory_order_relaxed);
   b->dropped_strings.store(0, std::memory_order_relaxed);
   b->flushed_dropped = 0;
+  b->last_converted_ns = 0;
   b->depth = 0;
   b->api_depth = 0;
   b->retired.store(false, std::memory_order_relaxed);
@@ -216,6 +251,44 @@ void WriteCountersLocked(raw::ChunkType type) {
   WriteLocked(g.writer->WritePayload(type, payload));
 }
 
+// Rewrites raw TSC timestamps of the events in [tail, head) of each buffer to the event
+// clock, in place (the flusher owns that part of the ring until it advances the tail).
+// A thread's timestamps never go backwards after conversion.
+template <typename Snapshot>
+void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
+#if defined(__x86_64__)
+  Global& g = G();
+  ReadTscPair(g.tsc_now, g.mono_now);
+  if (g.mono_now - g.mono_base >= kMinCalibrationNs && g.tsc_now > g.tsc_base) {
+    g.ns_per_tick = static_cast<double>(g.mono_now - g.mono_base) /
+                    static_cast<double>(g.tsc_now - g.tsc_base);
+    if (g.mono_now - g.mono_base >= 20 * kMinCalibrationNs) {
+      g.tsc_base = g.tsc_now;  // keep the baseline recent so NTP slewing is followed
+      g.mono_base = g.mono_now;
+    }
+  } else if (g.ns_per_tick == 0) {
+    // Early in the run (or a flush right after start): calibrate over a short wait.
+    usleep(2000);
+    ReadTscPair(g.tsc_now, g.mono_now);
+    g.ns_per_tick = static_cast<double>(g.mono_now - g.mono_base) /
+                    static_cast<double>(g.tsc_now - g.tsc_base);
+  }
+  for (size_t k = 0; k < count; ++k) {
+    ThreadBuffer* b = snaps[k].b;
+    for (uint64_t i = b->tail.load(std::memory_order_relaxed); i < snaps[k].head; ++i) {
+      raw::EventRecord& e = b->events[i & b->mask];
+      if ((e.flags & raw::kFlagRawTsc) == 0) continue;
+      int64_t ns = g.mono_now + static_cast<int64_t>(static_cast<double>(e.start_ns - g.tsc_now) *
+                                                      g.ns_per_tick);
+      if (ns < b->last_converted_ns) ns = b->last_converted_ns;
+      b->last_converted_ns = ns;
+      e.start_ns = ns;
+      e.flags &= static_cast<uint8_t>(~raw::kFlagRawTsc);
+    }
+  }
+#endif
+}
+
 void FlushCycleLocked() {
   Global& g = G();
   if (!g.writer) return;
@@ -232,6 +305,7 @@ void FlushCycleLocked() {
     snaps.push_back({b, head, 0});
   }
   for (auto& s : snaps) s.string_head = s.b->string_head.load(std::memory_order_acquire);
+  if (g_timestamp_flags != 0) ConvertTimestampsLocked(snaps.data(), snaps.size());
 
   if (g.global_strings_written < g.global_strings.size()) {
     raw::PayloadBuilder payload;
@@ -357,6 +431,14 @@ bool InitRecorder() {
     const long v = std::atol(n);
     if (v >= 1024 && v <= (1L << 24)) g.ring_events = RoundUpPow2(static_cast<uint64_t>(v));
   }
+#if defined(__x86_64__)
+  const char* clock = std::getenv("TELLER_CLOCK");
+  const bool want_tsc = clock == nullptr || std::string_view(clock) != "monotonic";
+  if (want_tsc && CpuHasInvariantTsc()) {
+    ReadTscPair(g.tsc_base, g.mono_base);
+    g_timestamp_flags = raw::kFlagRawTsc;
+  }
+#endif
   sem_init(&g.wake, 0, 0);
   pthread_key_create(&g.thread_key, ThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);

@@ -93,6 +93,9 @@ enum EventFlags : uint8_t {
   kFlagMessageRegistered = 1 << 0,  // the name came from a registered NVTX string
   kFlagInGraph = 1 << 1,            // GPU work launched as part of a CUDA graph
   kFlagNested = 1 << 2,             // API call made from inside another API call
+  // In-process only, never on disk: start_ns still holds raw TSC ticks that the
+  // collector's flusher converts to the event clock before writing.
+  kFlagRawTsc = 1 << 7,
 };
 
 // NVTX payload types as carried in EventRecord::aux for NVTX events

@@ -1,0 +1,63 @@
+// An NVTX-heavy program for measuring the wall-time overhead of `teller run`: steps of
+// decoder layers of ops, each op a range around a few microseconds of arithmetic, as a
+// framework with per-op ranges would emit. Usage: nvtx_heavy [steps] [op_us]
+// Prints the ranges per second it emitted, so the load is stated, not assumed.
+#include <nvtx3/nvToolsExt.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+double Spin(double us, double per_us_iterations) {
+  double x = 0;
+  const long n = static_cast<long>(us * per_us_iterations);
+  for (long i = 0; i < n; ++i) x += std::sqrt(static_cast<double>(i) + x * 1e-9);
+  return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 150;
+  const double op_us = argc > 2 ? std::atof(argv[2]) : 5.0;
+  constexpr int kLayers = 32;
+  const char* kOps[] = {"rms_norm", "qkv_proj", "rotary_emb", "attention",
+                        "o_proj", "rms_norm", "gate_up_proj", "down_proj"};
+  // Calibrate iterations per microsecond without NVTX.
+  const auto c0 = std::chrono::steady_clock::now();
+  double sink = Spin(20000, 100);
+  const double cal_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count();
+  const double per_us = 20000 * 100 / cal_us;
+
+  std::vector<std::string> layer_names;
+  for (int l = 0; l < kLayers; ++l) layer_names.push_back("model.layers." + std::to_string(l));
+  long ranges = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+    const std::string step = "teller.step kind=decode reqs=cmpl-" + std::to_string(s) + " n=1";
+    nvtxRangePushA(step.c_str());
+    for (int l = 0; l < kLayers; ++l) {
+      nvtxRangePushA(layer_names[l].c_str());
+      for (const char* op : kOps) {
+        nvtxRangePushA(op);
+        sink += Spin(op_us, per_us);
+        nvtxRangePop();
+        ++ranges;
+      }
+      nvtxRangePop();
+      ++ranges;
+    }
+    nvtxRangePop();
+    ++ranges;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("nvtx_heavy: %ld ranges in %.3f s = %.0f ranges/s (sink %g)\n", ranges, secs,
+              ranges / secs, sink > 0 ? 1.0 : 0.0);
+  return 0;
+}
