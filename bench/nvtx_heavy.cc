@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   long ranges = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) {
-    const std::string step = "teller.step kind=decode reqs=cmpl-" + std::to_string(s) + " n=1";
+    const std::string step = "teller.step kind=decode n=1 reqs=cmpl-" + std::to_string(s);
     nvtxRangePushA(step.c_str());
     for (int l = 0; l < kLayers; ++l) {
       nvtxRangePushA(layer_names[l].c_str());

@@ -91,7 +91,7 @@ void BM_PushPopUniqueNames(benchmark::State& state) {
   char name[64];
   int64_t i = 0;
   for (auto _ : state) {
-    std::snprintf(name, sizeof(name), "teller.step kind=decode reqs=cmpl-%lld", static_cast<long long>(i));
+    std::snprintf(name, sizeof(name), "teller.step kind=decode n=1 reqs=cmpl-%lld", static_cast<long long>(i));
     nvtxRangePushA(name);
     nvtxRangePop();
     MaybeFlush(state, i++);

@@ -102,8 +102,8 @@ void EngineThread(int slow_step) {
       ids += (ids.empty() ? "" : ",") + r.id;
     }
     const char* kind = any_prefill && any_decode ? "mixed" : any_prefill ? "prefill" : "decode";
-    const std::string step_name = std::string("teller.step kind=") + kind + " reqs=" + ids +
-                                  " n=" + std::to_string(running.size());
+    const std::string step_name = std::string("teller.step kind=") + kind +
+                                  " n=" + std::to_string(running.size()) + " reqs=" + ids;
     nvtxRangePushA(step_name.c_str());
     nvtxRangePushA("execute_model");
     const int tokens = any_prefill ? 16 : static_cast<int>(running.size());

@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -28,6 +30,11 @@ constexpr const char* kDumpUsage =
 
 using raw::EventKind;
 using raw::EventRecord;
+
+bool IsRunDirectory(const std::string& path) {
+  struct stat st;
+  return stat((path + "/manifest.json").c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
 
 bool IsNvtx(EventKind k) { return static_cast<int>(k) >= 1 && static_cast<int>(k) <= 9; }
 bool IsApi(EventKind k) { return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver; }
@@ -158,6 +165,13 @@ int DumpCommand(const std::vector<std::string>& args) {
   std::string out;
   for (const std::string& input : inputs) {
     auto files = raw::ListRawFiles(input);
+    if (!files.ok() && IsRunDirectory(input)) {
+      // A run in which no process ever recorded an event (no NVTX or CUDA use) is a
+      // valid, empty trace, not an error.
+      std::fprintf(stderr, "teller dump: %s: no process recorded events (no *.tlr files)\n",
+                   input.c_str());
+      continue;
+    }
     if (!files.ok()) {
       std::fprintf(stderr, "teller dump: %s\n", files.status().message().c_str());
       exit_code = 1;

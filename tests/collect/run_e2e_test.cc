@@ -249,6 +249,14 @@ TEST_F(RunE2eTest, ExitStatusesFollowTheShell) {
   o = Teller("run --out '" + tmp_ + "/c' -- /nonexistent/program");
   EXPECT_EQ(o.exit_code, 127);
   EXPECT_NE(o.err.find("cannot execute '/nonexistent/program'"), std::string::npos) << o.err;
+  // A run without any NVTX use leaves a valid, empty trace.
+  o = Teller("dump '" + tmp_ + "/a'");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("no process recorded events"), std::string::npos) << o.err;
+  o = Teller("dump '" + tmp_ + "'");  // not a trace directory at all
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("no raw trace files"), std::string::npos) << o.err;
   o = Teller("run --flush-ms abc -- true");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--flush-ms"), std::string::npos);

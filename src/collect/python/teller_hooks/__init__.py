@@ -1,0 +1,224 @@
+"""Teller's import-time hooks for Python inference engines.
+
+sitecustomize.py calls install() when TELLER_PYTHON_HOOKS is set (by `teller run
+--python-hooks MODE`). install() reads the JSON hook specs for the mode (plus any in
+TELLER_HOOK_SPECS), loads libteller_nvtx_shim.so (TELLER_NVTX_SHIM) and registers a
+post-import finder; each target is wrapped when its module is imported, never before.
+See docs/python-hooks.md.
+
+Environment:
+  TELLER_PYTHON_HOOKS  auto | none | a comma list of spec names (vllm, sglang, torch)
+  TELLER_NVTX_SHIM     absolute path of libteller_nvtx_shim.so
+  TELLER_HOOK_SPECS    extra spec files, separated by os.pathsep (':')
+"""
+import atexit
+import os
+import sys
+
+from . import _importer
+from . import _nvtx
+from . import _report
+from . import _spec
+from . import _wrap
+
+__all__ = ["install", "installed_hooks"]
+
+BUILTIN_SPECS = ("vllm", "sglang", "torch")
+_SPEC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs")
+
+_NONE = object()
+_state = {"installed": False, "applied": {}, "finder": None}
+
+
+def installed_hooks():
+    """Names of the hooks applied so far in this process, with their targets."""
+    return dict(_state["applied"])
+
+
+def _spec_paths(mode):
+    """Built-in spec files for a mode, then the user's."""
+    names = []
+    for part in mode.split(","):
+        part = part.strip()
+        if part == "auto":
+            names.extend(BUILTIN_SPECS)
+        elif part and part != "none":
+            names.append(part)
+    paths = []
+    for n in names:
+        p = os.path.join(_SPEC_DIR, n + ".json")
+        if not os.path.isfile(p):
+            _report.skipped(n, "no built-in spec named %s (have: %s)" % (n, ", ".join(BUILTIN_SPECS)))
+            continue
+        if p not in paths:
+            paths.append(p)
+    user = [p for p in os.environ.get("TELLER_HOOK_SPECS", "").split(os.pathsep) if p]
+    return names, paths, user
+
+
+def _resolve(module, target):
+    """Returns (owner, attribute name, raw descriptor, owning class or None)."""
+    parts = target.split(".")
+    owner = module
+    for p in parts[:-1]:
+        owner = getattr(owner, p, _NONE)
+        if owner is _NONE:
+            raise AttributeError(p)
+    attr = parts[-1]
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if attr in vars(klass):
+                return owner, attr, vars(klass)[attr], owner
+        raise AttributeError(attr)
+    raw = getattr(owner, attr, _NONE)
+    if raw is _NONE:
+        raise AttributeError(attr)
+    return owner, attr, raw, None
+
+
+def _wrap_descriptor(hook, raw, shim):
+    """Wraps a function, staticmethod or classmethod; returns the replacement."""
+    make = _wrap.make_module_call_wrapper if hook.mode == "module_call" else _wrap.make_function_wrapper
+    if isinstance(raw, staticmethod):
+        fn = raw.__func__
+        if getattr(fn, "__teller_hook__", None):
+            return None
+        return staticmethod(make(hook, fn, shim))
+    if isinstance(raw, classmethod):
+        fn = raw.__func__
+        if getattr(fn, "__teller_hook__", None):
+            return None
+        return classmethod(make(hook, fn, shim))
+    if getattr(raw, "__teller_hook__", None):
+        return None  # already wrapped (a second spec, or a re-run of sitecustomize)
+    import inspect
+    if inspect.isgeneratorfunction(raw) or inspect.isasyncgenfunction(raw):
+        raise TypeError("generator functions are not wrapped (the range would end before the work)")
+    if not callable(raw):
+        raise TypeError("%s is a %s, not a function" % (hook.target, type(raw).__name__))
+    return make(hook, raw, shim)
+
+
+class _Installer(object):
+    def __init__(self, shim, hooks, user_hooks):
+        self.shim = shim
+        self.by_module = {}
+        self.originals = {}  # hook name -> (original function, wrapper) for aliases
+        self.user_hooks = user_hooks
+        for h in hooks:
+            self.by_module.setdefault(h.module, []).append(("target", h))
+            for a in h.aliases:
+                self.by_module.setdefault(a, []).append(("alias", h))
+
+    def on_loaded(self, module):
+        for role, hook in self.by_module.get(module.__name__, ()):
+            try:
+                if role == "target":
+                    self.apply(hook, module)
+                else:
+                    self.apply_alias(hook, module)
+            except Exception as e:
+                if not hook.optional:
+                    _report.skipped(hook.name, "%s: %s" % (type(e).__name__, e))
+
+    def apply(self, hook, module):
+        try:
+            owner, attr, raw, _ = _resolve(module, hook.target)
+        except AttributeError:
+            if not hook.optional:
+                _report.skipped(hook.name, "%s has no %s" % (module.__name__, hook.target))
+            return
+        replacement = _wrap_descriptor(hook, raw, self.shim)
+        if replacement is None:
+            return
+        setattr(owner, attr, replacement)
+        original = getattr(raw, "__func__", raw)
+        self.originals[hook.name] = (original, getattr(replacement, "__func__", replacement))
+        _state["applied"][hook.name] = "%s:%s" % (hook.module, hook.target)
+        # Aliases imported before the target was patched still hold the original.
+        for a in hook.aliases:
+            m = sys.modules.get(a)
+            if m is not None:
+                self.apply_alias(hook, m)
+
+    def apply_alias(self, hook, module):
+        pair = self.originals.get(hook.name)
+        if pair is None:
+            return
+        original, wrapper = pair
+        attr = hook.target.split(".")[-1]
+        if getattr(module, attr, None) is original:
+            setattr(module, attr, wrapper)
+
+    def report_never_imported(self):
+        """User specs name functions the user expects to run; say when a module never
+        came. Built-in specs stay quiet: an engine imports only some of its versions."""
+        for h in self.user_hooks:
+            if h.name not in _state["applied"] and h.module not in sys.modules and not h.optional:
+                _report.skipped(h.name, "module %s was never imported" % h.module)
+
+
+def _package_installed(name):
+    """Whether a top-level package exists, without importing it (a path scan only)."""
+    import importlib.machinery
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.machinery.PathFinder.find_spec(name) is not None
+    except Exception:
+        return True  # cannot tell; stay quiet
+
+
+def install(mode=None):
+    """Installs the hooks for `mode` (default: $TELLER_PYTHON_HOOKS). Idempotent."""
+    if _state["installed"]:
+        return
+    _state["installed"] = True
+    if mode is None:
+        mode = os.environ.get("TELLER_PYTHON_HOOKS", "none")
+    if mode.strip() in ("", "none"):
+        return
+    shim_path = os.environ.get("TELLER_NVTX_SHIM", "")
+    if not shim_path:
+        _report.disabled("TELLER_NVTX_SHIM is not set (is libteller_nvtx_shim.so built?)")
+        return
+    if not os.environ.get("NVTX_INJECTION64_PATH"):
+        # Without an NVTX tool every range would be a no-op: do not wrap at all.
+        _report.disabled("NVTX_INJECTION64_PATH is not set, nothing would record the ranges")
+        return
+    try:
+        shim = _nvtx.Shim(shim_path)
+    except Exception as e:
+        _report.disabled("cannot load %s: %s" % (shim_path, e))
+        return
+
+    names, builtin, user = _spec_paths(mode)
+    hooks, user_hooks = [], []
+    explicit = "auto" not in [n.strip() for n in mode.split(",")]
+    for path in builtin + user:
+        try:
+            sf = _spec.load(path)
+        except _spec.SpecError as e:
+            _report.skipped(os.path.basename(path), str(e))
+            continue
+        for label, why in sf.errors:
+            _report.skipped(label, why)
+        if path in builtin and explicit and sf.packages and \
+                not any(_package_installed(p) for p in sf.packages):
+            _report.skipped(sf.engine, "package %s is not installed" % " or ".join(sf.packages))
+            continue
+        hooks.extend(sf.hooks)
+        if path in user:
+            user_hooks.extend(sf.hooks)
+    if not hooks:
+        return
+
+    inst = _Installer(shim, hooks, user_hooks)
+    _state["finder"] = _importer.install(inst.by_module.keys(), inst.on_loaded)
+    # Anything imported before us (by an earlier sitecustomize, or install() called late).
+    for name in list(inst.by_module):
+        m = sys.modules.get(name)
+        if m is not None:
+            inst.on_loaded(m)
+    if user_hooks:
+        atexit.register(inst.report_never_imported)

@@ -1,0 +1,2 @@
+"""Test double."""
+from .modules.module import Module  # noqa: F401
