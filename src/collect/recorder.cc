@@ -6,6 +6,9 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,20 +38,14 @@ constexpr int64_t kAnchorPeriodNs = 1000000000;  // clock anchor + counters ever
 constexpr int64_t kMinCalibrationNs = 50000000;  // baseline of the TSC slope
 
 #if defined(__x86_64__)
-// The TSC is a usable clock only when it ticks at a constant rate in every power state.
+// The TSC is a usable clock only when it ticks at a constant rate in every power state
+// and across cores: CPUID leaf 0x80000007, EDX bit 8 ("invariant TSC"; Linux shows it as
+// the nonstop_tsc flag).
 bool CpuHasInvariantTsc() {
-  const int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::string text;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0 && text.size() < (1u << 20)) {
-    text.append(buf, static_cast<size_t>(n));
-    if (text.find("\n\n") != std::string::npos) break;  // the first processor is enough
-  }
-  close(fd);
-  return text.find(" constant_tsc") != std::string::npos &&
-         text.find(" nonstop_tsc") != std::string::npos;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  __cpuid(0x80000007, eax, ebx, ecx, edx);
+  return (edx & (1u << 8)) != 0;
 }
 
 // A (TSC, CLOCK_MONOTONIC) pair read back to back; the TSC is read between two clock
@@ -267,9 +264,12 @@ void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
       g.mono_base = g.mono_now;
     }
   } else if (g.ns_per_tick == 0) {
-    // Early in the run (or a flush right after start): calibrate over a short wait.
-    usleep(2000);
-    ReadTscPair(g.tsc_now, g.mono_now);
+    // A flush soon after start (a short program): calibrate over what has elapsed,
+    // waiting until at least a millisecond has (slope error about 3e-5).
+    while (g.mono_now - g.mono_base < 1000000) {
+      usleep(200);
+      ReadTscPair(g.tsc_now, g.mono_now);
+    }
     g.ns_per_tick = static_cast<double>(g.mono_now - g.mono_base) /
                     static_cast<double>(g.tsc_now - g.tsc_base);
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 
 namespace teller {
 
@@ -33,32 +34,35 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    assert(!status_.ok() && "Result built from an ok Status carries no value");
+  Result(T value) : v_(std::in_place_index<1>, std::move(value)) {}  // NOLINT: implicit
+  Result(Status status) : v_(std::in_place_index<0>, std::move(status)) {  // NOLINT: implicit
+    assert(!std::get<0>(v_).ok() && "Result built from an ok Status carries no value");
   }
 
-  bool ok() const { return value_.has_value(); }
-  const Status& status() const { return status_; }
+  bool ok() const { return v_.index() == 1; }
+  // The error; an ok Status when the Result holds a value.
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<0>(v_);
+  }
   T& value() & {
     assert(ok());
-    return *value_;
+    return std::get<1>(v_);
   }
   const T& value() const& {
     assert(ok());
-    return *value_;
+    return std::get<1>(v_);
   }
   T&& value() && {
     assert(ok());
-    return std::move(*value_);
+    return std::get<1>(std::move(v_));
   }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
 
  private:
-  std::optional<T> value_;
-  Status status_;
+  std::variant<Status, T> v_;
 };
 
 }  // namespace teller
