@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
-  zlib1g-dev
+  zlib1g-dev libdeflate-dev libsimdjson-dev libsqlite3-dev sqlite3
   clang libclang-rt-14-dev
 )
 missing=()

@@ -10,6 +10,8 @@ namespace teller::cli {
 // Each takes the arguments after the subcommand name and returns the process exit code.
 int RunCommand(const std::vector<std::string>& args, const std::string& exe_dir);
 int DumpCommand(const std::vector<std::string>& args);
+int InspectCommand(const std::vector<std::string>& args);
+int DatasetCommand(const std::vector<std::string>& args);
 
 }  // namespace teller::cli
 

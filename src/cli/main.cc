@@ -25,6 +25,11 @@ constexpr const char* kUsage =
     "Read:\n"
     "  dump [--stats] [--meta] FILE|DIR\n"
     "                     print the events of raw trace files as JSON lines\n"
+    "  inspect TRACE... [--json] [--request ID] [--tree]\n"
+    "                     rebuild per-request, per-step call trees from a Teller trace,\n"
+    "                     a Kineto JSON or an Nsight Systems export, with aligned logs\n"
+    "  dataset export TRACE... --out DIR [--setting NAME]\n"
+    "                     per-request examples (trace.json, log.txt, annotation.json)\n"
     "\n"
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
@@ -49,6 +54,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "run") return teller::cli::RunCommand(args, ExeDir());
   if (command == "dump") return teller::cli::DumpCommand(args);
+  if (command == "inspect") return teller::cli::InspectCommand(args);
+  if (command == "dataset") return teller::cli::DatasetCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,118 @@
+// Cross-layer call-chain reconstruction (method.md §2, Algorithm 1): per-thread ranges,
+// classification into STEP / FRONTEND / BACKEND / COMM, host calls attached to the
+// innermost range, GPU work bound to its host call by correlation id (one call may own
+// many kernels: graph launches), orphans kept and counted, per-request projection from
+// the request ids that step ranges carry, and log alignment.
+//
+// Output is a forest of nodes over the trace's events, stored as columns (parent index,
+// depth): a node is a range, a host call, a GPU operation or a mark. Pops are not nodes;
+// a push and its pop form one range node.
+#ifndef TELLER_RECONSTRUCT_RECONSTRUCT_H_
+#define TELLER_RECONSTRUCT_RECONSTRUCT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/core/trace.h"
+
+namespace teller::reconstruct {
+
+// What a node is, for the views and for localization (method.md §2 step 3).
+enum class Layer : uint8_t {
+  kStep = 0,      // an engine step (one scheduler decision and forward pass)
+  kFrontend = 1,  // framework op or module (aten::, nn.Module, Python functions)
+  kBackend = 2,   // library / custom op level (vllm::, _C::, sgl_kernel::, cuBLAS...)
+  kComm = 3,      // communication (collectives, their kernels)
+  kHostCall = 4,  // CUDA/HIP runtime or driver call
+  kGpu = 5,       // kernel, memcpy, memset, synchronization, GPU annotation
+  kMark = 6,      // instant annotation
+};
+std::string_view LayerName(Layer layer);
+
+// Name rules per layer, kept in a data file (share/teller/classify.rules): lines
+// "LAYER CATEGORY-GLOB NAME-REGEX", the first matching rule wins; ranges matching none
+// are FRONTEND, GPU work matching none is GPU. Results are cached per (category, name).
+class Classifier {
+ public:
+  // The rules built into Teller (the same text as share/teller/classify.rules).
+  static std::shared_ptr<Classifier> BuiltIn();
+  // Rules from a file; errors name the file and line.
+  static Result<std::shared_ptr<Classifier>> FromFile(const std::string& path);
+  static Result<std::shared_ptr<Classifier>> FromText(std::string_view text,
+                                                      const std::string& source);
+  Layer Classify(const Trace& trace, size_t event);
+  ~Classifier();
+
+ private:
+  struct Rule;
+  std::vector<Rule> rules_;
+  std::unordered_map<uint64_t, Layer> cache_;
+};
+
+struct Options {
+  int64_t log_tolerance_ns = 50'000'000;  // method.md §2 step 6: default 50 ms
+  std::shared_ptr<Classifier> classifier;  // null = built-in rules
+};
+
+struct Nodes {
+  std::vector<uint32_t> event;     // index into Trace::events
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<int32_t> parent;     // node index, -1 for roots
+  std::vector<uint16_t> depth;
+  std::vector<Layer> layer;
+  std::vector<uint32_t> process;
+  // Children of node i are child_index[child_begin[i] .. child_begin[i+1]), by start.
+  std::vector<uint32_t> child_begin;
+  std::vector<uint32_t> child_index;
+  size_t size() const { return event.size(); }
+};
+
+struct Step {
+  uint32_t node = 0;       // the STEP range
+  uint32_t process = 0;
+  uint32_t ordinal = 0;    // position among the steps of its process, by start time
+  StringId kind = 0;       // prefill / decode / mixed ... when the step says so
+  std::vector<StringId> requests;  // Q(s)
+  std::vector<uint32_t> logs;      // rows of Trace::logs aligned to this step
+};
+
+struct Stats {
+  uint64_t events = 0, processes = 0, threads = 0, ranges = 0, steps = 0, requests = 0;
+  uint64_t host_calls = 0, kernels = 0, kernels_linked = 0, kernels_orphan = 0;
+  uint64_t memcpy = 0, memset = 0, gpu_linked = 0, gpu_orphan = 0;
+  uint64_t comm_kernels = 0, graph_launches = 0;
+  uint64_t unmatched_push = 0, unmatched_pop = 0;
+  uint64_t log_lines = 0, log_lines_aligned = 0;
+};
+
+struct Reconstruction {
+  Nodes nodes;
+  std::vector<Step> steps;                         // ordered by (process, start)
+  std::unordered_map<StringId, std::vector<uint32_t>> request_steps;  // q -> step indices
+  std::vector<StringId> request_order;             // requests in order of first step
+  Stats stats;
+
+  // Horizontal view (method.md §2): for the step of each process with the given
+  // ordinal, the COMM nodes below it, ordered by start; one vector per process.
+  std::vector<std::vector<uint32_t>> CommAcrossRanks(uint32_t ordinal) const;
+};
+
+// Builds the forest. Never fails on damaged input: what cannot be reconstructed is
+// counted in trace.counters ("reconstruct.*") and in Stats.
+Reconstruction Reconstruct(Trace& trace, const Options& options = {});
+
+// Parses the request ids of a step message in the collector's grammar
+// (docs/python-hooks.md): "teller.step kind=decode n=2 reqs=cmpl-1,cmpl-2"; values are
+// percent-encoded. Returns false when the message carries no reqs key.
+bool ParseStepMessage(std::string_view message, std::vector<std::string>* requests,
+                      std::string* kind, std::string* seq);
+
+}  // namespace teller::reconstruct
+
+#endif  // TELLER_RECONSTRUCT_RECONSTRUCT_H_

@@ -1,0 +1,1315 @@
+// Kineto / PyTorch-profiler Chrome-trace importer (docs/ingest-kineto.md).
+//
+// Pipeline: read the file (gunzip with libdeflate in one shot), then parse the JSON with
+// simdjson's On Demand API in windows of about 4 MB, appending one row per event to the
+// columnar EventTable, then fix up what needs the whole file (main process, time base,
+// duplicate correlation ids) in one pass over the appended rows.
+//
+// Why windows: simdjson indexes a whole document before iterating it, with 4 bytes of
+// index per structural character; for a Chrome trace that is about 250 bytes per event,
+// more than the columns themselves. Parsing the traceEvents array a window at a time keeps
+// that index at a few MB, reused. A window ends at a "cut": a comma between two objects,
+// `}` ws `,` ws `{`, with a newline in the whitespace. A raw newline cannot occur inside a
+// JSON string, so the comma is certainly structural; whether it separates two events of
+// traceEvents (and not two objects deeper down) is checked by parsing: the comma and the
+// byte after it are overwritten with `]}`, closing the window's document, and the window
+// is accepted only when traceEvents was its last top-level field and closed exactly there.
+// The next window starts with `{"traceEvents":[` written over the 16 bytes before its
+// first event (bytes of the previous, finished window). A rejected window is rolled back
+// (rows, counters) and re-parsed up to the next cut, at most kMaxCutRetries times, then as
+// the whole rest of the file. Files without newlines (compact JSON) are one window.
+#include "src/ingest/kineto_importer.h"
+
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simdjson.h"
+#include "teller/ingest/ingest.h"
+
+namespace teller::ingest {
+
+static_assert(PaddedBuffer::kPadding >= simdjson::SIMDJSON_PADDING);
+
+// ---------------------------------------------------------------------------------------
+// PaddedBuffer
+
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kDefaultWindowBytes = size_t{4} << 20;
+constexpr int kMaxCutRetries = 4;
+size_t g_window_bytes = kDefaultWindowBytes;
+}  // namespace
+
+PaddedBuffer::~PaddedBuffer() { Release(); }
+
+PaddedBuffer::PaddedBuffer(PaddedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)),
+      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)) {}
+
+PaddedBuffer& PaddedBuffer::operator=(PaddedBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+  }
+  return *this;
+}
+
+void PaddedBuffer::Release() {
+  if (data_ != nullptr) munmap(data_, mapped_bytes_);
+  data_ = nullptr;
+  size_ = capacity_ = mapped_bytes_ = 0;
+}
+
+bool PaddedBuffer::Reserve(size_t capacity) {
+  if (capacity <= capacity_ && data_ != nullptr) return true;
+  if (capacity > (size_t{1} << 46)) return false;
+  // Round to whole huge pages and align the start to 2 MiB so that the kernel can back
+  // the buffer with huge pages (THP "madvise" mode is the Debian default).
+  const size_t want = (capacity + kPadding + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t map_len = want + kHugePage;
+  void* raw = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return false;
+  const auto base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (base + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > base) munmap(raw, aligned - base);
+  const size_t tail = (base + map_len) - (aligned + want);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + want), tail);
+  char* fresh = reinterpret_cast<char*>(aligned);
+  madvise(fresh, want, MADV_HUGEPAGE);
+  if (data_ != nullptr && size_ > 0) std::memcpy(fresh, data_, size_);
+  const size_t keep = size_;
+  Release();
+  data_ = fresh;
+  size_ = keep;
+  capacity_ = want - kPadding;
+  mapped_bytes_ = want;
+  return true;
+}
+
+void PaddedBuffer::Resize(size_t size) {
+  size_ = std::min(size, capacity_);
+  if (data_ != nullptr) std::memset(data_ + size_, 0, kPadding);
+}
+
+void SetKinetoWindowBytesForTesting(size_t bytes) {
+  g_window_bytes = bytes == 0 ? kDefaultWindowBytes : std::max<size_t>(bytes, 256);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading and gunzip
+
+namespace {
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+bool IsGzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// libdeflate says only "bad data"; zlib, streaming, tells a truncated stream from corrupt
+// data and where the corruption is. Only run on the error path.
+Status DiagnoseGzip(std::string_view in, size_t member_offset, const std::string& name) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+    return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(member_offset));
+  }
+  std::vector<unsigned char> sink(1 << 16);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + member_offset));
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - member_offset, UINT32_MAX));
+  int rc = Z_OK;
+  while (true) {
+    zs.next_out = sink.data();
+    zs.avail_out = static_cast<uInt>(sink.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END || rc != Z_OK) break;
+  }
+  const size_t at = member_offset + zs.total_in;
+  inflateEnd(&zs);
+  if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_in == 0)) {
+    return Status::Error(name + ": truncated gzip stream (input ends at byte " +
+                         std::to_string(in.size()) + " inside a member starting at byte " +
+                         std::to_string(member_offset) + ")");
+  }
+  return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(at));
+}
+
+struct DecompressorDeleter {
+  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+};
+
+libdeflate_decompressor* Decompressor() {
+  // One per thread, reused: allocation is cheap but not free, and it is ~32 KB.
+  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(
+      libdeflate_alloc_decompressor());
+  return d.get();
+}
+
+}  // namespace
+
+Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out) {
+  libdeflate_decompressor* d = Decompressor();
+  if (d == nullptr) return Status::Error(name + ": out of memory (gzip decompressor)");
+  // ISIZE (last 4 bytes, size mod 2^32 of the last member) is exact for the usual single
+  // member file; for multi-member files it is only a lower bound, and the buffer grows.
+  size_t hint = 0;
+  if (in.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, in.data() + in.size() - 4, 4);
+    hint = isize;
+  }
+  hint = std::max(hint, in.size() * 4 + 4096);
+  if (!out.Reserve(hint)) return Status::Error(name + ": out of memory (gunzip)");
+  size_t in_pos = 0;
+  size_t out_pos = 0;
+  while (in_pos < in.size()) {
+    const std::string_view rest = in.substr(in_pos);
+    if (!IsGzip(rest)) {
+      // gzip(1) tolerates zero padding after the last member (tape blocks); so do we.
+      if (in_pos > 0 && std::all_of(rest.begin(), rest.end(), [](char c) { return c == 0; })) {
+        break;
+      }
+      if (in_pos == 0) return Status::Error(name + ": not a gzip stream");
+      return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(in_pos) +
+                           " (trailing bytes after the last member)");
+    }
+    size_t in_used = 0;
+    size_t out_used = 0;
+    const libdeflate_result r =
+        libdeflate_gzip_decompress_ex(d, rest.data(), rest.size(), out.data() + out_pos,
+                                      out.capacity() - out_pos, &in_used, &out_used);
+    if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      const size_t grow = std::max(out.capacity() * 2, out.capacity() + (size_t{64} << 20));
+      out.Resize(out_pos);
+      if (!out.Reserve(grow)) return Status::Error(name + ": out of memory (gunzip)");
+      continue;
+    }
+    if (r != LIBDEFLATE_SUCCESS) {
+      out.Resize(0);
+      return DiagnoseGzip(in, in_pos, name);
+    }
+    in_pos += in_used;
+    out_pos += out_used;
+  }
+  out.Resize(out_pos);
+  return Status::Ok();
+}
+
+Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error(path + ": cannot open: " + ErrnoText(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return Status::Error(path + ": cannot stat: " + ErrnoText(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return Status::Error(path + ": is a directory, expected a .json or .json.gz file");
+  }
+  PaddedBuffer raw;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (!raw.Reserve(size)) {
+    close(fd);
+    return Status::Error(path + ": out of memory reading " + std::to_string(size) + " bytes");
+  }
+  size_t got = 0;
+  while (true) {
+    if (got == raw.capacity() && !raw.Reserve(raw.capacity() * 2)) {
+      close(fd);
+      return Status::Error(path + ": out of memory");
+    }
+    const ssize_t n = read(fd, raw.data() + got, raw.capacity() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      close(fd);
+      return Status::Error(path + ": read error: " + ErrnoText(err));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  raw.Resize(got);
+  if (IsGzip(raw.view())) return GunzipInto(raw.view(), path, out);
+  out = std::move(raw);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Parsing
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
+// What a category means. kFlowOnly categories are never events.
+enum class Kind : uint8_t {
+  kRange,
+  kRuntime,
+  kDriver,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kSync,
+  kGpuAnnotation,
+  kUnknown,
+};
+
+Kind KindOfCategory(std::string_view cat) {
+  // Current names, then the 2021 capitalised ones (kineto/resnet50_*).
+  if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
+      cat == "Operator") {
+    return Kind::kRange;
+  }
+  if (cat == "cuda_runtime" || cat == "Runtime") return Kind::kRuntime;
+  if (cat == "cuda_driver") return Kind::kDriver;
+  if (cat == "kernel" || cat == "Kernel") return Kind::kKernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return Kind::kMemcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return Kind::kMemset;
+  if (cat == "cuda_sync") return Kind::kSync;
+  if (cat == "gpu_user_annotation") return Kind::kGpuAnnotation;
+  return Kind::kUnknown;
+}
+
+bool IsGpuKind(Kind k) {
+  return k == Kind::kKernel || k == Kind::kMemcpy || k == Kind::kMemset || k == Kind::kSync ||
+         k == Kind::kGpuAnnotation;
+}
+
+EventType TypeOfKind(Kind k) {
+  switch (k) {
+    case Kind::kRange:
+      return EventType::kRange;
+    case Kind::kRuntime:
+      return EventType::kRuntime;
+    case Kind::kDriver:
+      return EventType::kDriver;
+    case Kind::kKernel:
+      return EventType::kKernel;
+    case Kind::kMemcpy:
+      return EventType::kMemcpy;
+    case Kind::kMemset:
+      return EventType::kMemset;
+    case Kind::kSync:
+      return EventType::kSync;
+    case Kind::kGpuAnnotation:
+      return EventType::kGpuAnnotation;
+    case Kind::kUnknown:
+      break;
+  }
+  return EventType::kMark;
+}
+
+// Bytes per element of the dtype names PyTorch writes in record_param_comms args.
+uint64_t DtypeBytes(std::string_view t) {
+  if (t == "Float" || t == "float" || t == "float32" || t == "Int" || t == "int" || t == "int32" ||
+      t == "ComplexHalf") {
+    return 4;
+  }
+  if (t == "Half" || t == "BFloat16" || t == "half" || t == "bfloat16" || t == "float16" ||
+      t == "Short" || t == "int16") {
+    return 2;
+  }
+  if (t == "Double" || t == "double" || t == "float64" || t == "Long" || t == "long" ||
+      t == "int64" || t == "ComplexFloat") {
+    return 8;
+  }
+  if (t == "Byte" || t == "Char" || t == "Bool" || t == "bool" || t == "int8" || t == "uint8" ||
+      t.substr(0, 6) == "Float8") {
+    return 1;
+  }
+  if (t == "ComplexDouble") return 16;
+  return 0;
+}
+
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Microseconds as written by Kineto ("1694128201426674", "1365627949842.376", "-0.5") to
+// integer nanoseconds, from the decimal text. A double cannot do this: epoch µs with 3
+// decimals have 19 significant digits, a double 15-17. The 4th decimal and beyond round
+// the result half away from zero. Exponent forms (never written by Kineto) go through a
+// double. Returns false when the text is not a number or does not fit in int64 ns.
+bool ParseMicrosToNanos(std::string_view s, int64_t* out) {
+  while (!s.empty() && IsJsonSpace(s.back())) s.remove_suffix(1);
+  size_t i = 0;
+  const size_t n = s.size();
+  bool negative = false;
+  if (i < n && s[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  if (i >= n || !IsDigit(s[i])) return false;
+  constexpr uint64_t kMaxMicros = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / 1000;
+  uint64_t micros = 0;
+  for (; i < n && IsDigit(s[i]); ++i) {
+    micros = micros * 10 + static_cast<uint64_t>(s[i] - '0');
+    if (micros > kMaxMicros) return false;
+  }
+  uint64_t frac = 0;
+  int frac_digits = 0;
+  bool round_up = false;
+  if (i < n && s[i] == '.') {
+    ++i;
+    if (i >= n || !IsDigit(s[i])) return false;
+    for (; i < n && IsDigit(s[i]); ++i) {
+      if (frac_digits < 3) {
+        frac = frac * 10 + static_cast<uint64_t>(s[i] - '0');
+      } else if (frac_digits == 3) {
+        round_up = s[i] >= '5';
+      }
+      ++frac_digits;
+    }
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + n, v);
+    if (ec != std::errc() || ptr != s.data() + n) return false;
+    const double ns = v * 1000.0;
+    if (!(std::fabs(ns) < 9.2e18)) return false;
+    *out = std::llround(ns);
+    return true;
+  }
+  if (i != n) return false;
+  for (int d = frac_digits; d < 3; ++d) frac *= 10;
+  const uint64_t ns = micros * 1000 + frac + (round_up ? 1 : 0);
+  if (ns > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+  *out = negative ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+  return true;
+}
+
+// Whole decimal integer (optionally signed) in `s`, nothing else.
+bool ParseDecimalInt(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// FNV-1a: stable across runs and platforms, for non-numeric tids ("PyTorch Profiler").
+uint32_t StableHash32(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+// A pid or tid: a number, a numeric string ("25738"), or a name ("stream 7", "Spans").
+struct IdValue {
+  bool present = false;
+  bool numeric = false;
+  int64_t number = 0;
+  std::string_view text;  // when not numeric; view into the parser's string buffer,
+                          // valid until the next window is parsed
+};
+
+// Counters of one file, restored when a window is rolled back.
+struct FileCounters {
+  uint64_t flow_events = 0;
+  uint64_t metadata_events = 0;
+  uint64_t missing_field = 0;
+  uint64_t missing_duration = 0;
+  uint64_t wrong_type = 0;
+  uint64_t negative_duration = 0;
+  uint64_t unsupported_phase = 0;
+  uint64_t hashed_tid = 0;
+  uint64_t nonnumeric_pid = 0;
+  uint64_t non_object_event = 0;
+  uint64_t time_overflow = 0;
+};
+
+struct PidSlot {
+  int64_t pid = 0;
+  uint64_t host_events = 0;
+};
+
+// Everything a window changes besides the event rows; copied before a window and
+// restored when the window is rejected (a few dozen bytes plus tiny vectors).
+struct FileState {
+  FileCounters counters;
+  std::vector<PidSlot> pids;
+  std::vector<uint64_t> unknown_per_category;  // parallel to Importer::categories_
+  bool has_base = false;
+  int64_t base_ns = 0;
+  int32_t rank = -1;
+  int32_t world_size = -1;
+  bool saw_trace_events = false;
+};
+
+struct CategoryEntry {
+  std::string text;
+  Kind kind = Kind::kUnknown;
+  StringId id = 0;
+};
+
+// One event's fields as read; views point into the parser's buffers.
+struct RawEvent {
+  char ph = 0;
+  bool has_ph = false;
+  bool has_cat = false;
+  bool has_name = false;
+  bool has_ts = false;
+  bool has_dur = false;
+  bool has_device = false;
+  bool has_stream = false;
+  bool has_bytes = false;
+  std::string_view cat;
+  std::string_view name;
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  IdValue pid;
+  IdValue tid;
+  uint64_t correlation = 0;
+  uint64_t external_id = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
+  uint64_t bytes = 0;
+  uint64_t in_msg_nelems = 0;
+  std::string_view dtype;
+};
+
+// Sentinels in the process column until the file's processes are known.
+constexpr uint32_t kMainSlot = std::numeric_limits<uint32_t>::max();
+
+// Thrown-free error propagation for the parse: a simdjson code plus what we were reading.
+struct ParseError {
+  error_code code = simdjson::SUCCESS;
+  const char* where = nullptr;  // pointer into the buffer when known
+  std::string expected;         // what the importer expected there
+};
+
+class Importer {
+ public:
+  Importer(const std::string& name, Trace& trace, od::parser& parser)
+      : name_(name), trace_(trace), parser_(parser) {}
+
+  Status Run(PaddedBuffer& json);
+
+ private:
+  // Parses the document [begin, begin+len) of the buffer. `final` windows may end the
+  // top-level object anywhere; others must end with the traceEvents array.
+  bool ParseWindow(const char* begin, size_t len, size_t capacity, bool final, ParseError* err);
+  error_code ParseTopLevel(od::document& doc, bool final, bool* ended_with_events, ParseError* err);
+  error_code ParseEvents(od::array& events, ParseError* err);
+  error_code ParseEvent(od::object& obj);
+  error_code ParseArgs(od::object& args, RawEvent& ev);
+  error_code ParseDistributedInfo(od::value& v);
+  void ReadId(od::value& v, IdValue& id);
+  bool ReadTime(od::value& v, int64_t* ns);
+  void Emit(RawEvent& ev);
+  const CategoryEntry& Category(std::string_view cat, size_t* index);
+  uint32_t PidSlotFor(int64_t pid);
+  uint32_t HostThread(const IdValue& tid);
+  uint32_t GpuStream(const RawEvent& ev);
+  Status Finish(size_t first_row);
+  Status ErrorAt(const PaddedBuffer& json, const ParseError& err) const;
+  void Rollback(size_t rows, FileState&& saved);
+
+  const std::string& name_;
+  Trace& trace_;
+  od::parser& parser_;
+  FileState state_;
+  std::vector<CategoryEntry> categories_;
+  size_t last_category_ = 0;
+  size_t events_in_window_ = 0;
+  bool window_has_events_ = false;
+};
+
+error_code Importer::ParseDistributedInfo(od::value& v) {
+  od::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    ++state_.counters.wrong_type;
+    return simdjson::SUCCESS;
+  }
+  for (auto field_result : obj) {
+    od::field field;
+    if (const error_code e = std::move(field_result).get(field); e != simdjson::SUCCESS) return e;
+    const od::raw_json_string key = field.key();
+    int64_t number = 0;
+    if (key.unsafe_is_equal("rank")) {
+      if (field.value().get_int64().get(number) == simdjson::SUCCESS && number >= 0 &&
+          number <= std::numeric_limits<int32_t>::max()) {
+        state_.rank = static_cast<int32_t>(number);
+      } else {
+        ++state_.counters.wrong_type;
+      }
+    } else if (key.unsafe_is_equal("world_size")) {
+      if (field.value().get_int64().get(number) == simdjson::SUCCESS && number > 0 &&
+          number <= std::numeric_limits<int32_t>::max()) {
+        state_.world_size = static_cast<int32_t>(number);
+      } else {
+        ++state_.counters.wrong_type;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+void Importer::ReadId(od::value& v, IdValue& id) {
+  od::json_type type;
+  if (v.type().get(type) != simdjson::SUCCESS) {
+    ++state_.counters.wrong_type;
+    return;
+  }
+  if (type == od::json_type::number) {
+    int64_t n = 0;
+    if (v.get_int64().get(n) == simdjson::SUCCESS) {
+      id.present = id.numeric = true;
+      id.number = n;
+      return;
+    }
+    double d = 0;
+    if (v.get_double().get(d) == simdjson::SUCCESS && d == std::floor(d) && std::fabs(d) < 9e18) {
+      id.present = id.numeric = true;
+      id.number = static_cast<int64_t>(d);
+      return;
+    }
+    ++state_.counters.wrong_type;
+    return;
+  }
+  if (type == od::json_type::string) {
+    std::string_view text;
+    if (v.get_string().get(text) != simdjson::SUCCESS) {
+      ++state_.counters.wrong_type;
+      return;
+    }
+    id.present = true;
+    int64_t n = 0;
+    if (ParseDecimalInt(text, &n)) {
+      id.numeric = true;
+      id.number = n;
+    } else {
+      id.text = text;
+    }
+    return;
+  }
+  ++state_.counters.wrong_type;
+}
+
+bool Importer::ReadTime(od::value& v, int64_t* ns) {
+  const std::string_view raw = v.raw_json_token();
+  if (!raw.empty() && raw[0] == '"') {
+    // A quoted number is damage we can still read.
+    std::string_view text;
+    ++state_.counters.wrong_type;
+    return v.get_string().get(text) == simdjson::SUCCESS && ParseMicrosToNanos(text, ns);
+  }
+  if (ParseMicrosToNanos(raw, ns)) return true;
+  ++state_.counters.wrong_type;
+  return false;
+}
+
+// Reads an unsigned integer arg; numeric strings ("9216", ROCm runtime "bytes") count too.
+bool ReadUnsigned(od::value& v, uint64_t* out) {
+  if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;
+  std::string_view text;
+  int64_t n = 0;
+  if (v.get_string().get(text) == simdjson::SUCCESS && ParseDecimalInt(text, &n) && n >= 0) {
+    *out = static_cast<uint64_t>(n);
+    return true;
+  }
+  return false;
+}
+
+bool ReadSigned(od::value& v, int64_t* out) {
+  if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
+  std::string_view text;
+  return v.get_string().get(text) == simdjson::SUCCESS && ParseDecimalInt(text, out);
+}
+
+error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
+  for (auto field_result : args) {
+    od::field field;
+    if (const error_code e = std::move(field_result).get(field); e != simdjson::SUCCESS) return e;
+    const od::raw_json_string key = field.key();
+    od::value& v = field.value();
+    switch (key.raw()[0]) {
+      case 'c':
+        if (key.unsafe_is_equal("correlation")) {
+          if (!ReadUnsigned(v, &ev.correlation)) ++state_.counters.wrong_type;
+        }
+        break;
+      case 'E':
+      case 'e':
+        // "External id" since 2022, "external id" in the 2021 format.
+        if (key.unsafe_is_equal("External id") || key.unsafe_is_equal("external id")) {
+          if (!ReadUnsigned(v, &ev.external_id)) ++state_.counters.wrong_type;
+        }
+        break;
+      case 'd':
+        if (key.unsafe_is_equal("device")) {
+          ev.has_device = ReadSigned(v, &ev.device);
+        } else if (key.unsafe_is_equal("dtype")) {
+          if (v.get_string().get(ev.dtype) != simdjson::SUCCESS) ev.dtype = {};
+        }
+        break;
+      case 's':
+        if (key.unsafe_is_equal("stream")) ev.has_stream = ReadSigned(v, &ev.stream);
+        break;
+      case 'b':
+        if (key.unsafe_is_equal("bytes")) ev.has_bytes = ReadUnsigned(v, &ev.bytes);
+        break;
+      case 'I':
+        if (key.unsafe_is_equal("In msg nelems")) {
+          if (!ReadUnsigned(v, &ev.in_msg_nelems)) ev.in_msg_nelems = 0;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code Importer::ParseEvent(od::object& obj) {
+  RawEvent ev;
+  for (auto field_result : obj) {
+    od::field field;
+    if (const error_code e = std::move(field_result).get(field); e != simdjson::SUCCESS) return e;
+    const od::raw_json_string key = field.key();
+    od::value& v = field.value();
+    switch (key.raw()[0]) {
+      case 'p':
+        if (key.unsafe_is_equal("ph")) {
+          std::string_view ph;
+          if (v.get_string().get(ph) == simdjson::SUCCESS && ph.size() == 1) {
+            ev.ph = ph[0];
+            ev.has_ph = true;
+            // Flows are not events; skip the rest of the object unread.
+            if (ev.ph == 's' || ev.ph == 'f' || ev.ph == 't') {
+              ++state_.counters.flow_events;
+              return simdjson::SUCCESS;
+            }
+          } else {
+            ++state_.counters.wrong_type;
+          }
+        } else if (key.unsafe_is_equal("pid")) {
+          ReadId(v, ev.pid);
+        }
+        break;
+      case 'c':
+        if (key.unsafe_is_equal("cat")) {
+          if (v.get_string().get(ev.cat) == simdjson::SUCCESS) {
+            ev.has_cat = true;
+          } else {
+            ++state_.counters.wrong_type;
+          }
+        }
+        break;
+      case 'n':
+        if (key.unsafe_is_equal("name")) {
+          if (v.get_string().get(ev.name) == simdjson::SUCCESS) {
+            ev.has_name = true;
+          } else {
+            ++state_.counters.wrong_type;
+          }
+        }
+        break;
+      case 't':
+        if (key.unsafe_is_equal("ts")) {
+          ev.has_ts = ReadTime(v, &ev.ts_ns);
+        } else if (key.unsafe_is_equal("tid")) {
+          ReadId(v, ev.tid);
+        }
+        break;
+      case 'd':
+        if (key.unsafe_is_equal("dur")) ev.has_dur = ReadTime(v, &ev.dur_ns);
+        break;
+      case 'a':
+        if (key.unsafe_is_equal("args")) {
+          od::object args;
+          if (v.get_object().get(args) == simdjson::SUCCESS) {
+            if (const error_code e = ParseArgs(args, ev); e != simdjson::SUCCESS) return e;
+          } else {
+            ++state_.counters.wrong_type;
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  Emit(ev);
+  return simdjson::SUCCESS;
+}
+
+const CategoryEntry& Importer::Category(std::string_view cat, size_t* index) {
+  // A handful of categories per file: a linear scan with a last-hit shortcut beats hashing.
+  if (last_category_ < categories_.size() && categories_[last_category_].text == cat) {
+    *index = last_category_;
+    return categories_[last_category_];
+  }
+  for (size_t i = 0; i < categories_.size(); ++i) {
+    if (categories_[i].text == cat) {
+      last_category_ = i;
+      *index = i;
+      return categories_[i];
+    }
+  }
+  CategoryEntry entry;
+  entry.text = std::string(cat);
+  entry.kind = KindOfCategory(cat);
+  entry.id = trace_.strings.Intern(cat);
+  categories_.push_back(std::move(entry));
+  state_.unknown_per_category.resize(categories_.size(), 0);
+  last_category_ = categories_.size() - 1;
+  *index = last_category_;
+  return categories_.back();
+}
+
+uint32_t Importer::PidSlotFor(int64_t pid) {
+  auto& pids = state_.pids;
+  for (uint32_t i = 0; i < pids.size(); ++i) {
+    if (pids[i].pid == pid) return i;
+  }
+  pids.push_back(PidSlot{pid, 0});
+  return static_cast<uint32_t>(pids.size() - 1);
+}
+
+uint32_t Importer::HostThread(const IdValue& tid) {
+  if (tid.present && tid.numeric && tid.number >= 0 &&
+      tid.number <= std::numeric_limits<uint32_t>::max()) {
+    return static_cast<uint32_t>(tid.number);
+  }
+  if (!tid.present) return 0;
+  ++state_.counters.hashed_tid;
+  if (tid.numeric) return StableHash32(std::to_string(tid.number));
+  return StableHash32(tid.text);
+}
+
+uint32_t Importer::GpuStream(const RawEvent& ev) {
+  // -1 ("no stream": context or event syncs) and other negatives become 0xffffffff.
+  if (ev.has_stream) return static_cast<uint32_t>(ev.stream);
+  const IdValue& tid = ev.tid;
+  if (!tid.present) return 0;
+  if (tid.numeric) return static_cast<uint32_t>(tid.number);
+  // 2021 format: "stream 7".
+  std::string_view t = tid.text;
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  size_t digits = t.size();
+  while (digits > 0 && IsDigit(t[digits - 1])) --digits;
+  int64_t n = 0;
+  if (digits < t.size() && ParseDecimalInt(t.substr(digits), &n) &&
+      n <= std::numeric_limits<uint32_t>::max()) {
+    return static_cast<uint32_t>(n);
+  }
+  ++state_.counters.hashed_tid;
+  return StableHash32(tid.text);
+}
+
+void Importer::Emit(RawEvent& ev) {
+  FileCounters& c = state_.counters;
+  if (!ev.has_ph) {
+    ++c.missing_field;
+    return;
+  }
+  EventRow row;
+  Kind kind = Kind::kRange;
+  switch (ev.ph) {
+    case 'M':
+      // process_name, thread_name, process_labels, *_sort_index: names only, and the
+      // Trace schema has no place for them (ProcessInfo::label is the file name).
+      ++c.metadata_events;
+      return;
+    case 'X':
+      break;
+    case 'i':
+    case 'I':
+      row.type = EventType::kMark;
+      break;
+    case 'B':
+      row.type = EventType::kPush;
+      break;
+    case 'E':
+      row.type = EventType::kPop;
+      break;
+    default:
+      ++c.unsupported_phase;
+      return;
+  }
+  if (!ev.has_name || !ev.has_ts) {
+    ++c.missing_field;
+    return;
+  }
+  size_t cat_index = 0;
+  const CategoryEntry& cat = Category(ev.has_cat ? ev.cat : std::string_view(), &cat_index);
+  if (ev.ph == 'X') {
+    kind = cat.kind;
+    if (kind == Kind::kUnknown) {
+      ++state_.unknown_per_category[cat_index];
+      return;
+    }
+    row.type = TypeOfKind(kind);
+  }
+  row.category = cat.id;
+  row.name = trace_.strings.Intern(ev.name);
+  row.start_ns = ev.ts_ns;
+  row.end_ns = ev.ts_ns;
+  if (ev.ph == 'X') {
+    if (!ev.has_dur) {
+      ++c.missing_duration;
+    } else if (ev.dur_ns < 0) {
+      ++c.negative_duration;
+    } else if (__builtin_add_overflow(ev.ts_ns, ev.dur_ns, &row.end_ns)) {
+      ++c.time_overflow;
+      row.end_ns = ev.ts_ns;
+    }
+  }
+  row.correlation = ev.correlation;
+  row.external_id = ev.external_id;
+  if (ev.has_bytes) {
+    row.bytes = ev.bytes;
+  } else if (ev.in_msg_nelems > 0) {
+    row.bytes = ev.in_msg_nelems * DtypeBytes(ev.dtype);
+  }
+  if (ev.ph == 'X' && IsGpuKind(kind)) {
+    // GPU rows: pid is the device, tid the stream; args say it better when present.
+    row.process = kMainSlot;
+    if (ev.has_device) {
+      row.device = static_cast<uint32_t>(ev.device);
+    } else if (ev.pid.numeric && ev.pid.number >= 0) {
+      row.device = static_cast<uint32_t>(ev.pid.number);
+    }
+    row.stream = GpuStream(ev);
+    row.thread = row.stream;
+  } else {
+    if (ev.pid.present && ev.pid.numeric) {
+      const uint32_t slot = PidSlotFor(ev.pid.number);
+      ++state_.pids[slot].host_events;
+      row.process = slot;
+    } else {
+      // "Traces"/"Spans"/"" pids of profiler-global instants: the file's main process.
+      ++c.nonnumeric_pid;
+      row.process = kMainSlot;
+    }
+    row.thread = HostThread(ev.tid);
+    if (ev.has_device) row.device = static_cast<uint32_t>(ev.device);
+    if (ev.has_stream) row.stream = static_cast<uint32_t>(ev.stream);
+  }
+  trace_.events.Append(row);
+}
+
+error_code Importer::ParseEvents(od::array& events, ParseError* err) {
+  for (auto element : events) {
+    od::value value;
+    if (const error_code e = element.get(value); e != simdjson::SUCCESS) {
+      err->expected = "an event object in traceEvents";
+      return e;
+    }
+    od::json_type type;
+    if (const error_code e = value.type().get(type); e != simdjson::SUCCESS) {
+      err->expected = "an event object in traceEvents";
+      return e;
+    }
+    ++events_in_window_;
+    if (type != od::json_type::object) {
+      ++state_.counters.non_object_event;
+      continue;
+    }
+    od::object obj;
+    if (const error_code e = value.get_object().get(obj); e != simdjson::SUCCESS) {
+      err->expected = "an event object in traceEvents";
+      return e;
+    }
+    if (const error_code e = ParseEvent(obj); e != simdjson::SUCCESS) {
+      err->expected = "a well-formed event object in traceEvents";
+      return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code Importer::ParseTopLevel(od::document& doc, bool final, bool* ended_with_events,
+                                   ParseError* err) {
+  od::object root;
+  if (const error_code e = doc.get_object().get(root); e != simdjson::SUCCESS) {
+    err->expected = "a JSON object (a Chrome trace: {\"traceEvents\": [...]})";
+    return e;
+  }
+  *ended_with_events = false;
+  for (auto field_result : root) {
+    od::field field;
+    if (const error_code e = std::move(field_result).get(field); e != simdjson::SUCCESS) {
+      err->expected = "a top-level \"key\": value";
+      return e;
+    }
+    const od::raw_json_string key = field.key();
+    od::value& v = field.value();
+    *ended_with_events = false;
+    if (key.unsafe_is_equal("traceEvents")) {
+      od::array events;
+      if (const error_code e = v.get_array().get(events); e != simdjson::SUCCESS) {
+        err->expected = "traceEvents to be an array";
+        return e;
+      }
+      window_has_events_ = true;
+      if (const error_code e = ParseEvents(events, err); e != simdjson::SUCCESS) return e;
+      *ended_with_events = true;
+    } else if (key.unsafe_is_equal("baseTimeNanoseconds")) {
+      int64_t base = 0;
+      std::string_view raw = v.raw_json_token();
+      if (v.get_int64().get(base) == simdjson::SUCCESS) {
+        state_.has_base = true;
+        state_.base_ns = base;
+      } else if (!raw.empty() && raw[0] == '"' && v.get_string().get(raw) == simdjson::SUCCESS &&
+                 ParseDecimalInt(raw, &base)) {
+        ++state_.counters.wrong_type;
+        state_.has_base = true;
+        state_.base_ns = base;
+      } else {
+        ++state_.counters.wrong_type;
+      }
+    } else if (key.unsafe_is_equal("distributedInfo")) {
+      if (const error_code e = ParseDistributedInfo(v); e != simdjson::SUCCESS) {
+        err->expected = "distributedInfo to be an object";
+        return e;
+      }
+    }
+  }
+  (void) final;
+  return simdjson::SUCCESS;
+}
+
+bool Importer::ParseWindow(const char* begin, size_t len, size_t capacity, bool final,
+                           ParseError* err) {
+  window_has_events_ = false;
+  events_in_window_ = 0;
+  od::document doc;
+  const error_code e = parser_.iterate(simdjson::padded_string_view(begin, len, capacity)).get(doc);
+  if (e != simdjson::SUCCESS) {
+    err->code = e;
+    err->where = nullptr;
+    err->expected = "valid JSON";
+    return false;
+  }
+  bool ended_with_events = false;
+  const error_code pe = ParseTopLevel(doc, final, &ended_with_events, err);
+  if (pe != simdjson::SUCCESS) {
+    err->code = pe;
+    const char* where = nullptr;
+    if (doc.current_location().get(where) == simdjson::SUCCESS) err->where = where;
+    return false;
+  }
+  if (window_has_events_) state_.saw_trace_events = true;
+  if (!final && !ended_with_events) {
+    err->code = simdjson::TAPE_ERROR;
+    err->expected = "the window to end inside traceEvents";
+    return false;
+  }
+  return true;
+}
+
+void Importer::Rollback(size_t rows, FileState&& saved) {
+  EventTable& t = trace_.events;
+  t.type.resize(rows);
+  t.name.resize(rows);
+  t.category.resize(rows);
+  t.domain.resize(rows);
+  t.process.resize(rows);
+  t.thread.resize(rows);
+  t.start_ns.resize(rows);
+  t.end_ns.resize(rows);
+  t.correlation.resize(rows);
+  t.external_id.resize(rows);
+  t.device.resize(rows);
+  t.stream.resize(rows);
+  t.bytes.resize(rows);
+  t.flags.resize(rows);
+  state_ = std::move(saved);
+  state_.unknown_per_category.resize(categories_.size(), 0);
+}
+
+// Byte offset of the first problem simdjson's stage 1 rejects without a position: an
+// unclosed string or bad UTF-8. Scalar, only on the error path.
+size_t LocateStage1Error(std::string_view doc, error_code code) {
+  if (code == simdjson::UNCLOSED_STRING) {
+    bool in_string = false;
+    size_t start = 0;
+    for (size_t i = 0; i < doc.size(); ++i) {
+      const char c = doc[i];
+      if (in_string) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+        start = i;
+      }
+    }
+    return start;
+  }
+  if (code == simdjson::UTF8_ERROR) {
+    const auto* p = reinterpret_cast<const unsigned char*>(doc.data());
+    size_t i = 0;
+    while (i < doc.size()) {
+      const unsigned char c = p[i];
+      size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      if (n == 0 || i + n > doc.size()) return i;
+      for (size_t k = 1; k < n; ++k) {
+        if ((p[i + k] & 0xc0) != 0x80) return i;
+      }
+      i += n;
+    }
+  }
+  return 0;
+}
+
+Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const {
+  size_t offset = 0;
+  if (err.where != nullptr && err.where >= json.data() && err.where <= json.data() + json.size()) {
+    offset = static_cast<size_t>(err.where - json.data());
+  } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR) {
+    offset = LocateStage1Error(json.view(), err.code);
+  } else if (err.where != nullptr) {
+    offset = json.size();
+  }
+  std::string msg = name_ + ": ";
+  if (err.code == simdjson::EMPTY) {
+    return Status::Error(msg + "empty file, expected a Chrome trace JSON object");
+  }
+  msg += "invalid JSON at byte " + std::to_string(offset) + ": " +
+         simdjson::error_message(err.code) + "; expected " + err.expected;
+  return Status::Error(std::move(msg));
+}
+
+// Finds the next cut at or after `from`: returns the position of the comma of a
+// `}` ws `,` ws `{` run that contains a newline, with whitespace right after the comma
+// (overwritten with `}`); npos when there is none.
+size_t FindCut(const char* buf, size_t from, size_t end) {
+  size_t pos = from;
+  while (pos < end) {
+    const void* nl = std::memchr(buf + pos, '\n', end - pos);
+    if (nl == nullptr) return std::string_view::npos;
+    const size_t n = static_cast<const char*>(nl) - buf;
+    pos = n + 1;
+    size_t before = n;
+    while (before > from && IsJsonSpace(buf[before - 1])) --before;
+    size_t after = n + 1;
+    while (after < end && IsJsonSpace(buf[after])) ++after;
+    if (before <= from || after >= end || buf[after] != '{') continue;
+    // Shape A: `},` ws `{` with the newline after the comma.
+    if (buf[before - 1] == ',') {
+      size_t b2 = before - 1;
+      while (b2 > from && IsJsonSpace(buf[b2 - 1])) --b2;
+      if (b2 > from && buf[b2 - 1] == '}' && IsJsonSpace(buf[before])) return before - 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+Status Importer::Run(PaddedBuffer& json) {
+  const size_t first_row = trace_.events.size();
+  {
+    // Rows are about a third fewer than the JSON events (flows, metadata); over-reserving
+    // costs address space only, and geometric growth keeps many-file imports linear.
+    const size_t estimate = json.size() / 160 + 16;
+    const size_t needed = first_row + estimate;
+    if (trace_.events.type.capacity() < needed) {
+      trace_.events.Reserve(std::max(needed, trace_.events.type.capacity() * 3 / 2));
+    }
+  }
+  char* const buf = json.data();
+  const size_t total = json.size();
+  size_t doc_start = 0;  // where the current window's document starts
+  size_t body = 0;       // first byte of real input in the current window
+  constexpr std::string_view kPrefix = "{\"traceEvents\":[";
+  while (true) {
+    const size_t window = g_window_bytes;
+    size_t search_from = body + window;
+    bool done = false;
+    for (int attempt = 0; attempt <= kMaxCutRetries && !done; ++attempt) {
+      const size_t cut =
+          search_from < total ? FindCut(buf, search_from, total) : std::string_view::npos;
+      const size_t rows = trace_.events.size();
+      FileState saved = state_;
+      ParseError err;
+      if (cut == std::string_view::npos || attempt == kMaxCutRetries) {
+        if (!ParseWindow(buf + doc_start, total - doc_start,
+                         json.capacity() + PaddedBuffer::kPadding - doc_start,
+                         /*final=*/true, &err)) {
+          Rollback(first_row, FileState());
+          return ErrorAt(json, err);
+        }
+        return Finish(first_row);
+      }
+      // Close the window's document at the cut: `,` -> `]`, then `}`, then a space so
+      // that nothing past the end looks like JSON.
+      const char saved_bytes[3] = {buf[cut], buf[cut + 1], buf[cut + 2]};
+      buf[cut] = ']';
+      buf[cut + 1] = '}';
+      buf[cut + 2] = ' ';
+      const bool ok = ParseWindow(buf + doc_start, cut + 2 - doc_start,
+                                  json.capacity() + PaddedBuffer::kPadding - doc_start,
+                                  /*final=*/false, &err);
+      std::memcpy(buf + cut, saved_bytes, 3);
+      if (!ok) {
+        Rollback(rows, std::move(saved));
+        search_from = cut + 1;
+        continue;
+      }
+      // Next window: its first event starts at the `{` after the cut.
+      size_t next = cut + 1;
+      while (buf[next] != '{') ++next;
+      doc_start = next - kPrefix.size();
+      std::memcpy(buf + doc_start, kPrefix.data(), kPrefix.size());
+      body = next;
+      done = true;
+    }
+  }
+}
+
+Status Importer::Finish(size_t first_row) {
+  if (!state_.saw_trace_events) {
+    Rollback(first_row, FileState());
+    return Status::Error(name_ + ": not a Chrome trace (no traceEvents)");
+  }
+  EventTable& t = trace_.events;
+  const size_t end_row = t.size();
+
+  // Processes: the pid with most host events is the file's main process (rank process);
+  // GPU rows and profiler-global instants belong to it.
+  size_t main_slot = 0;
+  for (size_t i = 1; i < state_.pids.size(); ++i) {
+    if (state_.pids[i].host_events > state_.pids[main_slot].host_events) main_slot = i;
+  }
+  const int64_t main_pid = state_.pids.empty() ? 0 : state_.pids[main_slot].pid;
+  std::vector<uint32_t> slot_to_process(state_.pids.size());
+  const size_t slash = name_.find_last_of('/');
+  const std::string_view basename = slash == std::string::npos
+                                        ? std::string_view(name_)
+                                        : std::string_view(name_).substr(slash + 1);
+  const StringId label = trace_.strings.Intern(basename);
+  const StringId source = trace_.strings.Intern(name_);
+  auto make_process = [&](int64_t pid) {
+    const uint32_t index = trace_.ProcessIndex(name_, pid);
+    ProcessInfo& p = trace_.processes[index];
+    p.label = label;
+    p.source = source;
+    p.rank = state_.rank;
+    p.world_size = state_.world_size;
+    return index;
+  };
+  const uint32_t main_process = make_process(main_pid);
+  for (size_t i = 0; i < state_.pids.size(); ++i) {
+    slot_to_process[i] = i == main_slot ? main_process : make_process(state_.pids[i].pid);
+  }
+  for (size_t i = first_row; i < end_row; ++i) {
+    const uint32_t slot = t.process[i];
+    t.process[i] = slot == kMainSlot ? main_process : slot_to_process[slot];
+  }
+
+  // Time base: Kineto since 2023 writes ts relative to baseTimeNanoseconds, which may
+  // come after traceEvents; legacy files have epoch µs and no base.
+  FileCounters& c = state_.counters;
+  if (state_.has_base && state_.base_ns != 0) {
+    const int64_t base = state_.base_ns;
+    for (size_t i = first_row; i < end_row; ++i) {
+      int64_t start = 0;
+      int64_t end = 0;
+      if (__builtin_add_overflow(t.start_ns[i], base, &start) ||
+          __builtin_add_overflow(t.end_ns[i], base, &end)) {
+        ++c.time_overflow;  // left relative to the base, rather than wrapped
+        continue;
+      }
+      t.start_ns[i] = start;
+      t.end_ns[i] = end;
+    }
+  }
+
+  // Duplicate correlation ids among host API calls (a graph launch legitimately shares
+  // its id with many kernels; two runtime calls sharing one is damage).
+  std::vector<uint64_t> ids;
+  for (size_t i = first_row; i < end_row; ++i) {
+    if (IsHostCall(t.type[i]) && t.correlation[i] != 0) ids.push_back(t.correlation[i]);
+  }
+  std::sort(ids.begin(), ids.end());
+  uint64_t duplicates = 0;
+  for (size_t i = 1; i < ids.size(); ++i) duplicates += ids[i] == ids[i - 1];
+
+  Counters& out = trace_.counters;
+  auto add = [&out](std::string_view counter, uint64_t v) {
+    if (v != 0) out.Add(counter, v);
+  };
+  add("kineto.flow_events", c.flow_events);
+  add("kineto.missing_field", c.missing_field);
+  add("kineto.missing_duration", c.missing_duration);
+  add("kineto.wrong_type", c.wrong_type);
+  add("kineto.negative_duration", c.negative_duration);
+  add("kineto.unsupported_phase", c.unsupported_phase);
+  add("kineto.hashed_tid", c.hashed_tid);
+  add("kineto.nonnumeric_pid", c.nonnumeric_pid);
+  add("kineto.non_object_event", c.non_object_event);
+  add("kineto.time_overflow", c.time_overflow);
+  add("kineto.duplicate_correlation", duplicates);
+  uint64_t unknown_total = 0;
+  for (size_t i = 0; i < categories_.size(); ++i) {
+    const uint64_t n = i < state_.unknown_per_category.size() ? state_.unknown_per_category[i] : 0;
+    if (n == 0) continue;
+    unknown_total += n;
+    add("kineto.unknown_category:" +
+            (categories_[i].text.empty() ? std::string("(none)") : categories_[i].text),
+        n);
+  }
+  add("kineto.unknown_category", unknown_total);
+  trace_.sources.push_back(name_);
+  return Status::Ok();
+}
+
+od::parser& ThreadParser() {
+  // Reused across files: its index buffers are sized by the largest window and stay warm.
+  thread_local od::parser parser;
+  return parser;
+}
+
+}  // namespace
+
+Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace) {
+  Importer importer(name, trace, ThreadParser());
+  return importer.Run(json);
+}
+
+Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace& trace) {
+  PaddedBuffer json;
+  if (IsGzip(bytes)) {
+    TELLER_RETURN_IF_ERROR(GunzipInto(bytes, name, json));
+  } else {
+    if (!json.Reserve(bytes.size())) return Status::Error(name + ": out of memory");
+    if (!bytes.empty()) std::memcpy(json.data(), bytes.data(), bytes.size());
+    json.Resize(bytes.size());
+  }
+  return ImportKinetoJson(json, name, trace);
+}
+
+Status ImportKineto(const std::string& path, Trace& trace) {
+  PaddedBuffer json;
+  TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json));
+  return ImportKinetoJson(json, path, trace);
+}
+
+}  // namespace teller::ingest

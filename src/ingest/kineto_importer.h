@@ -1,0 +1,74 @@
+// Internal entry points of the Kineto / PyTorch-profiler Chrome-trace importer
+// (docs/ingest-kineto.md). The public entry is teller::ingest::ImportKineto in
+// include/teller/ingest/ingest.h; these exist for the fuzzer, the tests and the benchmark.
+#ifndef TELLER_SRC_INGEST_KINETO_IMPORTER_H_
+#define TELLER_SRC_INGEST_KINETO_IMPORTER_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "teller/core/status.h"
+#include "teller/core/trace.h"
+
+namespace teller::ingest {
+
+// A byte buffer followed by at least kPadding readable bytes, as simdjson requires
+// (SIMDJSON_PADDING). Large buffers are mapped with transparent huge pages: on these VMs a
+// 4 KiB page fault costs microseconds, and a 50 MB trace would otherwise pay 13k of them.
+class PaddedBuffer {
+ public:
+  static constexpr size_t kPadding = 64;  // >= SIMDJSON_PADDING (checked in the .cc)
+
+  PaddedBuffer() = default;
+  ~PaddedBuffer();
+  PaddedBuffer(PaddedBuffer&& other) noexcept;
+  PaddedBuffer& operator=(PaddedBuffer&& other) noexcept;
+  PaddedBuffer(const PaddedBuffer&) = delete;
+  PaddedBuffer& operator=(const PaddedBuffer&) = delete;
+
+  // Makes room for `capacity` bytes plus padding, keeping the first size() bytes.
+  // Returns false when memory is exhausted.
+  bool Reserve(size_t capacity);
+  // Sets the logical size (<= capacity) and zeroes the padding after it.
+  void Resize(size_t size);
+
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  void Release();
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;      // usable bytes, padding not included
+  size_t mapped_bytes_ = 0;  // length of the mapping (0 when none)
+};
+
+// Reads `path` into `out`, gunzipping it when it starts with the gzip magic (any number
+// of members). Errors name the file: "<file>: truncated gzip stream",
+// "<file>: corrupt gzip data at byte N", "<file>: cannot open: <errno text>".
+Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out);
+
+// Gunzips (all members of) `in` into `out`. `name` is used in error messages.
+Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out);
+
+// Imports a Kineto trace held in memory: plain JSON or gzip bytes. `name` stands for the
+// file path (process key, label, source, error messages). Used by the fuzzer.
+Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace& trace);
+
+// Imports from a buffer already holding the JSON text (the buffer is modified: window
+// boundaries are overwritten temporarily, see the .cc). `name` as above.
+Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace);
+
+// Window size of the chunked parse (bytes of JSON per simdjson document). Exposed for
+// tests, which shrink it to exercise window boundaries on small files; 0 restores the
+// default.
+void SetKinetoWindowBytesForTesting(size_t bytes);
+
+}  // namespace teller::ingest
+
+#endif  // TELLER_SRC_INGEST_KINETO_IMPORTER_H_

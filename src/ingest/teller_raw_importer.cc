@@ -1,0 +1,229 @@
+// Importer of Teller raw traces (docs/raw-format.md): a `teller run` / `teller simulate`
+// directory, or one *.tlr file. Event-clock (CLOCK_MONOTONIC) times are put on UTC with
+// each file's clock anchors, piecewise linearly between anchors so that drift between
+// the two clocks during a long run is followed.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "teller/format/raw_reader.h"
+#include "teller/ingest/ingest.h"
+
+namespace teller::ingest {
+namespace {
+
+using raw::EventKind;
+
+// Maps event-clock ns to UTC ns with the anchors of one file.
+class AnchorClock {
+ public:
+  explicit AnchorClock(std::vector<raw::ClockAnchor> anchors) : anchors_(std::move(anchors)) {
+    std::sort(anchors_.begin(), anchors_.end(),
+              [](const auto& a, const auto& b) { return a.monotonic_ns < b.monotonic_ns; });
+  }
+  bool empty() const { return anchors_.empty(); }
+  int64_t ToUtc(int64_t mono) {
+    if (anchors_.empty()) return mono;
+    if (anchors_.size() == 1) return mono + Offset(0);
+    // Events arrive nearly in order: remember the segment.
+    if (mono < anchors_[seg_].monotonic_ns || mono >= anchors_[seg_ + 1].monotonic_ns) {
+      const auto it = std::upper_bound(
+          anchors_.begin(), anchors_.end(), mono,
+          [](int64_t m, const raw::ClockAnchor& a) { return m < a.monotonic_ns; });
+      const size_t hi = static_cast<size_t>(it - anchors_.begin());
+      seg_ = hi == 0 ? 0 : std::min(hi - 1, anchors_.size() - 2);
+    }
+    const auto& a = anchors_[seg_];
+    const auto& b = anchors_[seg_ + 1];
+    const int64_t span = b.monotonic_ns - a.monotonic_ns;
+    if (span <= 0) return mono + Offset(seg_);
+    // Offsets differ by microseconds at most: interpolate the offset, not the time.
+    const double f = static_cast<double>(mono - a.monotonic_ns) / static_cast<double>(span);
+    const double offset = static_cast<double>(Offset(seg_)) +
+                          f * static_cast<double>(Offset(seg_ + 1) - Offset(seg_));
+    return mono + static_cast<int64_t>(offset);
+  }
+
+ private:
+  int64_t Offset(size_t i) const { return anchors_[i].realtime_ns - anchors_[i].monotonic_ns; }
+  std::vector<raw::ClockAnchor> anchors_;
+  size_t seg_ = 0;
+};
+
+int32_t ParseInt(std::string_view text, int32_t fallback) {
+  if (text.empty()) return fallback;
+  char* end = nullptr;
+  const std::string s(text);
+  const long v = std::strtol(s.c_str(), &end, 10);
+  return end != s.c_str() && *end == '\0' ? static_cast<int32_t>(v) : fallback;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Reads a numeric field of manifest.json ("key":123) without a JSON library: the
+// manifest is written by teller run itself with a fixed layout.
+int64_t ManifestNumber(const std::string& text, std::string_view key) {
+  const std::string needle = "\"" + std::string(key) + "\":";
+  const size_t pos = text.find(needle);
+  if (pos == std::string::npos) return 0;
+  return std::strtoll(text.c_str() + pos + needle.size(), nullptr, 10);
+}
+
+void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
+  const std::string host(t.Info("host"));
+  const uint32_t proc = trace.ProcessIndex(host, t.pid());
+  ProcessInfo& p = trace.processes[proc];
+  p.label = trace.strings.Intern(t.Info("cmdline"));
+  p.source = trace.strings.Intern(t.path);
+  p.rank = ParseInt(t.Info("rank"), p.rank);
+  p.local_rank = ParseInt(t.Info("local_rank"), p.local_rank);
+  p.world_size = ParseInt(t.Info("world_size"), p.world_size);
+  trace.sources.push_back(t.path);
+
+  // Damage and collector losses become counters that every report prints.
+  trace.counters.Add("raw.damaged_regions", t.stats.damaged_regions);
+  trace.counters.Add("raw.dropped_bytes", t.stats.dropped_bytes);
+  trace.counters.Add("raw.bad_records", t.stats.bad_records);
+  trace.counters.Add("raw.unknown_chunks", t.stats.unknown_chunks);
+  if (!t.stats.clean_end) trace.counters.Add("raw.unclean_end");
+  trace.counters.Add("raw.events_dropped_by_collector", t.Counter("events_dropped"));
+  trace.counters.Add("raw.strings_dropped_by_collector", t.Counter("strings_dropped"));
+  if (t.anchors.empty()) trace.counters.Add("raw.no_clock_anchor");
+
+  AnchorClock clock(t.anchors);
+  // File string ids -> pool ids, resolved once per id.
+  std::vector<StringId> ids(t.strings.size(), StringPool::kNotFound);
+  auto intern = [&](uint32_t id) -> StringId {
+    if (id >= ids.size()) {
+      if (id != 0) trace.counters.Add("raw.unknown_string_id");
+      return 0;
+    }
+    if (ids[id] == StringPool::kNotFound) ids[id] = trace.strings.Intern(t.strings[id]);
+    return ids[id];
+  };
+  const StringId nvtx = trace.strings.Intern("nvtx");
+  const StringId cuda_runtime = trace.strings.Intern("cuda_runtime");
+  const StringId cuda_driver = trace.strings.Intern("cuda_driver");
+  const StringId gpu = trace.strings.Intern("gpu");
+
+  // NVTX start/end ranges may end on another thread: pair them by id.
+  std::unordered_map<uint64_t, size_t> open_ranges;
+  trace.events.Reserve(trace.events.size() + t.events.size());
+  for (const raw::EventRecord& e : t.events) {
+    EventRow row;
+    row.process = proc;
+    row.thread = e.tid;
+    row.start_ns = clock.ToUtc(e.start_ns);
+    row.end_ns = e.end_ns != 0 ? clock.ToUtc(e.end_ns) : row.start_ns;
+    switch (static_cast<EventKind>(e.kind)) {
+      case EventKind::kNvtxPush:
+      case EventKind::kNvtxPop:
+      case EventKind::kNvtxMark:
+        row.type = e.kind == static_cast<uint8_t>(EventKind::kNvtxPush)  ? EventType::kPush
+                   : e.kind == static_cast<uint8_t>(EventKind::kNvtxPop) ? EventType::kPop
+                                                                         : EventType::kMark;
+        row.name = intern(e.name);
+        row.domain = intern(e.domain);
+        row.category = nvtx;
+        break;
+      case EventKind::kNvtxStart:
+        row.type = EventType::kRange;
+        row.name = intern(e.name);
+        row.domain = intern(e.domain);
+        row.category = nvtx;
+        open_ranges[e.correlation] = trace.events.Append(row);
+        continue;
+      case EventKind::kNvtxEnd: {
+        const auto it = open_ranges.find(e.correlation);
+        if (it == open_ranges.end()) {
+          trace.counters.Add("raw.nvtx_end_without_start");
+        } else {
+          trace.events.end_ns[it->second] = row.start_ns;
+          open_ranges.erase(it);
+        }
+        continue;
+      }
+      case EventKind::kCudaRuntime:
+      case EventKind::kCudaDriver:
+        row.type = e.kind == static_cast<uint8_t>(EventKind::kCudaRuntime) ? EventType::kRuntime
+                                                                           : EventType::kDriver;
+        row.category = row.type == EventType::kRuntime ? cuda_runtime : cuda_driver;
+        row.name = intern(e.name);
+        row.correlation = e.correlation;
+        if (e.flags & raw::kFlagNested) row.flags |= kEventNestedCall;
+        break;
+      case EventKind::kKernel:
+      case EventKind::kMemcpy:
+      case EventKind::kMemset:
+      case EventKind::kSync:
+        row.type = e.kind == static_cast<uint8_t>(EventKind::kKernel)   ? EventType::kKernel
+                   : e.kind == static_cast<uint8_t>(EventKind::kMemcpy) ? EventType::kMemcpy
+                   : e.kind == static_cast<uint8_t>(EventKind::kMemset) ? EventType::kMemset
+                                                                        : EventType::kSync;
+        row.category = gpu;
+        row.name = intern(e.name);
+        row.correlation = e.correlation;
+        row.device = e.device;
+        row.stream = e.stream;
+        row.thread = e.stream;
+        if (row.type == EventType::kMemcpy || row.type == EventType::kMemset) row.bytes = e.value;
+        if (e.flags & raw::kFlagInGraph) row.flags |= kEventInGraph;
+        break;
+      default:
+        continue;  // naming, domains and overhead records carry no timeline events
+    }
+    trace.events.Append(row);
+  }
+  // A start/end range whose end never came (process killed) is closed at its start and
+  // counted, so it stays visible.
+  trace.counters.Add("raw.nvtx_start_without_end", open_ranges.size());
+}
+
+}  // namespace
+
+Status ImportTellerRaw(const std::string& path, Trace& trace) {
+  auto files = raw::ListRawFiles(path);
+  const bool is_dir = IsDirectory(path);
+  if (!files.ok() && !(is_dir && IsFile(path + "/manifest.json"))) return files.status();
+  int64_t monotonic_to_utc = 0;
+  if (files.ok()) {
+    for (const std::string& file : files.value()) {
+      auto t = raw::ReadRawFile(file);
+      if (!t.ok()) return t.status();
+      if (monotonic_to_utc == 0 && !t->anchors.empty()) {
+        monotonic_to_utc = t->anchors.front().realtime_ns - t->anchors.front().monotonic_ns;
+      }
+      ImportOneFile(t.value(), trace);
+    }
+  }
+  if (!is_dir) return Status::Ok();
+  // The launcher's own clock pair converts the capture times of its log files.
+  std::ifstream in(path + "/manifest.json");
+  std::stringstream manifest;
+  manifest << in.rdbuf();
+  const int64_t real = ManifestNumber(manifest.str(), "start_realtime_ns");
+  const int64_t mono = ManifestNumber(manifest.str(), "start_monotonic_ns");
+  if (real != 0 && mono != 0) monotonic_to_utc = real - mono;
+  for (const char* log : {"/logs/stdout.log", "/logs/stderr.log"}) {
+    const std::string log_path = path + log;
+    if (!IsFile(log_path)) continue;
+    TELLER_RETURN_IF_ERROR(ImportLogFile(log_path, LogOptions{}, trace, monotonic_to_utc));
+  }
+  return Status::Ok();
+}
+
+}  // namespace teller::ingest

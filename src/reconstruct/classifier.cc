@@ -1,0 +1,131 @@
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "builtin_rules.h"
+#include "teller/reconstruct/reconstruct.h"
+
+namespace teller::reconstruct {
+
+struct Classifier::Rule {
+  Layer layer;
+  std::string category_glob;  // "*" or an exact category, or a prefix ending in '*'
+  std::regex name;
+};
+
+Classifier::~Classifier() = default;
+
+std::string_view LayerName(Layer layer) {
+  switch (layer) {
+    case Layer::kStep: return "STEP";
+    case Layer::kFrontend: return "FRONTEND";
+    case Layer::kBackend: return "BACKEND";
+    case Layer::kComm: return "COMM";
+    case Layer::kHostCall: return "HOST";
+    case Layer::kGpu: return "GPU";
+    case Layer::kMark: return "MARK";
+  }
+  return "?";
+}
+
+namespace {
+
+bool ParseLayer(std::string_view text, Layer* layer) {
+  static const std::pair<std::string_view, Layer> kLayers[] = {
+      {"STEP", Layer::kStep}, {"FRONTEND", Layer::kFrontend}, {"BACKEND", Layer::kBackend},
+      {"COMM", Layer::kComm}, {"GPU", Layer::kGpu},           {"MARK", Layer::kMark}};
+  for (const auto& [name, value] : kLayers) {
+    if (text == name) {
+      *layer = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GlobMatches(const std::string& glob, std::string_view text) {
+  if (glob == "*") return true;
+  if (!glob.empty() && glob.back() == '*') {
+    return text.substr(0, glob.size() - 1) == std::string_view(glob).substr(0, glob.size() - 1);
+  }
+  return text == glob;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Classifier>> Classifier::FromText(std::string_view text,
+                                                         const std::string& source) {
+  auto classifier = std::shared_ptr<Classifier>(new Classifier());
+  std::istringstream in{std::string(text)};
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::istringstream fields(line);
+    std::string layer_text, glob, pattern;
+    fields >> layer_text >> glob;
+    std::getline(fields, pattern);
+    const size_t p = pattern.find_first_not_of(" \t");
+    pattern = p == std::string::npos ? "" : pattern.substr(p);
+    while (!pattern.empty() && (pattern.back() == '\r' || pattern.back() == ' ')) pattern.pop_back();
+    Layer layer;
+    const std::string where = source + ":" + std::to_string(line_no) + ": ";
+    if (!ParseLayer(layer_text, &layer)) {
+      return Status::Error(where + "unknown layer '" + layer_text +
+                           "' (expected STEP, FRONTEND, BACKEND, COMM, GPU or MARK)");
+    }
+    if (glob.empty() || pattern.empty()) {
+      return Status::Error(where + "expected LAYER CATEGORY-GLOB NAME-REGEX");
+    }
+    // std::regex reports a bad pattern by exception; contain it here.
+    try {
+      classifier->rules_.push_back(
+          {layer, glob, std::regex(pattern, std::regex::ECMAScript | std::regex::optimize)});
+    } catch (const std::regex_error& e) {
+      return Status::Error(where + "invalid regular expression '" + pattern + "': " + e.what());
+    }
+  }
+  return classifier;
+}
+
+Result<std::shared_ptr<Classifier>> Classifier::FromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error("cannot open classification rules " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return FromText(text.str(), path);
+}
+
+std::shared_ptr<Classifier> Classifier::BuiltIn() {
+  auto result = FromText(kBuiltInRules, "built-in classify.rules");
+  // The built-in text is tested; a failure here is a build defect.
+  return result.ok() ? result.value() : std::shared_ptr<Classifier>(new Classifier());
+}
+
+Layer Classifier::Classify(const Trace& trace, size_t event) {
+  const EventType type = trace.events.type[event];
+  if (IsHostCall(type)) return Layer::kHostCall;
+  const StringId name = trace.events.name[event];
+  const StringId category = trace.events.category[event];
+  const uint64_t key = (static_cast<uint64_t>(category) << 32) | name;
+  const bool gpu = IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation;
+  const uint64_t cache_key = key ^ (gpu ? 0x8000000000000000ull : 0);
+  if (auto it = cache_.find(cache_key); it != cache_.end()) return it->second;
+  Layer layer = gpu ? Layer::kGpu : (type == EventType::kMark ? Layer::kMark : Layer::kFrontend);
+  const std::string_view name_text = trace.strings.Get(name);
+  const std::string_view category_text = trace.strings.Get(category);
+  for (const Rule& rule : rules_) {
+    if (!GlobMatches(rule.category_glob, category_text)) continue;
+    if (!std::regex_search(name_text.begin(), name_text.end(), rule.name)) continue;
+    // GPU work only takes the COMM layer from rules (a kernel is never a STEP).
+    if (gpu && rule.layer != Layer::kComm) continue;
+    if (type == EventType::kMark && rule.layer != Layer::kMark) continue;
+    if (!gpu && type != EventType::kMark && rule.layer == Layer::kMark) continue;
+    layer = rule.layer;
+    break;
+  }
+  cache_.emplace(cache_key, layer);
+  return layer;
+}
+
+}  // namespace teller::reconstruct

@@ -1,0 +1,186 @@
+#include "teller/reconstruct/dataset_export.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "teller/core/json_writer.h"
+
+namespace teller::reconstruct {
+namespace {
+
+Status MakeDirs(const std::string& path) {
+  for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
+    const std::string partial = path.substr(0, pos);
+    if (!partial.empty() && mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::Error("cannot create directory " + partial + ": " + std::strerror(errno));
+    }
+    if (pos == std::string::npos) break;
+  }
+  return Status::Ok();
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t w = write(fd, text.data() + done, text.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const std::string err = std::strerror(errno);
+      close(fd);
+      return Status::Error("cannot write " + path + ": " + err);
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (close(fd) != 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+std::string Str(const Trace& t, StringId id) { return std::string(t.strings.Get(id)); }
+
+// The step's subtree in depth-first order with parent indices local to the step.
+void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, size_t limit,
+                     std::string& out, size_t* count, bool* truncated) {
+  const Nodes& n = r.nodes;
+  const EventTable& ev = t.events;
+  std::vector<std::pair<uint32_t, int64_t>> todo = {{root, -1}};  // (node, local parent)
+  out += '[';
+  int64_t local = 0;
+  while (!todo.empty()) {
+    if (static_cast<size_t>(local) >= limit) {
+      *truncated = true;
+      break;
+    }
+    const auto [node, parent] = todo.back();
+    todo.pop_back();
+    const uint32_t e = n.event[node];
+    if (local > 0) out += ',';
+    JsonObjectWriter w(out);
+    w.Field("id", local)
+        .Field("parent", parent)
+        .Field("depth", static_cast<int64_t>(n.depth[node] - n.depth[root]))
+        .Field("layer", LayerName(n.layer[node]))
+        .Field("type", EventTypeName(ev.type[e]))
+        .Field("name", t.strings.Get(ev.name[e]))
+        .Field("start_ns", n.start_ns[node])
+        .Field("dur_ns", n.end_ns[node] - n.start_ns[node]);
+    if (IsGpuWork(ev.type[e]) || ev.type[e] == EventType::kSync) {
+      w.Field("device", static_cast<uint64_t>(ev.device[e])).Field("stream", static_cast<uint64_t>(ev.stream[e]));
+    } else {
+      w.Field("thread", static_cast<uint64_t>(ev.thread[e]));
+    }
+    if (ev.correlation[e] != 0) w.Field("correlation", ev.correlation[e]);
+    if (ev.bytes[e] != 0) w.Field("bytes", ev.bytes[e]);
+    w.Close();
+    const int64_t me = local++;
+    for (uint32_t c = n.child_begin[node + 1]; c > n.child_begin[node]; --c) {
+      todo.emplace_back(n.child_index[c - 1], me);
+    }
+  }
+  out += ']';
+  *count = static_cast<size_t>(local);
+}
+
+}  // namespace
+
+std::string RequestDirName(std::string_view request) {
+  std::string out;
+  for (unsigned char c : request) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  if (out.empty() || out == "." || out == "..") out = "%" + out;  // never a path element
+  return out;
+}
+
+Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
+                                    const std::string& out_dir, const ExportOptions& options) {
+  ExportSummary summary;
+  const std::string root = out_dir + "/" + RequestDirName(options.setting);
+  TELLER_RETURN_IF_ERROR(MakeDirs(root));
+  for (const StringId rid : r.request_order) {
+    const auto& step_ids = r.request_steps.at(rid);
+    const std::string dir = root + "/" + RequestDirName(trace.strings.Get(rid));
+    TELLER_RETURN_IF_ERROR(MakeDirs(dir));
+    std::string trace_json, log_text, annotation;
+    JsonObjectWriter tw(trace_json);
+    tw.Field("format", "teller-dataset-trace").Field("version", 1).Field("request", trace.strings.Get(rid))
+        .Field("setting", options.setting).FieldRaw("is_fault", "null").FieldRaw("fault_type", "null");
+    std::string steps = "[";
+    std::string ann_steps = "[";
+    for (size_t k = 0; k < step_ids.size(); ++k) {
+      const Step& step = r.steps[step_ids[k]];
+      const ProcessInfo& proc = trace.processes[step.process];
+      if (k > 0) {
+        steps += ',';
+        ann_steps += ',';
+      }
+      std::string batch = "[";
+      for (size_t q = 0; q < step.requests.size(); ++q) {
+        if (q) batch += ',';
+        AppendJsonString(batch, trace.strings.Get(step.requests[q]));
+      }
+      batch += ']';
+      std::string nodes;
+      size_t count = 0;
+      bool truncated = false;
+      AppendStepNodes(trace, r, step.node, options.max_nodes_per_step, nodes, &count, &truncated);
+      summary.nodes += count;
+      if (truncated) ++summary.truncated_steps;
+      JsonObjectWriter sw(steps);
+      sw.Field("step", static_cast<uint64_t>(k))
+          .Field("pid", proc.pid)
+          .Field("host", trace.strings.Get(proc.host))
+          .Field("rank", static_cast<int64_t>(proc.rank))
+          .Field("ordinal", static_cast<uint64_t>(step.ordinal))
+          .Field("kind", trace.strings.Get(step.kind))
+          .Field("start_ns", r.nodes.start_ns[step.node])
+          .Field("end_ns", r.nodes.end_ns[step.node])
+          .FieldRaw("batch", batch)
+          .FieldBool("truncated", truncated)
+          .FieldRaw("nodes", nodes);
+      sw.Close();
+      JsonObjectWriter(ann_steps)
+          .Field("step", static_cast<uint64_t>(k))
+          .FieldRaw("is_anomaly", "null")
+          .FieldRaw("fault_type", "null")
+          .FieldRaw("affected_nodes", "[]")
+          .Field("explanation", "")
+          .Close();
+      for (uint32_t row : step.logs) {
+        const int64_t ts = trace.logs.ts_ns[row];
+        log_text += (ts == LogTable::kNoTime ? std::string("-") : std::to_string(ts)) + " step=" +
+                    std::to_string(k) + " " + std::string(LogLevelName(trace.logs.level[row])) + " " +
+                    Str(trace, trace.logs.message[row]) + "\n";
+        ++summary.log_lines;
+      }
+      ++summary.steps;
+    }
+    tw.FieldRaw("steps", steps + "]");
+    tw.Close();
+    JsonObjectWriter aw(annotation);
+    aw.Field("format", "teller-dataset-annotation").Field("version", 1)
+        .Field("request", trace.strings.Get(rid)).FieldRaw("is_fault", "null")
+        .FieldRaw("fault_type", "null").FieldRaw("steps", ann_steps + "]");
+    aw.Close();
+    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/trace.json", trace_json + "\n"));
+    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/log.txt", log_text));
+    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/annotation.json", annotation + "\n"));
+    ++summary.requests;
+  }
+  return summary;
+}
+
+}  // namespace teller::reconstruct

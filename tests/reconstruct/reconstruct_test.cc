@@ -1,0 +1,227 @@
+// Algorithm 1 on small synthetic traces whose answer is known by construction.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "teller/reconstruct/reconstruct.h"
+
+namespace teller::reconstruct {
+namespace {
+
+class TraceBuilder {
+ public:
+  TraceBuilder() {
+    proc_ = trace_.ProcessIndex("node-1", 100);
+    nvtx_ = trace_.strings.Intern("nvtx");
+  }
+  size_t Add(EventType type, std::string_view name, int64_t start, int64_t end = -1,
+             uint64_t correlation = 0, uint32_t thread = 1, uint32_t process = 0) {
+    EventRow row;
+    row.type = type;
+    row.name = trace_.strings.Intern(name);
+    row.category = IsGpuWork(type) ? trace_.strings.Intern("kernel")
+                   : IsHostCall(type) ? trace_.strings.Intern("cuda_runtime")
+                                      : nvtx_;
+    row.process = process;
+    row.thread = thread;
+    row.start_ns = start;
+    row.end_ns = end < 0 ? start : end;
+    row.correlation = correlation;
+    return trace_.events.Append(row);
+  }
+  void Log(int64_t ts, std::string_view request, std::string_view message) {
+    auto& l = trace_.logs;
+    l.ts_ns.push_back(ts);
+    l.request.push_back(request.empty() ? 0 : trace_.strings.Intern(request));
+    l.level.push_back(LogLevel::kInfo);
+    l.process.push_back(LogTable::kNoProcess);
+    l.file.push_back(0);
+    l.line.push_back(static_cast<uint32_t>(l.ts_ns.size()));
+    l.message.push_back(trace_.strings.Intern(message));
+  }
+  Trace& trace() { return trace_; }
+  uint32_t proc_ = 0;
+
+ private:
+  Trace trace_;
+  StringId nvtx_ = 0;
+};
+
+// Index of the node of the first event with this name.
+int32_t NodeOf(const Trace& t, const Reconstruction& r, std::string_view name) {
+  for (uint32_t n = 0; n < r.nodes.size(); ++n) {
+    if (t.strings.Get(t.events.name[r.nodes.event[n]]) == name) return static_cast<int32_t>(n);
+  }
+  return -1;
+}
+
+std::string NameOf(const Trace& t, const Reconstruction& r, int32_t node) {
+  return node < 0 ? "<root>" : std::string(t.strings.Get(t.events.name[r.nodes.event[node]]));
+}
+
+TEST(ReconstructTest, PushPopNestingHostCallsAndKernels) {
+  TraceBuilder b;
+  b.Add(EventType::kPush, "teller.step kind=decode n=2 reqs=cmpl-1,cmpl-2", 100);
+  b.Add(EventType::kPush, "model.layers.0", 110);
+  b.Add(EventType::kPush, "aten::mm", 120);
+  b.Add(EventType::kRuntime, "cudaLaunchKernel", 121, 125, /*correlation=*/7);
+  b.Add(EventType::kPop, "", 130);
+  b.Add(EventType::kPush, "vllm::all_reduce", 131);
+  b.Add(EventType::kRuntime, "cudaGraphLaunch", 132, 140, 8);
+  b.Add(EventType::kPop, "", 141);
+  b.Add(EventType::kPop, "", 150);
+  b.Add(EventType::kPop, "", 200);
+  // GPU side (another "thread": the stream), out of order on purpose.
+  b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 160, 170, 8, 7);
+  b.Add(EventType::kKernel, "ampere_bf16_s16816gemm", 126, 135, 7, 7);
+  b.Add(EventType::kKernel, "rms_norm_kernel", 150, 152, 8, 7);
+  b.Add(EventType::kKernel, "orphan_kernel_from_before", 10, 20, 3, 7);
+  Reconstruction r = Reconstruct(b.trace());
+  const Trace& t = b.trace();
+
+  EXPECT_EQ(r.stats.ranges, 4u);
+  EXPECT_EQ(r.stats.unmatched_push, 0u);
+  EXPECT_EQ(r.stats.unmatched_pop, 0u);
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "aten::mm")]), "model.layers.0");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "cudaLaunchKernel")]), "aten::mm");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "ampere_bf16_s16816gemm")]), "cudaLaunchKernel");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "rms_norm_kernel")]), "cudaGraphLaunch");
+  EXPECT_EQ(r.nodes.parent[NodeOf(t, r, "orphan_kernel_from_before")], -1);
+  EXPECT_EQ(r.nodes.end_ns[NodeOf(t, r, "model.layers.0")], 150);
+  EXPECT_EQ(r.nodes.depth[NodeOf(t, r, "ampere_bf16_s16816gemm")], 4);
+
+  EXPECT_EQ(r.stats.kernels, 4u);
+  EXPECT_EQ(r.stats.kernels_linked, 3u);
+  EXPECT_EQ(r.stats.kernels_orphan, 1u);
+  EXPECT_EQ(r.stats.graph_launches, 1u) << "one call owning two kernels";
+  EXPECT_EQ(r.stats.comm_kernels, 1u);
+  EXPECT_EQ(r.stats.host_calls, 2u);
+  EXPECT_EQ(r.nodes.layer[NodeOf(t, r, "vllm::all_reduce")], Layer::kComm);
+  EXPECT_EQ(r.nodes.layer[NodeOf(t, r, "aten::mm")], Layer::kFrontend);
+
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(t.strings.Get(r.steps[0].kind), "decode");
+  ASSERT_EQ(r.steps[0].requests.size(), 2u);
+  EXPECT_EQ(t.strings.Get(r.steps[0].requests[1]), "cmpl-2");
+  EXPECT_EQ(r.request_steps.size(), 2u);
+  const auto comm = r.CommAcrossRanks(0);
+  ASSERT_EQ(comm.size(), 1u);
+  EXPECT_EQ(comm[0].size(), 2u) << "the collective op and its kernel";
+}
+
+TEST(ReconstructTest, UnmatchedPushesAndPopsAreCountedNotFatal) {
+  TraceBuilder b;
+  b.Add(EventType::kPop, "", 5);                // pop before anything
+  b.Add(EventType::kPush, "outer", 10);
+  b.Add(EventType::kPush, "inner", 20);
+  b.Add(EventType::kPop, "", 30);
+  b.Add(EventType::kMark, "tick", 40);          // the process died with "outer" open
+  Reconstruction r = Reconstruct(b.trace());
+  EXPECT_EQ(r.stats.unmatched_pop, 1u);
+  EXPECT_EQ(r.stats.unmatched_push, 1u);
+  const Trace& t = b.trace();
+  EXPECT_EQ(r.nodes.end_ns[NodeOf(t, r, "outer")], 40) << "closed at the thread's last time";
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "tick")]), "outer");
+  EXPECT_EQ(b.trace().counters.Get("reconstruct.unmatched_pop"), 1u);
+}
+
+TEST(ReconstructTest, CompleteRangesNestByContainmentPerThread) {
+  TraceBuilder b;
+  b.Add(EventType::kRange, "ProfilerStep#3", 0, 1000);
+  b.Add(EventType::kRange, "aten::linear", 100, 400);
+  b.Add(EventType::kRange, "aten::addmm", 150, 390);
+  b.Add(EventType::kRuntime, "cudaLaunchKernel", 200, 210, 11);
+  b.Add(EventType::kRange, "aten::relu", 400, 500);      // starts when linear ends
+  b.Add(EventType::kRange, "other-thread-op", 150, 160, 0, /*thread=*/2);
+  Reconstruction r = Reconstruct(b.trace());
+  const Trace& t = b.trace();
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "aten::addmm")]), "aten::linear");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "cudaLaunchKernel")]), "aten::addmm");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "aten::relu")]), "ProfilerStep#3");
+  EXPECT_EQ(r.nodes.parent[NodeOf(t, r, "other-thread-op")], -1);
+  EXPECT_EQ(r.stats.threads, 2u);
+  ASSERT_EQ(r.steps.size(), 1u) << "ProfilerStep#N is a step";
+  EXPECT_TRUE(r.steps[0].requests.empty());
+}
+
+TEST(ReconstructTest, LogsAlignByRequestThenByTimeWindow) {
+  TraceBuilder b;
+  b.Add(EventType::kPush, "teller.step kind=prefill n=1 reqs=cmpl-1", 1'000'000'000);
+  b.Add(EventType::kPop, "", 1'010'000'000);
+  b.Add(EventType::kPush, "teller.step kind=decode n=2 reqs=cmpl-1,cmpl-2", 2'000'000'000);
+  b.Add(EventType::kPop, "", 2'010'000'000);
+  b.Log(1'005'000'000, "cmpl-1", "Added request cmpl-1.");      // by id -> step 0
+  b.Log(2'500'000'000, "cmpl-2", "Finished request cmpl-2.");    // by id, nearest -> step 1
+  b.Log(2'040'000'000, "", "Avg generation throughput ...");     // by time, within 50 ms
+  b.Log(3'000'000'000, "", "far from any step");                 // not aligned
+  b.Log(1'500'000'000, "cmpl-9", "unknown request");             // not aligned
+  Reconstruction r = Reconstruct(b.trace());
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].logs, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(r.steps[1].logs, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(r.stats.log_lines, 5u);
+  EXPECT_EQ(r.stats.log_lines_aligned, 3u);
+  ASSERT_EQ(r.request_steps.at(b.trace().strings.Find("cmpl-1")).size(), 2u);
+
+  Options narrow;
+  narrow.log_tolerance_ns = 10'000'000;  // 10 ms: the throughput line falls outside
+  Reconstruction r2 = Reconstruct(b.trace(), narrow);
+  EXPECT_EQ(r2.stats.log_lines_aligned, 2u);
+}
+
+TEST(StepMessageTest, ParsesTheCollectorGrammar) {
+  std::vector<std::string> ids;
+  std::string kind, seq;
+  EXPECT_TRUE(ParseStepMessage("teller.step seq=4 kind=mixed n=3 tokens=40 reqs=a,b%2Cc,d%20e cont=1",
+                               &ids, &kind, &seq));
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "b,c", "d e"}));
+  EXPECT_EQ(kind, "mixed");
+  EXPECT_EQ(seq, "4");
+  ids.clear();
+  EXPECT_FALSE(ParseStepMessage("execute_new_2_cached_30", &ids, nullptr, nullptr));
+  EXPECT_TRUE(ids.empty());
+  EXPECT_TRUE(ParseStepMessage("teller.step reqs=%zz,%4", &ids, nullptr, nullptr));
+  EXPECT_EQ(ids, (std::vector<std::string>{"%zz", "%4"})) << "bad escapes are kept literally";
+}
+
+TEST(ClassifierTest, RulesFileErrorsNameFileAndLine) {
+  auto bad = Classifier::FromText("STEP * ^ok$\nWRONG * x\n", "my.rules");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("my.rules:2: unknown layer 'WRONG'"), std::string::npos)
+      << bad.status().message();
+  auto regex = Classifier::FromText("COMM * ([unclosed\n", "r.rules");
+  ASSERT_FALSE(regex.ok());
+  EXPECT_NE(regex.status().message().find("r.rules:1: invalid regular expression"), std::string::npos);
+  auto custom = Classifier::FromText("STEP nvtx ^my_engine_step\nBACKEND * ^mylib::\n", "c.rules");
+  ASSERT_TRUE(custom.ok());
+  TraceBuilder b;
+  b.Add(EventType::kPush, "my_engine_step 1", 0);
+  b.Add(EventType::kPush, "mylib::gemm", 1);
+  b.Add(EventType::kPop, "", 2);
+  b.Add(EventType::kPop, "", 3);
+  Options options;
+  options.classifier = custom.value();
+  Reconstruction r = Reconstruct(b.trace(), options);
+  EXPECT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "mylib::gemm")], Layer::kBackend);
+}
+
+TEST(ClassifierTest, BuiltInRulesKnowRealEngineNames) {
+  TraceBuilder b;
+  const char* steps[] = {"execute_new_2_cached_30", "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(x)",
+                         "step[DECODE bs=32]", "ProfilerStep#12", "teller.step kind=decode n=1 reqs=a"};
+  int64_t t = 0;
+  for (const char* s : steps) {
+    b.Add(EventType::kRange, s, t, t + 10);
+    t += 20;
+  }
+  b.Add(EventType::kRange, "c10d::allreduce_", t, t + 5);
+  b.Add(EventType::kRange, "_C_cache_ops::reshape_and_cache_flash", t + 10, t + 15);
+  Reconstruction r = Reconstruct(b.trace());
+  EXPECT_EQ(r.steps.size(), 5u);
+  EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "c10d::allreduce_")], Layer::kComm);
+  EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "_C_cache_ops::reshape_and_cache_flash")], Layer::kBackend);
+}
+
+}  // namespace
+}  // namespace teller::reconstruct
