@@ -352,19 +352,21 @@ Reconstruction Reconstruct(Trace& trace, const Options& options) {
 }
 
 std::vector<std::vector<uint32_t>> Reconstruction::CommAcrossRanks(uint32_t ordinal) const {
+  // Communication is often issued from threads other than the step's (autograd and
+  // NCCL threads), so the horizontal view takes every COMM node of the step's process
+  // whose host-side time lies in the step's interval: a kernel counts at the time of the
+  // call that launched it, an orphan kernel at its own start.
   std::vector<std::vector<uint32_t>> per_process;
   for (const Step& step : steps) {
     if (step.ordinal != ordinal) continue;
+    const int64_t begin = nodes.start_ns[step.node], end = nodes.end_ns[step.node];
     std::vector<uint32_t> comm;
-    // Depth-first over the step's subtree.
-    std::vector<uint32_t> todo = {step.node};
-    while (!todo.empty()) {
-      const uint32_t n = todo.back();
-      todo.pop_back();
-      if (nodes.layer[n] == Layer::kComm) comm.push_back(n);
-      for (uint32_t c = nodes.child_begin[n]; c < nodes.child_begin[n + 1]; ++c) {
-        todo.push_back(nodes.child_index[c]);
-      }
+    for (uint32_t n = 0; n < nodes.size(); ++n) {
+      if (nodes.layer[n] != Layer::kComm || nodes.process[n] != step.process) continue;
+      const int32_t p = nodes.parent[n];
+      const bool launched = p >= 0 && nodes.layer[p] == Layer::kHostCall;
+      const int64_t t = launched ? nodes.start_ns[p] : nodes.start_ns[n];
+      if (t >= begin && t <= end) comm.push_back(n);
     }
     std::sort(comm.begin(), comm.end(),
               [this](uint32_t a, uint32_t b) { return nodes.start_ns[a] < nodes.start_ns[b]; });

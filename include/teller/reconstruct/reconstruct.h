@@ -99,7 +99,8 @@ struct Reconstruction {
   Stats stats;
 
   // Horizontal view (method.md §2): for the step of each process with the given
-  // ordinal, the COMM nodes below it, ordered by start; one vector per process.
+  // ordinal, the COMM nodes of that process issued during the step (on any thread),
+  // ordered by start; one vector per process.
   std::vector<std::vector<uint32_t>> CommAcrossRanks(uint32_t ordinal) const;
 };
 
