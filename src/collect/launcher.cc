@@ -20,6 +20,7 @@
 
 #include "teller/collect/process_info.h"
 #include "teller/core/clock.h"
+#include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/raw_format.h"
 
@@ -42,20 +43,6 @@ bool IsDir(const std::string& path) {
 bool IsFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-Status MakeDirs(const std::string& path) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty() || IsDir(partial)) continue;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::Error("cannot create directory " + partial + ": " + Errno());
-    }
-  }
-  return Status::Ok();
 }
 
 std::string Absolute(const std::string& path) {

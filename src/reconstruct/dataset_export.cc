@@ -9,21 +9,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 
 namespace teller::reconstruct {
 namespace {
-
-Status MakeDirs(const std::string& path) {
-  for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
-    const std::string partial = path.substr(0, pos);
-    if (!partial.empty() && mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::Error("cannot create directory " + partial + ": " + std::strerror(errno));
-    }
-    if (pos == std::string::npos) break;
-  }
-  return Status::Ok();
-}
 
 Status WriteFile(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

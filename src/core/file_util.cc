@@ -1,0 +1,23 @@
+#include "teller/core/file_util.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace teller {
+
+Status MakeDirs(const std::string& path) {
+  for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
+    const std::string partial = path.substr(0, pos);
+    struct stat st;
+    if (!partial.empty() && !(stat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) &&
+        mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::Error("cannot create directory " + partial + ": " + std::strerror(errno));
+    }
+    if (pos == std::string::npos) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace teller
