@@ -281,7 +281,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   bool damage = false;
   for (const auto& [k, v] : trace.counters.items()) {
     if (v == 0) continue;
-    if (!damage) std::printf("counters (damaged or surprising input):\n");
+    if (!damage) std::printf("counters (importers and reconstruction; damaged input shows here):\n");
     damage = true;
     std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
   }
