@@ -1,11 +1,10 @@
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "src/cli/commands.h"
+#include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/raw_reader.h"
 
@@ -31,10 +30,7 @@ constexpr const char* kDumpUsage =
 using raw::EventKind;
 using raw::EventRecord;
 
-bool IsRunDirectory(const std::string& path) {
-  struct stat st;
-  return stat((path + "/manifest.json").c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+bool IsRunDirectory(const std::string& path) { return IsRegularFile(path + "/manifest.json"); }
 
 bool IsNvtx(EventKind k) { return static_cast<int>(k) >= 1 && static_cast<int>(k) <= 9; }
 bool IsApi(EventKind k) { return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver; }

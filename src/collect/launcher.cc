@@ -35,16 +35,6 @@ namespace {
 
 std::string Errno() { return std::strerror(errno); }
 
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 std::string Absolute(const std::string& path) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) != nullptr) return buf;
@@ -56,7 +46,7 @@ std::string Absolute(const std::string& path) {
 Status CheckTraceDir(const std::string& dir, uint64_t min_free_bytes) {
   TELLER_RETURN_IF_ERROR(MakeDirs(dir));
   // Two runs in one directory would mix their processes and overwrite the logs.
-  if (IsFile(dir + "/" + kManifestName)) {
+  if (IsRegularFile(dir + "/" + kManifestName)) {
     return Status::Error(dir + " already holds a trace (" + kManifestName +
                          "); choose another --out or remove it");
   }
@@ -205,7 +195,7 @@ std::string ListFilesJson(const std::string& dir) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
       if (name == "." || name == ".." || name == kManifestName || name[0] == '.') continue;
-      if (IsFile(path + "/" + name)) names.push_back(name);
+      if (IsRegularFile(path + "/" + name)) names.push_back(name);
     }
     closedir(d);
     std::sort(names.begin(), names.end());
@@ -277,7 +267,7 @@ std::string DefaultTraceDir() {
   }
   std::string base = TimestampName();
   std::string candidate = base;
-  for (int n = 2; IsDir(candidate) || IsFile(candidate); ++n) {
+  for (int n = 2; IsDirectory(candidate) || IsRegularFile(candidate); ++n) {
     candidate = base + "-" + std::to_string(n);
   }
   return candidate;
@@ -304,12 +294,12 @@ Result<int> RunTraced(const RunOptions& options) {
   const std::string cupti = lib_dir + "/libteller_cupti.so";
   const std::string shim = lib_dir + "/libteller_nvtx_shim.so";
   const std::string hooks = lib_dir + "/teller/python";
-  if (IsFile(inject)) {
+  if (IsRegularFile(inject)) {
     record.inject_lib = inject;
   } else {
     std::fprintf(stderr, "teller run: %s not found; collecting logs only\n", inject.c_str());
   }
-  if (IsFile(cupti)) record.cupti_lib = cupti;
+  if (IsRegularFile(cupti)) record.cupti_lib = cupti;
 
   // Environment of the command: ours added to (or replacing) the inherited one.
   std::vector<std::pair<std::string, std::string>> env;
@@ -320,7 +310,7 @@ Result<int> RunTraced(const RunOptions& options) {
   if (!record.cupti_lib.empty()) env.emplace_back("CUDA_INJECTION64_PATH", record.cupti_lib);
   if (options.python_hooks != "none") {
     env.emplace_back("TELLER_PYTHON_HOOKS", options.python_hooks);
-    if (IsFile(shim)) env.emplace_back("TELLER_NVTX_SHIM", shim);
+    if (IsRegularFile(shim)) env.emplace_back("TELLER_NVTX_SHIM", shim);
     const char* old = std::getenv("PYTHONPATH");
     env.emplace_back("PYTHONPATH", old && *old ? hooks + ":" + old : hooks);
     // Python block-buffers stdout into a pipe, which would stamp a burst of log lines

@@ -10,14 +10,23 @@ namespace teller {
 Status MakeDirs(const std::string& path) {
   for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
     const std::string partial = path.substr(0, pos);
-    struct stat st;
-    if (!partial.empty() && !(stat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) &&
+    if (!partial.empty() && !IsDirectory(partial) &&
         mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
       return Status::Error("cannot create directory " + partial + ": " + std::strerror(errno));
     }
     if (pos == std::string::npos) break;
   }
   return Status::Ok();
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 }  // namespace teller

@@ -8,13 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "teller/core/file_util.h"
+
 namespace teller::ingest {
 namespace {
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;

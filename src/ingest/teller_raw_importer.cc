@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "teller/core/file_util.h"
 #include "teller/format/raw_reader.h"
 #include "teller/ingest/ingest.h"
 
@@ -62,16 +63,6 @@ int32_t ParseInt(std::string_view text, int32_t fallback) {
   const std::string s(text);
   const long v = std::strtol(s.c_str(), &end, 10);
   return end != s.c_str() && *end == '\0' ? static_cast<int32_t>(v) : fallback;
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // Reads a numeric field of manifest.json ("key":123) without a JSON library: the
@@ -198,7 +189,7 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
 Status ImportTellerRaw(const std::string& path, Trace& trace) {
   auto files = raw::ListRawFiles(path);
   const bool is_dir = IsDirectory(path);
-  if (!files.ok() && !(is_dir && IsFile(path + "/manifest.json"))) return files.status();
+  if (!files.ok() && !(is_dir && IsRegularFile(path + "/manifest.json"))) return files.status();
   int64_t monotonic_to_utc = 0;
   if (files.ok()) {
     for (const std::string& file : files.value()) {
@@ -220,7 +211,7 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
   if (real != 0 && mono != 0) monotonic_to_utc = real - mono;
   for (const char* log : {"/logs/stdout.log", "/logs/stderr.log"}) {
     const std::string log_path = path + log;
-    if (!IsFile(log_path)) continue;
+    if (!IsRegularFile(log_path)) continue;
     TELLER_RETURN_IF_ERROR(ImportLogFile(log_path, LogOptions{}, trace, monotonic_to_utc));
   }
   return Status::Ok();

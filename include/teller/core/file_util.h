@@ -12,6 +12,10 @@ namespace teller {
 // that could not be created and why.
 Status MakeDirs(const std::string& path);
 
+// True when `path` exists and is a directory / a regular file (symlinks followed).
+bool IsDirectory(const std::string& path);
+bool IsRegularFile(const std::string& path);
+
 }  // namespace teller
 
 #endif  // TELLER_CORE_FILE_UTIL_H_

@@ -75,10 +75,12 @@ EventRecord ConvertKernel(const CUpti_ActivityKernel10& k, const ClockOffset& cl
   return e;
 }
 
-EventRecord ConvertMemcpy(const CUpti_ActivityMemcpy6& m, const ClockOffset& clock) {
-  EventRecord e{};
-  e.kind = static_cast<uint8_t>(EventKind::kMemcpy);
-  e.aux = m.copyKind;
+namespace {
+
+// Fields memcpy and memset records share (the two CUPTI structs name them alike).
+template <typename Record>
+void FillCopyOrSet(EventKind kind, const Record& m, const ClockOffset& clock, EventRecord& e) {
+  e.kind = static_cast<uint8_t>(kind);
   e.start_ns = clock.ToEventClock(m.start);
   e.end_ns = clock.ToEventClock(m.end);
   e.correlation = m.correlationId;
@@ -87,20 +89,20 @@ EventRecord ConvertMemcpy(const CUpti_ActivityMemcpy6& m, const ClockOffset& clo
   e.context = m.contextId;
   e.stream = m.streamId;
   SetGraph(m.graphId, e);
+}
+
+}  // namespace
+
+EventRecord ConvertMemcpy(const CUpti_ActivityMemcpy6& m, const ClockOffset& clock) {
+  EventRecord e{};
+  FillCopyOrSet(EventKind::kMemcpy, m, clock, e);
+  e.aux = m.copyKind;
   return e;
 }
 
 EventRecord ConvertMemset(const CUpti_ActivityMemset4& m, const ClockOffset& clock) {
   EventRecord e{};
-  e.kind = static_cast<uint8_t>(EventKind::kMemset);
-  e.start_ns = clock.ToEventClock(m.start);
-  e.end_ns = clock.ToEventClock(m.end);
-  e.correlation = m.correlationId;
-  e.value = m.bytes;
-  e.device = m.deviceId;
-  e.context = m.contextId;
-  e.stream = m.streamId;
-  SetGraph(m.graphId, e);
+  FillCopyOrSet(EventKind::kMemset, m, clock, e);
   return e;
 }
 
