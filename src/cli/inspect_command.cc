@@ -218,6 +218,7 @@ int InspectCommand(const std::vector<std::string>& args) {
           .Field("events", procs[p].events)
           .Field("kernels", procs[p].kernels)
           .Field("steps", procs[p].steps)
+          .Field("clock_offset_ns", info.clock_offset_ns)
           .Close();
     }
     w.FieldRaw("process_table", table + "]");

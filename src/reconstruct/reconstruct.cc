@@ -33,6 +33,7 @@ class Builder {
   }
 
   void Run() {
+    if (options_.align_clocks) AlignHostClocks(trace_, *classifier_);
     BuildHostForest();
     BindGpuWork();
     ComputeDepthAndChildren();

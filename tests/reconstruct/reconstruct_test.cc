@@ -169,6 +169,46 @@ TEST(ReconstructTest, LogsAlignByRequestThenByTimeWindow) {
   EXPECT_EQ(r2.stats.log_lines_aligned, 2u);
 }
 
+TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
+  // Two hosts, one rank each; host B's clock runs 5 ms ahead. Ten all-reduces end within
+  // a few microseconds of each other in true time while their starts spread widely.
+  TraceBuilder b;
+  Trace& t = b.trace();
+  const uint32_t other = t.ProcessIndex("node-2", 200);
+  const int64_t skew = 5'000'000;
+  for (int k = 0; k < 10; ++k) {
+    const int64_t end = 1'000'000'000 + k * 10'000'000;
+    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 900'000 + k * 1000, end + (k % 3) * 1000,
+          0, 7, 0);
+    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 20'000 + skew, end + skew - (k % 2) * 2000,
+          0, 7, other);
+  }
+  // A step on host B and its log line, both written with B's clock.
+  b.Add(EventType::kPush, "teller.step kind=decode n=1 reqs=r1", 1'500'000'000 + skew, -1, 0, 1, other);
+  b.Add(EventType::kPop, "", 1'510'000'000 + skew, -1, 0, 1, other);
+  b.Log(1'505'000'000 + skew, "", "throughput line from B");
+  t.logs.process.back() = other;
+  Reconstruction r = Reconstruct(t);
+  EXPECT_EQ(t.processes[0].clock_offset_ns, 0);
+  EXPECT_NEAR(static_cast<double>(t.processes[other].clock_offset_ns), -skew, 3000.0);
+  EXPECT_EQ(t.counters.Get("reconstruct.clock_aligned_hosts"), 1u);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(r.nodes.start_ns[r.steps[0].node]), 1'500'000'000.0, 3000.0);
+  EXPECT_EQ(r.steps[0].logs.size(), 1u) << "the log line moved with its host";
+  // Idempotent: aligning again changes nothing.
+  const int64_t before = t.events.start_ns.back();
+  Reconstruct(t);
+  EXPECT_EQ(t.events.start_ns.back(), before);
+
+  // Without enough matching collectives a host keeps its clock, counted.
+  TraceBuilder lone;
+  lone.trace().ProcessIndex("node-9", 300);
+  lone.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, 10, 0, 7, 0);
+  Reconstruct(lone.trace());
+  EXPECT_EQ(lone.trace().counters.Get("reconstruct.clock_unaligned_hosts"), 1u);
+  EXPECT_EQ(lone.trace().processes[1].clock_offset_ns, 0);
+}
+
 TEST(StepMessageTest, ParsesTheCollectorGrammar) {
   std::vector<std::string> ids;
   std::string kind, seq;

@@ -56,6 +56,9 @@ class Classifier {
 
 struct Options {
   int64_t log_tolerance_ns = 50'000'000;  // method.md §2 step 6: default 50 ms
+  // Put every host on the first host's clock using collective end times
+  // (AlignHostClocks) before building the forest.
+  bool align_clocks = true;
   std::shared_ptr<Classifier> classifier;  // null = built-in rules
 };
 
@@ -103,6 +106,13 @@ struct Reconstruction {
   // ordered by start; one vector per process.
   std::vector<std::vector<uint32_t>> CommAcrossRanks(uint32_t ordinal) const;
 };
+
+// Estimates each host's clock offset from the end times of matching communication
+// kernels (which end nearly together on every rank), relative to the host of the first
+// process, stores it in ProcessInfo::clock_offset_ns and shifts that host's events and log
+// lines. Hosts without at least 3 matching collectives keep their clock and are counted
+// ("reconstruct.clock_unaligned_hosts"). Idempotent.
+void AlignHostClocks(Trace& trace, Classifier& classifier);
 
 // Builds the forest. Never fails on damaged input: what cannot be reconstructed is
 // counted in trace.counters ("reconstruct.*") and in Stats.
