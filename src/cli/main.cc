@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,6 +35,30 @@ constexpr const char* kUsage =
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
 
+// The analysis commands allocate hundreds of MB of fresh arrays, and on the virtual
+// machines Teller runs on every first touch of a 4 KiB page is a costly fault. glibc's
+// malloc backs its large chunks with transparent huge pages when the tunable
+// glibc.malloc.hugetlb=1 is set, which glibc reads only at process start: so these
+// commands re-execute themselves once with it (measured on df_index_resolver: 8,500 ->
+// 3,800 page faults, `teller inspect` 0.33 -> 0.23 s). `teller run` never does this, so
+// the traced program's environment is untouched. TELLER_NO_HUGEPAGES=1 turns it off.
+void ReexecWithHugePages(char** argv) {
+  if (std::getenv("TELLER_NO_HUGEPAGES") != nullptr) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const std::string current = tunables != nullptr ? tunables : "";
+  if (current.find("glibc.malloc.hugetlb") != std::string::npos) return;  // set, or re-executed
+  const std::string wanted =
+      current.empty() ? "glibc.malloc.hugetlb=1" : current + ":glibc.malloc.hugetlb=1";
+  setenv("GLIBC_TUNABLES", wanted.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc?): carry on without huge pages.
+  if (tunables != nullptr) {
+    setenv("GLIBC_TUNABLES", tunables, 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+}
+
 std::string ExeDir() {
   char buf[PATH_MAX + 1] = {};
   const ssize_t n = readlink("/proc/self/exe", buf, PATH_MAX);
@@ -51,6 +76,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = argv[1];
+  if (command == "inspect" || command == "dataset") ReexecWithHugePages(argv);
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "run") return teller::cli::RunCommand(args, ExeDir());
   if (command == "dump") return teller::cli::DumpCommand(args);
