@@ -3,6 +3,8 @@
 // as one graph launch of many kernels, a collective per layer, log lines with request
 // ids) of the requested size, then times Reconstruct() alone. Prints medians over runs.
 // Usage: reconstruct_benchmark [events=5600000] [runs=3]
+//        reconstruct_benchmark --trace PATH [runs=7]   import + reconstruct a real trace
+//        in one process, as HTA is measured (in-process, after the first run).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace {
@@ -115,7 +118,34 @@ void BuildProcess(Trace& t, uint32_t proc, size_t budget, uint64_t& correlation)
 
 }  // namespace
 
+// Import plus reconstruction of a real trace, repeated in one process.
+int RunOnTrace(const char* path, int runs) {
+  std::vector<double> total, import;
+  size_t events = 0;
+  for (int r = 0; r < runs; ++r) {
+    Trace trace;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (teller::Status s = teller::ingest::ImportPath(path, trace); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 1;
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto rec = teller::reconstruct::Reconstruct(trace);
+    const auto t2 = std::chrono::steady_clock::now();
+    import.push_back(std::chrono::duration<double>(t1 - t0).count());
+    total.push_back(std::chrono::duration<double>(t2 - t0).count());
+    events = trace.events.size();
+  }
+  std::sort(total.begin(), total.end());
+  std::sort(import.begin(), import.end());
+  std::printf("%s: %zu events; import %.3f s, import + reconstruct median %.3f s (min %.3f, max %.3f, "
+              "first run included) over %d runs\n",
+              path, events, import[import.size() / 2], total[total.size() / 2], total.front(), total.back(), runs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--trace") return RunOnTrace(argv[2], argc > 3 ? std::atoi(argv[3]) : 7);
   const size_t target = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 5'600'000;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   constexpr uint32_t kProcesses = 6;  // 2 nodes x 3 GPUs, the paper's testbed

@@ -35,7 +35,7 @@ enum class Layer : uint8_t {
 std::string_view LayerName(Layer layer);
 
 // Name rules per layer, kept in a data file (share/teller/classify.rules): lines
-// "LAYER CATEGORY-GLOB NAME-REGEX", the first matching rule wins; ranges matching none
+// "LAYER CATEGORY-GLOB NAME-REGEX" (POSIX extended), the first matching rule wins; ranges matching none
 // are FRONTEND, GPU work matching none is GPU. Results are cached per (category, name).
 class Classifier {
  public:
