@@ -247,7 +247,9 @@ class Builder {
       step.ordinal = ordinal++;
       ids.clear();
       kind.clear();
-      ParseStepMessage(trace_.strings.Get(ev_.name[nodes_.event[n]]), &ids, &kind, &seq);
+      const std::string_view step_name = trace_.strings.Get(ev_.name[nodes_.event[n]]);
+      ParseStepMessage(step_name, &ids, &kind, &seq);
+      if (kind.empty()) kind = StepKindFromEngineMarker(step_name);
       // Long id lists continue in "teller.reqs" marks inside the step.
       for (uint32_t c = nodes_.child_begin[n]; c < nodes_.child_begin[n + 1]; ++c) {
         const uint32_t child = nodes_.child_index[c];

@@ -62,4 +62,57 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
   return has_reqs;
 }
 
+namespace {
+
+// Leading decimal number of `text` at `pos` (advancing it), or -1.
+long ReadNumber(std::string_view text, size_t& pos) {
+  if (pos >= text.size() || text[pos] < '0' || text[pos] > '9') return -1;
+  long v = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && v < 100000000) {
+    v = v * 10 + (text[pos++] - '0');
+  }
+  return v;
+}
+
+std::string KindFromCounts(long prefill, long decode) {
+  if (prefill > 0 && decode > 0) return "mixed";
+  if (prefill > 0) return "prefill";
+  if (decode > 0) return "decode";
+  return "idle";
+}
+
+}  // namespace
+
+std::string StepKindFromEngineMarker(std::string_view name) {
+  // SGLang: "step[DECODE bs=32]", "step[EXTEND bs=15 toks=15360]", "step[MIXED ...]".
+  if (name.rfind("step[", 0) == 0) {
+    if (name.rfind("step[DECODE", 0) == 0) return "decode";
+    if (name.rfind("step[EXTEND", 0) == 0 || name.rfind("step[PREFILL", 0) == 0) return "prefill";
+    if (name.rfind("step[MIXED", 0) == 0) return "mixed";
+    if (name.rfind("step[IDLE", 0) == 0) return "idle";
+    return "";
+  }
+  // vLLM v1: "execute_new_<N>_cached_<M>": N requests scheduled for the first time
+  // (prefill), M already running (decode, or a later prefill chunk).
+  if (name.rfind("execute_new_", 0) == 0) {
+    size_t pos = 12;
+    const long fresh = ReadNumber(name, pos);
+    if (fresh < 0 || name.substr(pos, 8) != "_cached_") return "";
+    pos += 8;
+    const long cached = ReadNumber(name, pos);
+    return cached < 0 ? "" : KindFromCounts(fresh, cached);
+  }
+  // vLLM: "execute_[<T>_]context_<P>(...)_generation_<D>(...)": P prefill and D decode
+  // requests.
+  if (name.rfind("execute_", 0) == 0) {
+    const size_t c = name.find("context_");
+    const size_t g = name.find("_generation_");
+    if (c == std::string_view::npos || g == std::string_view::npos) return "";
+    size_t pc = c + 8, pg = g + 12;
+    const long prefill = ReadNumber(name, pc), decode = ReadNumber(name, pg);
+    return prefill < 0 || decode < 0 ? "" : KindFromCounts(prefill, decode);
+  }
+  return "";
+}
+
 }  // namespace teller::reconstruct

@@ -224,6 +224,19 @@ TEST(StepMessageTest, ParsesTheCollectorGrammar) {
   EXPECT_EQ(ids, (std::vector<std::string>{"%zz", "%4"})) << "bad escapes are kept literally";
 }
 
+TEST(StepMessageTest, EngineMarkersGiveTheStepKind) {
+  EXPECT_EQ(StepKindFromEngineMarker("step[DECODE bs=32]"), "decode");
+  EXPECT_EQ(StepKindFromEngineMarker("step[EXTEND bs=15 toks=15360]"), "prefill");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_new_2_cached_30"), "mixed");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_new_0_cached_30"), "decode");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_new_4_cached_0"), "prefill");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)"),
+            "decode");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_context_1(888_788544)_generation_0(0)"), "prefill");
+  EXPECT_EQ(StepKindFromEngineMarker("execute_new_x_cached_1"), "");
+  EXPECT_EQ(StepKindFromEngineMarker("ProfilerStep#3"), "");
+}
+
 TEST(ClassifierTest, RulesFileErrorsNameFileAndLine) {
   auto bad = Classifier::FromText("STEP * ^ok$\nWRONG * x\n", "my.rules");
   ASSERT_FALSE(bad.ok());

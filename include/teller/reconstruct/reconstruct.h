@@ -124,6 +124,12 @@ Reconstruction Reconstruct(Trace& trace, const Options& options = {});
 bool ParseStepMessage(std::string_view message, std::vector<std::string>* requests,
                       std::string* kind, std::string* seq);
 
+// The step kind (prefill / decode / mixed / idle) that real engines' own step markers
+// imply through their counts (serving-reference.md §2.7): SGLang "step[DECODE bs=32]",
+// vLLM "execute_new_2_cached_30" and "execute_32_context_0(..)_generation_32(..)".
+// These markers carry no request ids. "" when the name is not such a marker.
+std::string StepKindFromEngineMarker(std::string_view name);
+
 }  // namespace teller::reconstruct
 
 #endif  // TELLER_RECONSTRUCT_RECONSTRUCT_H_
