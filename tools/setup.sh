@@ -9,6 +9,8 @@ packages=(
   python3
   zlib1g-dev libdeflate-dev libsimdjson-dev libsqlite3-dev sqlite3
   clang libclang-rt-14-dev
+  libarmadillo-dev   # Gaussian mixtures of candidate localization
+  sentencepiece      # spm_train: the reference in bench/tpe_benchmark
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,10 @@ int RunCommand(const std::vector<std::string>& args, const std::string& exe_dir)
 int DumpCommand(const std::vector<std::string>& args);
 int InspectCommand(const std::vector<std::string>& args);
 int DatasetCommand(const std::vector<std::string>& args);
+int SimulateCommand(const std::vector<std::string>& args);
+int InjectCommand(const std::vector<std::string>& args);
+int TpeCommand(const std::vector<std::string>& args);
+int DiagnoseCommand(const std::vector<std::string>& args);
 
 }  // namespace teller::cli
 

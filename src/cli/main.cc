@@ -23,6 +23,10 @@ constexpr const char* kUsage =
     "  run [--out DIR] [--python-hooks MODE] [--flush-ms N] -- CMD ARGS...\n"
     "                     run CMD unchanged, collecting NVTX ranges, CUDA calls and\n"
     "                     kernels, and its stdout/stderr, into a trace directory\n"
+    "Diagnose:\n"
+    "  diagnose TRACE... [--baseline TRACE...] [--json FILE] [--top K]\n"
+    "                     abnormal steps, the operators that are the evidence, a likely\n"
+    "                     fault category and why (Teller, Kineto or Nsight traces)\n"
     "Read:\n"
     "  dump [--stats] [--meta] FILE|DIR\n"
     "                     print the events of raw trace files as JSON lines\n"
@@ -31,6 +35,16 @@ constexpr const char* kUsage =
     "                     a Kineto JSON or an Nsight Systems export, with aligned logs\n"
     "  dataset export TRACE... --out DIR [--setting NAME]\n"
     "                     per-request examples (trace.json, log.txt, annotation.json)\n"
+    "  dataset build RAW... --out DIR   labelled per-request examples from simulated or\n"
+    "                     injected traces;  dataset stats [--json] DIR   Table 1\n"
+    "Simulate:\n"
+    "  simulate [--profile P] [--seed S] [--faults ...] --out DIR\n"
+    "                     simulate LLM serving with faults: raw traces, logs, ground truth\n"
+    "  simulate --preset paper --seed S --out DIR   the paper-shaped dataset (5 settings)\n"
+    "  simulate --profile P --compare REAL_TRACE    realism report against a real trace\n"
+    "  inject TRACE --fault MECHANISM --out OUT     apply a fault to an existing trace\n"
+    "Learn:\n"
+    "  tpe train|encode|stats ...   Trace Pair Encoding of dataset steps (method.md 5)\n"
     "\n"
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
@@ -76,12 +90,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = argv[1];
-  if (command == "inspect" || command == "dataset") ReexecWithHugePages(argv);
+  if (command == "inspect" || command == "dataset" || command == "simulate" ||
+      command == "inject" || command == "tpe" || command == "diagnose") {
+    ReexecWithHugePages(argv);
+  }
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "run") return teller::cli::RunCommand(args, ExeDir());
   if (command == "dump") return teller::cli::DumpCommand(args);
   if (command == "inspect") return teller::cli::InspectCommand(args);
   if (command == "dataset") return teller::cli::DatasetCommand(args);
+  if (command == "simulate") return teller::cli::SimulateCommand(args);
+  if (command == "inject") return teller::cli::InjectCommand(args);
+  if (command == "tpe") return teller::cli::TpeCommand(args);
+  if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

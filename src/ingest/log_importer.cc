@@ -444,7 +444,17 @@ class LogImporter {
   uint32_t ProcessForPrefix(const logs::ProcessPrefix& prefix) {
     const auto it = pid_cache_.find(prefix.pid);
     if (it != pid_cache_.end()) return it->second;
-    const uint32_t index = trace_.ProcessIndex(host_, prefix.pid);
+    // With several hosts the log's host is unknown; a pid that only one traced process
+    // has is that process (pids rarely repeat across a job's hosts).
+    uint32_t index = LogTable::kNoProcess;
+    if (host_.empty()) {
+      for (uint32_t p = 0; p < trace_.processes.size(); ++p) {
+        if (trace_.processes[p].pid != prefix.pid) continue;
+        index = index == LogTable::kNoProcess ? p : LogTable::kNoProcess - 1;
+      }
+      if (index == LogTable::kNoProcess - 1) index = LogTable::kNoProcess;
+    }
+    if (index == LogTable::kNoProcess) index = trace_.ProcessIndex(host_, prefix.pid);
     ProcessInfo& info = trace_.processes[index];
     if (info.label == 0 && !prefix.role.empty()) info.label = trace_.strings.Intern(prefix.role);
     if (info.source == 0) info.source = file_id_;

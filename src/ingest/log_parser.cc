@@ -1,4 +1,5 @@
 #include "src/ingest/log_parser.h"
+#include "teller/core/request_id.h"
 
 #include <cstring>
 
@@ -383,13 +384,7 @@ bool IsHex(std::string_view s) {
 
 // vLLM ≥2026 logs the engine-internal id "chatcmpl-<16hex>-<8hex>" next to the external
 // "chatcmpl-<16hex>" the API server received (vllm#34503); the join key is the external one.
-std::string_view Normalize(std::string_view id) {
-  if (id.size() == 34 && id.substr(0, 9) == "chatcmpl-" && id[25] == '-' &&
-      IsHex(id.substr(9, 16)) && IsHex(id.substr(26, 8))) {
-    return id.substr(0, 25);
-  }
-  return id;
-}
+std::string_view Normalize(std::string_view id) { return ExternalRequestId(id); }
 
 // SGLang "rids=['a', 'b']": the first id, and how many the list holds.
 std::string_view ReadIdList(std::string_view s, size_t p, int* count) {

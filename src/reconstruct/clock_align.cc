@@ -24,6 +24,8 @@ void AlignHostClocks(Trace& trace, Classifier& classifier) {
   const EventTable& ev = trace.events;
   // Communication-kernel end times per process and kernel name, in time order.
   std::vector<EndsByName> ends(trace.processes.size());
+  std::unordered_map<StringId, bool> has_events;
+  for (size_t i = 0; i < ev.size(); ++i) has_events[trace.processes[ev.process[i]].host] = true;
   for (size_t i = 0; i < ev.size(); ++i) {
     if (ev.type[i] != EventType::kKernel) continue;
     if (classifier.Classify(trace, i) != Layer::kComm) continue;
@@ -41,6 +43,8 @@ void AlignHostClocks(Trace& trace, Classifier& classifier) {
   std::unordered_map<StringId, int64_t> offset_of_host;
   offset_of_host[hosts[0]] = 0;
   for (size_t h = 1; h < hosts.size(); ++h) {
+    // A host with no events (processes only log lines name) has nothing to align.
+    if (!has_events[hosts[h]]) continue;
     std::vector<int64_t> diffs;
     for (uint32_t a = 0; a < trace.processes.size(); ++a) {
       if (trace.processes[a].host != hosts[h]) continue;

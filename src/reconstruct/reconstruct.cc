@@ -4,6 +4,8 @@
 #include <limits>
 #include <unordered_set>
 
+#include "teller/core/request_id.h"
+
 namespace teller::reconstruct {
 namespace {
 
@@ -263,7 +265,12 @@ class Builder {
         if (!seen.insert(rid).second) continue;
         step.requests.push_back(rid);
         auto& list = out_.request_steps[rid];
-        if (list.empty()) out_.request_order.push_back(rid);
+        if (list.empty()) {
+          out_.request_order.push_back(rid);
+          // Logs name vLLM chat requests by their API id, steps by the internal one.
+          const std::string_view external = ExternalRequestId(id);
+          if (external.size() != id.size()) log_alias_[trace_.strings.Intern(external)] = rid;
+        }
         list.push_back(static_cast<uint32_t>(out_.steps.size()));
       }
       out_.steps.push_back(std::move(step));
@@ -289,7 +296,9 @@ class Builder {
       const int64_t ts = logs.ts_ns[row];
       bool aligned = false;
       if (logs.request[row] != 0) {
-        const auto it = out_.request_steps.find(logs.request[row]);
+        StringId rid = logs.request[row];
+        if (const auto alias = log_alias_.find(rid); alias != log_alias_.end()) rid = alias->second;
+        const auto it = out_.request_steps.find(rid);
         if (it != out_.request_steps.end() && !it->second.empty()) {
           uint32_t best = it->second.front();
           int64_t best_gap = std::numeric_limits<int64_t>::max();
@@ -341,6 +350,7 @@ class Builder {
   const EventTable& ev_;
   const Options& options_;
   Reconstruction& out_;
+  std::unordered_map<StringId, StringId> log_alias_;  // API id -> engine id
   Nodes& nodes_;
   std::shared_ptr<Classifier> classifier_;
   std::vector<uint32_t> ev_flags_synthetic_;

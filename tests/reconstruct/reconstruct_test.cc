@@ -204,6 +204,9 @@ TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
   TraceBuilder lone;
   lone.trace().ProcessIndex("node-9", 300);
   lone.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, 10, 0, 7, 0);
+  lone.Add(EventType::kKernel, "sm90_xmma_gemm_bf16bf16", 0, 10, 0, 7, /*process=*/1);
+  // A host that only log lines name (no events) has nothing to align and is not counted.
+  lone.trace().ProcessIndex("", 301);
   Reconstruct(lone.trace());
   EXPECT_EQ(lone.trace().counters.Get("reconstruct.clock_unaligned_hosts"), 1u);
   EXPECT_EQ(lone.trace().processes[1].clock_offset_ns, 0);

@@ -1,0 +1,120 @@
+// Realism report: how close a simulated trace is to a real one (docs/realism.md).
+// `teller simulate --profile P --compare REAL_TRACE [--json]` runs RunRealismCompare.
+//
+// Two views, both on GPU work mapped to operator classes (OpClass, by the name patterns
+// of serving-reference.md §2.1-§2.5, listed in docs/realism.md):
+//   - structure: the per-decoder-layer class sequence. Within one step (or one graph
+//     launch) the class sequence of a transformer repeats once per layer; its period is
+//     found by self-matching (the smallest shift under which the sequence agrees with
+//     itself nearly as well as under the best shift), the layer is the per-position
+//     majority class, and the two traces' layers are compared by edit distance under the
+//     best rotation (where a layer "starts" is a convention): agreement = 1 - d / max(len).
+//     Plus the step-level class mix: sum over classes of min(p_sim, p_real) of the
+//     per-class shares of GPU work (1 = same mix);
+//   - timing: per class, the two-sample Kolmogorov-Smirnov statistic and the
+//     1-Wasserstein distance of log10(duration in ns), with counts and medians.
+// When the real trace's steps are mostly of one kind (decode, prefill) and the simulated
+// trace has steps of that kind, both sides are restricted to steps of that kind.
+#ifndef TELLER_SIM_COMPARE_H_
+#define TELLER_SIM_COMPARE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/core/trace.h"
+#include "teller/sim/sim.h"
+
+namespace teller::sim {
+
+enum class OpClass : uint8_t {
+  kNorm, kGemm, kRotary, kKvWrite, kAttention, kAttentionReduce, kAllReduce, kAllGather,
+  kActivation, kMoeRouting, kSampling, kCopy, kElementwise, kOther, kCount
+};
+inline constexpr size_t kOpClassCount = static_cast<size_t>(OpClass::kCount);
+std::string_view OpClassName(OpClass c);
+// The POSIX extended, case-insensitive pattern that selects the class (docs/realism.md).
+// Patterns are tried in a fixed order (comm, attention_reduce, attention, kv_write,
+// rotary, norm, moe_routing, gemm, activation, sampling, copy, elementwise) and the
+// first match wins; kOther has none.
+std::string_view OpClassPattern(OpClass c);
+// Class of a kernel name.
+OpClass ClassifyKernelName(std::string_view name);
+// Class of a GPU row: kernels by name, memcpy -> copy, memset -> elementwise; kOther for
+// anything that is not GPU work.
+OpClass ClassifyGpuEvent(const Trace& trace, size_t event);
+
+// One trace's repeating decoder layer.
+struct LayerPattern {
+  bool found = false;
+  std::vector<OpClass> classes;  // one layer, rotated to start at its first norm
+  uint32_t period = 0;           // kernels per repeating unit
+  // Decoder layers in one unit (its attention kernels): models that alternate layer
+  // types (gpt-oss: sliding and full attention) repeat every two layers.
+  uint32_t layers_per_period = 1;
+  uint32_t layers = 0;           // repetitions of the unit in the segment it was found in
+  double periodicity = 0;        // share of positions i with c[i] == c[i + period]
+  uint32_t segments = 0;         // step segments examined
+  uint32_t agreeing_segments = 0;  // of which gave this layer
+};
+
+struct ClassDistance {
+  OpClass op_class = OpClass::kOther;
+  uint64_t simulated_count = 0, real_count = 0;
+  double simulated_median_us = 0, real_median_us = 0;  // 0 when the side is empty
+  double simulated_share = 0, real_share = 0;  // share of GPU work items of the side
+  // NaN when one side has no sample.
+  double ks = 0;
+  double w1_log10 = 0;
+};
+
+struct TraceSummary {
+  uint64_t processes = 0, steps = 0, steps_compared = 0;
+  uint64_t gpu_work = 0;   // GPU work items compared (kernels, memcpy, memset)
+  std::string dominant_kind;  // most common step kind by GPU work, "" = none
+};
+
+struct RealismReport {
+  TraceSummary simulated, real;
+  std::string step_kind_filter;  // "" = all GPU work compared
+  LayerPattern simulated_layer, real_layer;
+  // 1 - d / max(len) with d the edit distance under the best rotation, after repeating
+  // each side's unit to the same number of decoder layers; NaN when either side has no
+  // repeating unit.
+  double layer_agreement = 0;
+  uint32_t layer_edit_distance = 0;
+  double step_mix_overlap = 0;   // sum_c min(p_sim(c), p_real(c))
+  std::vector<ClassDistance> classes;  // classes present on either side, by real share
+};
+
+// Pure comparison of two imported traces (no files read).
+Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real);
+
+// Text table for people; JSON (schema in docs/realism.md) for tools.
+std::string RealismReportText(const RealismReport& report, std::string_view simulated_label,
+                              std::string_view real_label);
+std::string RealismReportJson(const RealismReport& report, std::string_view simulated_label,
+                              std::string_view real_label);
+
+// The whole `simulate --compare`: simulates `config` (capped to kCompareRequests
+// requests) into a temporary directory that is removed afterwards, imports it and
+// `real_path`, compares and prints the report on stdout (errors on stderr). Returns the
+// process exit code: 0, or 1 on an error.
+inline constexpr int kCompareRequests = 16;
+int RunRealismCompare(const SimConfig& config, const std::string& real_path, bool json);
+
+// Building blocks, exposed for tests.
+// Smallest period p >= 2 (at most n/3) whose self-match share is within 0.03 of the best
+// and at least 0.7; 0 when there is none. `periodicity` receives its share.
+uint32_t FindPeriod(const std::vector<OpClass>& seq, double* periodicity);
+// Edit distance minimised over the rotations of `b`.
+uint32_t CyclicEditDistance(const std::vector<OpClass>& a, const std::vector<OpClass>& b);
+// Two-sample KS statistic and 1-Wasserstein distance of two samples (sorted in place).
+double KsStatistic(std::vector<double>& a, std::vector<double>& b);
+double Wasserstein1(std::vector<double>& a, std::vector<double>& b);
+
+}  // namespace teller::sim
+
+#endif  // TELLER_SIM_COMPARE_H_

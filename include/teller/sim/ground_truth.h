@@ -1,0 +1,128 @@
+// Ground truth of a simulated (or fault-injected) trace: which fault acted where, per
+// request and per step and view, and which trace nodes carry the evidence. Written by
+// `teller simulate` and `teller inject` as ground_truth.json next to the raw traces;
+// read by `teller dataset build`, which turns it into annotation.json labels.
+//
+// Nodes are named by locators that survive import and reconstruction, because they use
+// only what the raw files store (docs/simulator.md, "Ground truth"):
+//   range: (host, pid, tid, name, occurrence) - the k-th range (push or start/end) of that
+//          name on that thread, in file order, counting from 0;
+//   call:  (host, pid, correlation)          - a runtime/driver call;
+//   gpu:   (host, pid, correlation, occurrence) - the k-th GPU record (kernel, memcpy,
+//          memset) carrying that correlation id in file order (graph launches own many).
+//
+// JSON layout (format "teller-ground-truth", version 1):
+// {"format":"teller-ground-truth","version":1,"setting":"vllm-v1-online",
+//  "profile":"vllm-v1-online","seed":7,
+//  "topology":{"nodes":2,"gpus_per_node":3,"tp":3,"pp":2},
+//  "processes":[{"host":"node-0","pid":41000,"rank":0,"tp_rank":0,"pp_rank":0}],
+//  "faults":[{"id":0,"mechanism":"straggler_rank","category":"communication",
+//             "onset_ns":..., "duration_ns":..., "magnitude":3.0, "target":"rank 4",
+//             "description":"..."}],
+//  "requests":[{"id":"chatcmpl-...","is_fault":true,"fault_type":"communication",
+//               "mechanism":"straggler_rank","fault":0,"steps":[12,13,14]}],
+//  "steps":[{"seq":12,"kind":"decode","start_ns":...,"end_ns":...,
+//            "requests":["chatcmpl-..", ...],
+//            "fault":0,                       // -1 when the step is healthy
+//            "affected_requests":["chatcmpl-.."],  // requests for which it is anomalous
+//            "vertical":{"is_anomaly":true,"nodes":[LOCATOR...]},
+//            "horizontal":{"is_anomaly":true,"nodes":[LOCATOR...]},
+//            "explanation":"..."}]}
+// LOCATOR = {"kind":"range","host":"node-0","pid":41000,"tid":41000,"name":"...","occurrence":3}
+//         | {"kind":"call","host":..,"pid":..,"correlation":812}
+//         | {"kind":"gpu","host":..,"pid":..,"correlation":812,"occurrence":17}
+// Times are UTC ns on the reference (first) host's clock. Steps are the engine's
+// scheduler steps; `seq` is the `seq=` value of the `teller.step` ranges that every rank
+// records for it. Healthy steps have "fault":-1, empty affected_requests and both views
+// false with no nodes.
+#ifndef TELLER_SIM_GROUND_TRUTH_H_
+#define TELLER_SIM_GROUND_TRUTH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "teller/core/status.h"
+
+namespace teller::sim {
+
+// The five fault categories of method.md §7, as spelled in every file Teller writes.
+inline constexpr const char* kFaultCategories[5] = {
+    "memory_resource", "cuda_kernel", "runtime_driver", "communication", "scheduling_software"};
+
+struct NodeLocator {
+  enum class Kind : uint8_t { kRange = 0, kCall = 1, kGpu = 2 };
+  Kind kind = Kind::kRange;
+  std::string host;
+  int64_t pid = 0;
+  uint32_t tid = 0;          // ranges
+  std::string name;          // ranges
+  uint64_t correlation = 0;  // calls and GPU records
+  uint32_t occurrence = 0;   // ranges and GPU records
+};
+
+struct ViewLabel {
+  bool is_anomaly = false;
+  std::vector<NodeLocator> nodes;
+};
+
+struct FaultRecord {
+  int id = 0;
+  std::string mechanism;
+  std::string category;  // one of kFaultCategories
+  int64_t onset_ns = 0;  // UTC
+  int64_t duration_ns = 0;
+  double magnitude = 1.0;
+  std::string target;    // human-readable: "rank 4", "kernels ~ attention", "request X"
+  std::string description;
+};
+
+struct RequestTruth {
+  std::string id;
+  bool is_fault = false;
+  std::string fault_type;  // category, "" when healthy
+  std::string mechanism;   // "" when healthy
+  int fault = -1;
+  std::vector<uint64_t> steps;  // seq of the steps the request took part in
+};
+
+struct StepTruth {
+  uint64_t seq = 0;
+  std::string kind;  // prefill / decode / mixed
+  int64_t start_ns = 0, end_ns = 0;
+  std::vector<std::string> requests;
+  int fault = -1;
+  std::vector<std::string> affected_requests;
+  ViewLabel vertical, horizontal;
+  std::string explanation;
+};
+
+struct ProcessTruth {
+  std::string host;
+  int64_t pid = 0;
+  int rank = 0, tp_rank = 0, pp_rank = 0;
+};
+
+struct GroundTruth {
+  std::string setting, profile;
+  uint64_t seed = 0;
+  int nodes = 1, gpus_per_node = 1, tp = 1, pp = 1;
+  std::vector<ProcessTruth> processes;
+  std::vector<FaultRecord> faults;
+  std::vector<RequestTruth> requests;
+  std::vector<StepTruth> steps;  // by seq
+};
+
+inline constexpr const char* kGroundTruthFile = "ground_truth.json";
+
+// Serialises (src/sim/ground_truth.cc). Deterministic: the same truth gives the same bytes.
+std::string GroundTruthToJson(const GroundTruth& truth);
+Status WriteGroundTruth(const GroundTruth& truth, const std::string& path);
+
+// Parses ground_truth.json (src/sim/ground_truth_reader.cc); errors name the file and the
+// byte offset or the missing field.
+Result<GroundTruth> ReadGroundTruth(const std::string& path);
+
+}  // namespace teller::sim
+
+#endif  // TELLER_SIM_GROUND_TRUTH_H_

@@ -1,0 +1,75 @@
+// `teller simulate`: a discrete-event simulation of LLM serving that writes what
+// `teller run` writes for a real deployment (per-process raw traces, the captured
+// service log, manifest.json) plus ground_truth.json (ground_truth.h). Everything
+// downstream (import, reconstruction, diagnosis) runs on it exactly as on a real
+// collection. docs/simulator.md is the user's description.
+#ifndef TELLER_SIM_SIM_H_
+#define TELLER_SIM_SIM_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/sim/faults.h"
+
+namespace teller::sim {
+
+// Engine profiles: step structure, range names, kernel names, log formats and request id
+// formats of one real serving system (serving-reference.md §1-§3).
+inline constexpr const char* kProfiles[5] = {"sglang", "torch-fsdp", "vllm-v0",
+                                             "vllm-v1-offline", "vllm-v1-online"};
+bool IsProfile(std::string_view name);
+
+enum class Arrival : uint8_t { kPoisson, kBursty, kReplay };
+
+struct SimConfig {
+  std::string profile = "vllm-v1-online";
+  std::string setting;          // dataset setting name; "" = the profile name
+  uint64_t seed = 1;
+  int nodes = 2, gpus_per_node = 3;
+  int tp = 3, pp = 2;           // tp * pp must equal nodes * gpus_per_node
+  int requests = 40;
+  Arrival arrival = Arrival::kPoisson;
+  double rate = 8.0;            // requests per second (Poisson / bursty mean)
+  std::string replay_file;      // kReplay: lines "<arrival s> <prompt tokens> <output tokens>"
+  // Prompt and output lengths: lognormal with these medians, clamped.
+  int prompt_median = 512, prompt_max = 4096;
+  int output_median = 64, output_max = 1024;
+  int max_batched_tokens = 2048;  // token budget per step (chunked prefill above it)
+  int max_running = 64;           // concurrent requests
+  int kv_blocks = 0;              // KV-cache blocks per engine; 0 = sized from the model
+  int layers = 0;                 // decoder layers; 0 = the profile's model
+  std::vector<FaultSpec> faults;
+  // Presets: place the faults' windows (in order, spread over the run) so that about
+  // this fraction of requests is affected, from a fault-free dry run of the same seed.
+  bool plan_fault_windows = false;
+  double faulty_fraction = 0.42;
+  // Layer-to-clock realism: per-host clock offsets (up to this many ms) and drift (ppm).
+  double max_clock_offset_ms = 5.0, max_drift_ppm = 30.0;
+};
+
+struct SimSummary {
+  uint64_t requests = 0, faulty_requests = 0, steps = 0, events = 0, log_lines = 0;
+  uint64_t processes = 0, bytes = 0;
+  int64_t simulated_ns = 0;  // span of serving time
+};
+
+// Simulates into `out_dir` (created; must not hold a trace). Progress lines go to
+// `progress` when set.
+Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
+                            const std::function<void(std::string_view)>& progress = {});
+
+// The paper preset (method.md §7): five settings with 100/50/50/50/50 requests, about
+// 42% faulty, the five fault categories about equally often. One sub-directory per
+// setting under out_dir, simulated in parallel on `jobs` threads.
+std::vector<SimConfig> PaperPreset(uint64_t seed);
+Result<std::vector<SimSummary>> SimulatePreset(const std::vector<SimConfig>& configs,
+                                               const std::string& out_dir, int jobs,
+                                               const std::function<void(std::string_view)>& progress = {});
+
+}  // namespace teller::sim
+
+#endif  // TELLER_SIM_SIM_H_

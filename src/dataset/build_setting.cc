@@ -1,0 +1,797 @@
+// One setting of `teller dataset build` (include/teller/dataset/build.h): ground-truth
+// locators resolved on the imported event table, reconstruction, step records across
+// ranks, labels, and the per-request and compact outputs, in one pass over the steps.
+//
+// Output volume is the cost to watch: every request of a batch gets its own copy of the
+// step's trees (C_q(s) is shared work, method.md §2 step 5), so the paper preset writes
+// ~5.6 M nodes for ~1 M distinct ones. Each step record is therefore serialised once
+// (its node objects for trace.json, its columns for steps.jsonl) and written from that one
+// buffer into the file of every request of the batch (large pieces go to the file
+// directly, never through a per-request copy). Requests' small buffers are flushed when
+// large and closed after the request's last step, so memory stays near the size of the
+// trace. Profile of the paper preset: most of the time is the kernel copying ~2.5 GB
+// into the page cache.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "src/dataset/json_out.h"
+#include "teller/core/file_util.h"
+#include "teller/core/json_writer.h"
+#include "teller/core/request_id.h"
+#include "teller/dataset/build.h"
+#include "teller/dataset/step_record.h"
+#include "teller/reconstruct/dataset_export.h"
+#include "teller/reconstruct/reconstruct.h"
+
+namespace teller::dataset {
+namespace {
+
+using internal::AppendInt;
+using internal::AppendUint;
+using reconstruct::Layer;
+using reconstruct::Reconstruction;
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Type tags of steps.jsonl: the symbol classes of TPE (method.md §5). Ranges take theirs
+// from the layer; everything else from the event type.
+enum TypeTag : uint8_t {
+  kTagStep = 0,
+  kTagFrontend = 1,
+  kTagBackend = 2,
+  kTagComm = 3,
+  kTagRuntime = 4,
+  kTagDriver = 5,
+  kTagKernel = 6,
+  kTagMemory = 7,  // memcpy, memset
+  kTagSync = 8,
+  kTagMark = 9,
+  kTagGpuAnnotation = 10,
+};
+
+uint8_t TypeTagOf(Layer layer, EventType type) {
+  switch (type) {
+    case EventType::kRuntime:
+      return kTagRuntime;
+    case EventType::kDriver:
+      return kTagDriver;
+    case EventType::kKernel:
+      return kTagKernel;
+    case EventType::kMemcpy:
+    case EventType::kMemset:
+      return kTagMemory;
+    case EventType::kSync:
+      return kTagSync;
+    case EventType::kMark:
+      return kTagMark;
+    case EventType::kGpuAnnotation:
+      return kTagGpuAnnotation;
+    default:
+      break;
+  }
+  switch (layer) {
+    case Layer::kStep:
+      return kTagStep;
+    case Layer::kBackend:
+      return kTagBackend;
+    case Layer::kComm:
+      return kTagComm;
+    default:
+      return kTagFrontend;
+  }
+}
+
+bool DirectoryHasEntries(const std::string& path) {
+  DIR* d = opendir(path.c_str());
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      any = true;
+      break;
+    }
+  }
+  closedir(d);
+  return any;
+}
+
+// The counters of one build, in the order index.json prints them.
+struct BuildCounters {
+  uint64_t locators = 0;
+  uint64_t locators_unresolved = 0;
+  uint64_t locators_outside_step = 0;
+  uint64_t truth_steps_missing = 0;
+  uint64_t truth_anomalous_steps_missing = 0;
+  uint64_t truth_requests_missing = 0;
+  uint64_t requests_without_truth = 0;
+  uint64_t affected_requests_not_in_step = 0;
+  uint64_t step_requests_mismatch = 0;
+  uint64_t steps_without_seq = 0;
+  uint64_t duplicate_seq = 0;
+  uint64_t truncated_steps = 0;
+  uint64_t faulty_requests_without_anomalous_step = 0;
+  uint64_t healthy_requests_with_anomalous_step = 0;
+
+  std::vector<std::pair<std::string, uint64_t>> Items() const {
+    return {{"locators", locators},
+            {"locators_unresolved", locators_unresolved},
+            {"locators_outside_step", locators_outside_step},
+            {"truth_steps_missing", truth_steps_missing},
+            {"truth_anomalous_steps_missing", truth_anomalous_steps_missing},
+            {"truth_requests_missing", truth_requests_missing},
+            {"requests_without_truth", requests_without_truth},
+            {"affected_requests_not_in_step", affected_requests_not_in_step},
+            {"step_requests_mismatch", step_requests_mismatch},
+            {"steps_without_seq", steps_without_seq},
+            {"duplicate_seq", duplicate_seq},
+            {"truncated_steps", truncated_steps},
+            {"faulty_requests_without_anomalous_step", faulty_requests_without_anomalous_step},
+            {"healthy_requests_with_anomalous_step", healthy_requests_with_anomalous_step}};
+  }
+};
+
+// One engine step across ranks (step_record.h).
+using Group = EngineStep;
+
+// Output state of one request while its steps are written.
+struct RequestOut {
+  StringId id = 0;
+  StringId log_id = 0;  // the id logs use for it (vLLM's API id), when it differs
+  const sim::RequestTruth* truth = nullptr;
+  uint32_t last_group = 0;
+  uint32_t steps = 0;
+  bool any_anomalous = false;
+  std::string dir;
+  internal::FileSink trace{""};
+  std::string annotation_steps;
+  std::string log;
+};
+
+class SettingBuilder {
+ public:
+  SettingBuilder(Trace& trace, const sim::GroundTruth& truth, const std::string& setting,
+                 const std::string& out_dir, const BuildOptions& options)
+      : trace_(trace), truth_(truth), setting_(setting), out_dir_(out_dir), options_(options) {}
+
+  Result<SettingSummary> Run();
+
+ private:
+  void Progress(const std::string& line) const {
+    if (options_.progress) options_.progress(setting_ + ": " + line);
+  }
+  Status ResolveTruth();
+  void BuildGroups();
+  void IndexTruth();
+  Status WriteGroup(uint32_t g);
+  void BuildRecord(const Group& group);
+  void FormatRecord(const Group& group);
+  void LabelView(const sim::ViewLabel& view, size_t truth_step, int which,
+                 std::vector<uint32_t>* local);
+  Status FinishRequest(RequestOut& out);
+  const std::string& EscapedName(StringId id);
+  uint32_t NameId(StringId id);
+  void AppendRequestHeader(std::string& out, const RequestOut& r, bool annotation) const;
+  void AppendView(std::string& out, bool anomalous, const std::vector<uint32_t>& nodes) const;
+
+  Trace& trace_;
+  const sim::GroundTruth& truth_;
+  const std::string& setting_;
+  const std::string& out_dir_;
+  const BuildOptions& options_;
+  std::string root_;
+  Reconstruction r_;
+  BuildCounters c_;
+  SettingSummary summary_;
+
+  // Ground truth: locator rows per (truth step, view), the indexes by id and seq.
+  std::vector<int64_t> locator_rows_;   // event row or -1, all locators in order
+  std::vector<uint32_t> view_begin_;    // locators of (step s, view v) start at [2s+v]
+  std::vector<uint32_t> locator_node_;  // node of each resolved locator, after reconstruction
+  std::unordered_map<std::string_view, const sim::RequestTruth*> truth_request_;
+  std::unordered_map<uint64_t, uint32_t> truth_step_;
+  std::unordered_map<int, const sim::FaultRecord*> fault_;
+  std::vector<uint8_t> truth_step_used_;
+
+  std::vector<Group> groups_;
+  std::vector<RequestOut> requests_;
+  std::unordered_map<StringId, uint32_t> request_index_;
+
+  // The current step record (one group), local ids dense from 0.
+  StepRecord rec_;
+  std::vector<int32_t> local_of_node_;  // -1 outside the current record
+  std::string rec_nodes_json_, rec_columns_json_, rec_shared_json_;
+
+  std::vector<std::string> escaped_names_;
+  std::vector<uint8_t> escaped_done_;
+  std::vector<uint32_t> name_id_;
+  std::vector<StringId> names_;
+  internal::FileSink steps_sink_{""};
+};
+
+Status SettingBuilder::ResolveTruth() {
+  std::vector<const sim::NodeLocator*> locators;
+  view_begin_.clear();
+  for (const sim::StepTruth& step : truth_.steps) {
+    for (const sim::ViewLabel* view : {&step.vertical, &step.horizontal}) {
+      view_begin_.push_back(static_cast<uint32_t>(locators.size()));
+      for (const sim::NodeLocator& n : view->nodes) locators.push_back(&n);
+    }
+  }
+  view_begin_.push_back(static_cast<uint32_t>(locators.size()));
+  locator_rows_ = ResolveLocators(trace_, locators);
+  c_.locators = locators.size();
+  std::string examples;
+  int shown = 0;
+  for (size_t i = 0; i < locators.size(); ++i) {
+    if (locator_rows_[i] >= 0) continue;
+    ++c_.locators_unresolved;
+    if (shown++ < 3) examples += (examples.empty() ? "" : "; ") + DescribeLocator(*locators[i]);
+  }
+  Progress(std::to_string(c_.locators - c_.locators_unresolved) + " of " +
+           std::to_string(c_.locators) + " ground-truth locators resolved");
+  if (c_.locators_unresolved > 0 &&
+      static_cast<double>(c_.locators_unresolved) >
+          options_.max_unresolved_fraction * static_cast<double>(c_.locators)) {
+    char pct[32];
+    std::snprintf(pct, sizeof(pct), "%.3g%%", 100.0 * c_.locators_unresolved / c_.locators);
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%.3g%%", 100.0 * options_.max_unresolved_fraction);
+    return Status::Error(setting_ + ": " + std::to_string(c_.locators_unresolved) + " of " +
+                         std::to_string(c_.locators) + " ground-truth node locators (" + pct +
+                         ") match no event of the trace (limit " + limit +
+                         "); the ground truth does not describe these traces. First: " + examples);
+  }
+  return Status::Ok();
+}
+
+void SettingBuilder::BuildGroups() {
+  GroupCounts counts;
+  groups_ = GroupEngineSteps(trace_, r_, &counts);
+  c_.steps_without_seq += counts.steps_without_seq;
+  c_.duplicate_seq += counts.duplicate_seq;
+}
+
+void SettingBuilder::IndexTruth() {
+  for (const sim::RequestTruth& q : truth_.requests) truth_request_.emplace(q.id, &q);
+  for (const sim::FaultRecord& f : truth_.faults) fault_.emplace(f.id, &f);
+  for (uint32_t i = 0; i < truth_.steps.size(); ++i) truth_step_.emplace(truth_.steps[i].seq, i);
+  truth_step_used_.assign(truth_.steps.size(), 0);
+}
+
+const std::string& SettingBuilder::EscapedName(StringId id) {
+  if (id >= escaped_names_.size()) {
+    escaped_names_.resize(trace_.strings.size());
+    escaped_done_.resize(trace_.strings.size(), 0);
+  }
+  if (!escaped_done_[id]) {
+    AppendJsonString(escaped_names_[id], trace_.strings.Get(id));
+    escaped_done_[id] = 1;
+  }
+  return escaped_names_[id];
+}
+
+uint32_t SettingBuilder::NameId(StringId id) {
+  if (id >= name_id_.size()) name_id_.resize(trace_.strings.size(), kNone);
+  if (name_id_[id] == kNone) {
+    name_id_[id] = static_cast<uint32_t>(names_.size());
+    names_.push_back(id);
+  }
+  return name_id_[id];
+}
+
+// The record of one group (step_record.h), and the local id of each of its nodes.
+void SettingBuilder::BuildRecord(const Group& group) {
+  BuildStepRecord(trace_, r_, group, options_.max_nodes_per_step, &rec_);
+  for (size_t i = 0; i < rec_.size(); ++i) local_of_node_[rec_.node[i]] = static_cast<int32_t>(i);
+  if (rec_.truncated) ++c_.truncated_steps;
+}
+
+// Serialises the record once: node objects for trace.json and columns for steps.jsonl.
+void SettingBuilder::FormatRecord(const Group& group) {
+  const reconstruct::Nodes& n = r_.nodes;
+  const EventTable& ev = trace_.events;
+  std::string& out = rec_nodes_json_;
+  out.clear();
+  out += '[';
+  for (size_t i = 0; i < rec_.size(); ++i) {
+    const uint32_t node = rec_.node[i];
+    const uint32_t e = n.event[node];
+    const EventType type = ev.type[e];
+    if (i) out += ',';
+    out += "{\"id\":";
+    AppendUint(out, i);
+    out += ",\"parent\":";
+    AppendInt(out, rec_.parent[i]);
+    out += ",\"depth\":";
+    AppendUint(out, rec_.depth[i]);
+    out += ",\"rank\":";
+    AppendInt(out, rec_.rank[i]);
+    out += ",\"layer\":\"";
+    out += reconstruct::LayerName(n.layer[node]);
+    out += "\",\"type\":\"";
+    out += EventTypeName(type);
+    out += "\",\"name\":";
+    out += EscapedName(ev.name[e]);
+    out += ",\"start_ns\":";
+    AppendInt(out, n.start_ns[node]);
+    out += ",\"dur_ns\":";
+    AppendInt(out, n.end_ns[node] - n.start_ns[node]);
+    if (IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation) {
+      out += ",\"device\":";
+      AppendUint(out, ev.device[e]);
+      out += ",\"stream\":";
+      AppendUint(out, ev.stream[e]);
+    } else {
+      out += ",\"thread\":";
+      AppendUint(out, ev.thread[e]);
+    }
+    if (ev.correlation[e] != 0) {
+      out += ",\"correlation\":";
+      AppendUint(out, ev.correlation[e]);
+    }
+    if (ev.bytes[e] != 0) {
+      out += ",\"bytes\":";
+      AppendUint(out, ev.bytes[e]);
+    }
+    out += '}';
+  }
+  out += ']';
+
+  // Columns, one array per field, same order as the node objects.
+  std::string& col = rec_columns_json_;
+  col.clear();
+  col += "\"n\":";
+  AppendUint(col, rec_.size());
+  auto column = [&](const char* key, auto&& value) {
+    col += ",\"";
+    col += key;
+    col += "\":[";
+    for (size_t i = 0; i < rec_.size(); ++i) {
+      if (i) col += ',';
+      value(i);
+    }
+    col += ']';
+  };
+  column("type", [&](size_t i) {
+    AppendUint(col, TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]]));
+  });
+  column("layer", [&](size_t i) { AppendUint(col, static_cast<uint64_t>(n.layer[rec_.node[i]])); });
+  column("name", [&](size_t i) { AppendUint(col, NameId(ev.name[n.event[rec_.node[i]]])); });
+  column("parent", [&](size_t i) { AppendInt(col, rec_.parent[i]); });
+  column("depth", [&](size_t i) { AppendUint(col, rec_.depth[i]); });
+  column("rank", [&](size_t i) { AppendInt(col, rec_.rank[i]); });
+  column("offset_ns", [&](size_t i) { AppendInt(col, n.start_ns[rec_.node[i]] - group.start_ns); });
+  column("dur_ns",
+         [&](size_t i) { AppendInt(col, n.end_ns[rec_.node[i]] - n.start_ns[rec_.node[i]]); });
+
+  // The parts of trace.json's step object that every request of the batch shares.
+  std::string& sh = rec_shared_json_;
+  sh.clear();
+  sh += ",\"seq\":";
+  AppendUint(sh, group.seq);
+  sh += ",\"kind\":";
+  StringId kind = 0;
+  for (uint32_t s : group.steps) {
+    if (r_.steps[s].kind != 0) {
+      kind = r_.steps[s].kind;
+      break;
+    }
+  }
+  if (kind == 0) {
+    const auto it = truth_step_.find(group.seq);
+    AppendJsonString(sh,
+                     it == truth_step_.end() ? std::string_view() : truth_.steps[it->second].kind);
+  } else {
+    sh += EscapedName(kind);
+  }
+  sh += ",\"start_ns\":";
+  AppendInt(sh, group.start_ns);
+  sh += ",\"end_ns\":";
+  AppendInt(sh, group.end_ns);
+  sh += ",\"batch\":[";
+  for (size_t q = 0; q < group.requests.size(); ++q) {
+    if (q) sh += ',';
+    sh += EscapedName(group.requests[q]);
+  }
+  sh += "],\"ranks\":[";
+  for (size_t k = 0; k < group.steps.size(); ++k) {
+    const reconstruct::Step& step = r_.steps[group.steps[k]];
+    const ProcessInfo& proc = trace_.processes[step.process];
+    if (k) sh += ',';
+    sh += "{\"rank\":";
+    AppendInt(sh, proc.rank);
+    sh += ",\"host\":";
+    sh += EscapedName(proc.host);
+    sh += ",\"pid\":";
+    AppendInt(sh, proc.pid);
+    sh += ",\"ordinal\":";
+    AppendUint(sh, step.ordinal);
+    sh += ",\"node\":";
+    // -1 when the record was cut before this rank's step.
+    AppendInt(sh, k < rec_.rank_root.size() ? static_cast<int64_t>(rec_.rank_root[k]) : -1);
+    sh += '}';
+  }
+  sh += "],\"truncated\":";
+  sh += rec_.truncated ? "true" : "false";
+  sh += ",\"nodes\":";
+}
+
+// Local ids of one view's labelled nodes in the current record, sorted; a resolved
+// locator whose node is not in the record is counted (once per locator).
+void SettingBuilder::LabelView(const sim::ViewLabel& view, size_t truth_step, int which,
+                               std::vector<uint32_t>* local) {
+  local->clear();
+  const uint32_t begin = view_begin_[2 * truth_step + which],
+                 end = view_begin_[2 * truth_step + which + 1];
+  for (uint32_t i = begin; i < end; ++i) {
+    if (locator_node_[i] == kNone) continue;  // unresolved: counted already
+    const int32_t id = local_of_node_[locator_node_[i]];
+    if (id < 0) {
+      ++c_.locators_outside_step;
+      continue;
+    }
+    local->push_back(static_cast<uint32_t>(id));
+  }
+  std::sort(local->begin(), local->end());
+  local->erase(std::unique(local->begin(), local->end()), local->end());
+}
+
+void SettingBuilder::AppendView(std::string& out, bool anomalous,
+                                const std::vector<uint32_t>& nodes) const {
+  out += "{\"is_anomaly\":";
+  out += anomalous ? "true" : "false";
+  out += ",\"affected_nodes\":[";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i) out += ',';
+    AppendUint(out, nodes[i]);
+  }
+  out += "]}";
+}
+
+void SettingBuilder::AppendRequestHeader(std::string& out, const RequestOut& r,
+                                         bool annotation) const {
+  out += annotation ? "{\"format\":\"teller-dataset-annotation\",\"version\":2,\"request\":"
+                    : "{\"format\":\"teller-dataset-trace\",\"version\":2,\"request\":";
+  AppendJsonString(out, trace_.strings.Get(r.id));
+  if (!annotation) {
+    out += ",\"setting\":";
+    AppendJsonString(out, setting_);
+  }
+  out += ",\"is_fault\":";
+  if (r.truth == nullptr) {
+    out += "null,\"fault_type\":null,\"mechanism\":null";
+  } else {
+    out += r.truth->is_fault ? "true" : "false";
+    out += ",\"fault_type\":";
+    if (r.truth->is_fault && !r.truth->fault_type.empty()) {
+      AppendJsonString(out, r.truth->fault_type);
+    } else {
+      out += "null";
+    }
+    out += ",\"mechanism\":";
+    if (r.truth->is_fault && !r.truth->mechanism.empty()) {
+      AppendJsonString(out, r.truth->mechanism);
+    } else {
+      out += "null";
+    }
+  }
+  out += ",\"steps\":[";
+}
+
+Status SettingBuilder::WriteGroup(uint32_t g) {
+  const Group& group = groups_[g];
+  BuildRecord(group);
+  FormatRecord(group);
+  summary_.nodes += rec_.size() * group.requests.size();
+
+  // Labels of the engine step, shared by the requests it names as affected.
+  const auto truth_it = truth_step_.find(group.seq);
+  const sim::StepTruth* truth = nullptr;
+  std::vector<uint32_t> vertical, horizontal;
+  std::string fault_type = "null";
+  if (truth_it != truth_step_.end()) {
+    truth = &truth_.steps[truth_it->second];
+    truth_step_used_[truth_it->second] = 1;
+    LabelView(truth->vertical, truth_it->second, 0, &vertical);
+    LabelView(truth->horizontal, truth_it->second, 1, &horizontal);
+    if (const auto f = fault_.find(truth->fault); f != fault_.end()) {
+      fault_type.clear();
+      AppendJsonString(fault_type, f->second->category);
+    }
+    for (const std::string& q : truth->affected_requests) {
+      const StringId id = trace_.strings.Find(q);
+      if (id == StringPool::kNotFound ||
+          std::find(group.requests.begin(), group.requests.end(), id) == group.requests.end()) {
+        ++c_.affected_requests_not_in_step;
+      }
+    }
+    bool same = truth->requests.size() == group.requests.size();
+    for (size_t i = 0; same && i < truth->requests.size(); ++i) {
+      const StringId id = trace_.strings.Find(truth->requests[i]);
+      same = id != StringPool::kNotFound &&
+             std::find(group.requests.begin(), group.requests.end(), id) != group.requests.end();
+    }
+    if (!same) ++c_.step_requests_mismatch;
+  }
+
+  // Log rows of the record: lines aligned to any rank's step, once each, by time (lines
+  // without a time first), then file order.
+  std::vector<uint32_t> rows;
+  for (uint32_t s : group.steps)
+    rows.insert(rows.end(), r_.steps[s].logs.begin(), r_.steps[s].logs.end());
+  const std::vector<int64_t>& ts = trace_.logs.ts_ns;
+  std::sort(rows.begin(), rows.end(),
+            [&ts](uint32_t a, uint32_t b) { return ts[a] != ts[b] ? ts[a] < ts[b] : a < b; });
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+
+  for (const StringId q : group.requests) {
+    std::string& jsonl = steps_sink_.buffer();
+    RequestOut& out = requests_[request_index_.at(q)];
+    const uint32_t k = out.steps++;
+    bool anomalous = false;
+    if (truth != nullptr) {
+      const std::string_view id = trace_.strings.Get(q);
+      for (const std::string& a : truth->affected_requests) anomalous |= a == id;
+    }
+    const bool v_anomalous = anomalous && truth->vertical.is_anomaly;
+    const bool h_anomalous = anomalous && truth->horizontal.is_anomaly;
+    const bool is_anomaly = v_anomalous || h_anomalous;
+    static const std::vector<uint32_t> kEmpty;
+    const std::vector<uint32_t>& v_nodes = anomalous ? vertical : kEmpty;
+    const std::vector<uint32_t>& h_nodes = anomalous ? horizontal : kEmpty;
+    if (is_anomaly) {
+      out.any_anomalous = true;
+      ++summary_.anomalous_steps;
+    }
+
+    // trace.json step.
+    std::string& t = out.trace.buffer();
+    if (k) t += ',';
+    t += "{\"step\":";
+    AppendUint(t, k);
+    t += rec_shared_json_;
+    TELLER_RETURN_IF_ERROR(out.trace.Append(rec_nodes_json_));
+    out.trace.buffer() += '}';
+
+    // annotation.json step.
+    std::string& a = out.annotation_steps;
+    if (k) a += ',';
+    a += "{\"step\":";
+    AppendUint(a, k);
+    a += ",\"seq\":";
+    AppendUint(a, group.seq);
+    a += ",\"is_anomaly\":";
+    a += is_anomaly ? "true" : "false";
+    a += ",\"fault_type\":";
+    a += is_anomaly ? fault_type : std::string("null");
+    a += ",\"vertical\":";
+    AppendView(a, v_anomalous, v_nodes);
+    a += ",\"horizontal\":";
+    AppendView(a, h_anomalous, h_nodes);
+    a += ",\"explanation\":";
+    AppendJsonString(a, is_anomaly ? std::string_view(truth->explanation) : std::string_view());
+    a += '}';
+
+    // steps.jsonl line: labels, then the shared columns.
+    jsonl += "{\"request\":";
+    jsonl += EscapedName(q);
+    jsonl += ",\"step\":";
+    AppendUint(jsonl, k);
+    jsonl += ",\"seq\":";
+    AppendUint(jsonl, group.seq);
+    jsonl += ",\"is_anomaly\":";
+    jsonl += is_anomaly ? "true" : "false";
+    jsonl += ",\"fault_type\":";
+    jsonl += is_anomaly ? fault_type : std::string("null");
+    jsonl += ",\"vertical\":";
+    AppendView(jsonl, v_anomalous, v_nodes);
+    jsonl += ",\"horizontal\":";
+    AppendView(jsonl, h_anomalous, h_nodes);
+    jsonl += ',';
+    TELLER_RETURN_IF_ERROR(steps_sink_.Append(rec_columns_json_));
+    steps_sink_.buffer() += "}\n";
+
+    // log.txt: L_q(s) = lines naming q, or naming no request (method.md §2 step 6).
+    const LogTable& logs = trace_.logs;
+    for (uint32_t row : rows) {
+      if (logs.request[row] != 0 && logs.request[row] != q && logs.request[row] != out.log_id)
+        continue;
+      if (logs.ts_ns[row] == LogTable::kNoTime) {
+        out.log += '-';
+      } else {
+        AppendInt(out.log, logs.ts_ns[row]);
+      }
+      out.log += " step=";
+      AppendUint(out.log, k);
+      out.log += ' ';
+      const std::string_view level = LogLevelName(logs.level[row]);
+      out.log += level.empty() ? std::string_view("-") : level;
+      out.log += ' ';
+      out.log += trace_.strings.Get(logs.message[row]);
+      out.log += '\n';
+      ++summary_.log_lines;
+    }
+    ++summary_.steps;
+
+    if (g == out.last_group) {
+      TELLER_RETURN_IF_ERROR(FinishRequest(out));
+    } else {
+      TELLER_RETURN_IF_ERROR(out.trace.MaybeFlush());
+    }
+  }
+  for (uint32_t node : rec_.node) local_of_node_[node] = -1;
+  return steps_sink_.MaybeFlush(size_t{32} << 20);
+}
+
+Status SettingBuilder::FinishRequest(RequestOut& out) {
+  out.trace.buffer() += "]}\n";
+  TELLER_RETURN_IF_ERROR(out.trace.Close());
+  std::string annotation;
+  annotation.reserve(out.annotation_steps.size() + 256);
+  AppendRequestHeader(annotation, out, true);
+  annotation += out.annotation_steps;
+  annotation += "]}\n";
+  TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/annotation.json", annotation));
+  TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/log.txt", out.log));
+  if (out.truth != nullptr) {
+    if (out.truth->is_fault && !out.any_anomalous) ++c_.faulty_requests_without_anomalous_step;
+    if (!out.truth->is_fault && out.any_anomalous) ++c_.healthy_requests_with_anomalous_step;
+  }
+  std::string().swap(out.annotation_steps);
+  std::string().swap(out.log);
+  return Status::Ok();
+}
+
+Result<SettingSummary> SettingBuilder::Run() {
+  summary_.name = setting_;
+  summary_.events = trace_.events.size();
+  root_ = out_dir_ + "/" + reconstruct::RequestDirName(setting_);
+  if (IsDirectory(root_) && DirectoryHasEntries(root_)) {
+    return Status::Error(root_ +
+                         " already exists and is not empty; remove it or build into another --out");
+  }
+
+  // 1. Locators on the event table as imported.
+  auto t0 = std::chrono::steady_clock::now();
+  TELLER_RETURN_IF_ERROR(ResolveTruth());
+  // Rows' identity before reconstruction, to check that it keeps the table's order.
+  std::vector<std::pair<EventType, StringId>> before;
+  before.reserve(locator_rows_.size());
+  for (int64_t row : locator_rows_) {
+    before.emplace_back(row >= 0 ? trace_.events.type[row] : EventType::kMark,
+                        row >= 0 ? trace_.events.name[row] : 0);
+  }
+  const size_t events_before = trace_.events.size();
+  summary_.resolve_seconds = Since(t0);
+
+  // 2. Reconstruction.
+  t0 = std::chrono::steady_clock::now();
+  r_ = reconstruct::Reconstruct(trace_);
+  summary_.reconstruct_seconds = Since(t0);
+  // Reconstruction may shift times (clock alignment) but must not reorder or add rows,
+  // or every locator would point at the wrong event.
+  bool same_rows = trace_.events.size() == events_before;
+  for (size_t i = 0; same_rows && i < locator_rows_.size(); ++i) {
+    const int64_t row = locator_rows_[i];
+    same_rows = row < 0 || (trace_.events.type[row] == before[i].first &&
+                            trace_.events.name[row] == before[i].second);
+  }
+  if (!same_rows) {
+    return Status::Error(setting_ +
+                         ": internal error: reconstruction changed the event table's rows, so "
+                         "ground-truth locators no longer apply");
+  }
+  Progress(std::to_string(r_.nodes.size()) + " nodes, " + std::to_string(r_.steps.size()) +
+           " STEP ranges, " + std::to_string(r_.request_order.size()) + " requests reconstructed");
+
+  t0 = std::chrono::steady_clock::now();
+  {
+    std::vector<uint32_t> node_of_event(trace_.events.size(), kNone);
+    for (uint32_t i = 0; i < r_.nodes.size(); ++i) node_of_event[r_.nodes.event[i]] = i;
+    locator_node_.assign(locator_rows_.size(), kNone);
+    for (size_t i = 0; i < locator_rows_.size(); ++i) {
+      if (locator_rows_[i] >= 0) locator_node_[i] = node_of_event[locator_rows_[i]];
+    }
+  }
+  local_of_node_.assign(r_.nodes.size(), -1);
+  IndexTruth();
+  BuildGroups();
+
+  // Requests, with the truth that labels them and the group that ends them.
+  requests_.resize(r_.request_order.size());
+  for (uint32_t i = 0; i < r_.request_order.size(); ++i) {
+    RequestOut& out = requests_[i];
+    out.id = r_.request_order[i];
+    request_index_.emplace(out.id, i);
+    // Reconstruction aligns lines naming the API id of a vLLM chat request to it.
+    const std::string_view id = trace_.strings.Get(out.id);
+    const std::string_view external = ExternalRequestId(id);
+    if (external.size() != id.size()) {
+      const StringId log_id = trace_.strings.Find(external);
+      if (log_id != StringPool::kNotFound) out.log_id = log_id;
+    }
+    const auto it = truth_request_.find(trace_.strings.Get(out.id));
+    out.truth = it == truth_request_.end() ? nullptr : it->second;
+    if (out.truth == nullptr) ++c_.requests_without_truth;
+  }
+  for (const sim::RequestTruth& q : truth_.requests) {
+    const StringId id = trace_.strings.Find(q.id);
+    if (id == StringPool::kNotFound || request_index_.find(id) == request_index_.end())
+      ++c_.truth_requests_missing;
+  }
+  for (uint32_t g = 0; g < groups_.size(); ++g) {
+    for (StringId q : groups_[g].requests) requests_[request_index_.at(q)].last_group = g;
+  }
+
+  TELLER_RETURN_IF_ERROR(MakeDirs(root_));
+  for (RequestOut& out : requests_) {
+    out.dir = root_ + "/" + reconstruct::RequestDirName(trace_.strings.Get(out.id));
+    TELLER_RETURN_IF_ERROR(MakeDirs(out.dir));
+    out.trace = internal::FileSink(out.dir + "/trace.json");
+    AppendRequestHeader(out.trace.buffer(), out, false);
+    ++summary_.requests;
+    if (out.truth != nullptr && out.truth->is_fault) {
+      ++summary_.faulty;
+      ++summary_.fault_mix[out.truth->fault_type.empty() ? std::string("unknown")
+                                                         : out.truth->fault_type];
+    }
+  }
+  steps_sink_ = internal::FileSink(root_ + "/steps.jsonl");
+  for (uint32_t g = 0; g < groups_.size(); ++g) TELLER_RETURN_IF_ERROR(WriteGroup(g));
+  TELLER_RETURN_IF_ERROR(steps_sink_.Close());
+
+  // Ground-truth steps that no trace step carries: their labels are lost.
+  for (size_t i = 0; i < truth_.steps.size(); ++i) {
+    if (truth_step_used_[i]) continue;
+    ++c_.truth_steps_missing;
+    if (!truth_.steps[i].affected_requests.empty()) ++c_.truth_anomalous_steps_missing;
+  }
+
+  std::string names = "{\"format\":\"teller-dataset-names\",\"version\":1,\"names\":[";
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (i) names += ",\n";
+    names += EscapedName(names_[i]);
+  }
+  names += "]}\n";
+  TELLER_RETURN_IF_ERROR(internal::WriteFile(root_ + "/names.json", names));
+  summary_.write_seconds = Since(t0);
+
+  summary_.counters = c_.Items();
+  for (const auto& [name, value] : trace_.counters.items()) {
+    if (value != 0) summary_.input_counters.emplace_back(name, value);
+  }
+  Progress("wrote " + std::to_string(summary_.requests) + " requests (" +
+           std::to_string(summary_.faulty) + " faulty), " + std::to_string(summary_.steps) +
+           " steps (" + std::to_string(summary_.anomalous_steps) + " anomalous), " +
+           std::to_string(summary_.nodes) + " nodes");
+  return std::move(summary_);
+}
+
+}  // namespace
+
+uint64_t SettingSummary::Counter(std::string_view name) const {
+  for (const auto& [key, value] : counters) {
+    if (key == name) return value;
+  }
+  return 0;
+}
+
+Result<SettingSummary> BuildSetting(Trace& trace, const sim::GroundTruth& truth,
+                                    const std::string& setting, const std::string& out_dir,
+                                    const BuildOptions& options) {
+  return SettingBuilder(trace, truth, setting, out_dir, options).Run();
+}
+
+}  // namespace teller::dataset

@@ -1,0 +1,593 @@
+// Lays one scheduled step out on every rank: the scheduling process's ranges, each
+// rank's host thread (hook and operator ranges, launch calls with their latency) and GPU
+// stream (kernels from size-dependent cost models with noise), collectives that start
+// apart and end together across a tensor-parallel group, pipeline send/recv between
+// stages, CUDA-graph decode (one launch, many kernels, one correlation id), and the
+// effects of active faults, recording which nodes carry the evidence (ground truth).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "src/sim/engine.h"
+
+namespace teller::sim {
+namespace {
+
+constexpr uint32_t kComputeStream = 7;
+constexpr uint32_t kSideStream = 13;
+
+// Per-rank shape of the batch a rank runs in this step.
+struct Shape {
+  double tokens = 1;     // T: tokens through the layers
+  double seqs = 1;       // B: sequences (rows of lm_head / sampling)
+  double ctx = 1;        // sum of context lengths (KV read by decode attention)
+  double qk = 0;         // sum of q*k over prefill chunks (attention FLOPs)
+  bool prefill = false;
+};
+
+double Micro(double us) { return us * 1000.0; }
+
+}  // namespace
+
+// Duration of one kernel in ns before noise and faults (H100-class numbers; see
+// serving-reference.md §2.3 for the measurements these are fitted to).
+static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Shape& s, int tp,
+                           bool cross_node) {
+  constexpr double kBw = 2.2e6;       // HBM bytes per us
+  constexpr double kFlops = 6.5e8;    // dense bf16 flop per us at full efficiency
+  const double T = std::max(1.0, s.tokens);
+  const double h = p.hidden, d = p.head_dim;
+  const double q_heads = p.heads / static_cast<double>(tp);
+  const double kv_heads = std::max(1.0, p.kv_heads / static_cast<double>(tp));
+  auto gemm = [&](double rows, double in, double out) {
+    const double eff = 0.35 + 0.45 * rows / (rows + 384.0);
+    const double compute = 2.0 * rows * in * out / (kFlops * eff);
+    const double memory = (in * out * 2.0 + rows * (in + out) * 2.0) / kBw;
+    return 3.0 + std::max(compute, memory);
+  };
+  auto bandwidth_us = [&](double bytes) {
+    // Across nodes: 4 x 100 Gb/s NICs per node shared by its GPUs, plus fabric latency.
+    if (cross_node) return 22.0 + bytes / 3.0e4;
+    return 5.5 + bytes / 9.0e4;                   // NVLink custom all-reduce
+  };
+  double us = 0;
+  switch (k.cost) {
+    case Cost::kNorm: us = 2.4 + T * h * 4.0 / kBw; break;
+    case Cost::kRotary: us = 2.2 + T * (q_heads + kv_heads) * d * 4.0 / kBw; break;
+    case Cost::kKvWrite: us = 2.0 + T * 2.0 * kv_heads * d * 4.0 / kBw; break;
+    case Cost::kActivation: us = 2.5 + T * p.intermediate / tp * 6.0 / kBw; break;
+    case Cost::kElementwise: us = 2.0 + T * h * 6.0 / kBw; break;
+    case Cost::kCopy: us = 4.0 + T * h * 4.0 / kBw; break;
+    case Cost::kEmbedding: us = 3.0 + T * h * 2.0 / kBw; break;
+    case Cost::kGemmQkv: us = gemm(T, h, (q_heads + 2 * kv_heads) * d); break;
+    case Cost::kGemmO: us = gemm(T, q_heads * d, h); break;
+    case Cost::kGemmUp: us = gemm(T, h, 2.0 * p.intermediate / tp); break;
+    case Cost::kGemmDown: us = gemm(T, p.intermediate / static_cast<double>(tp), h); break;
+    case Cost::kLmHead: us = gemm(s.seqs, h, p.vocab / static_cast<double>(tp)); break;
+    case Cost::kAttention: {
+      const double prefill = 4.0 * s.qk * q_heads * d / (kFlops * 0.55);
+      const double decode = s.ctx * 2.0 * kv_heads * d * 2.0 / kBw;
+      us = 5.0 + prefill + (s.prefill ? 0.0 : decode);
+      break;
+    }
+    case Cost::kAttentionReduce: us = 2.6 + s.seqs * q_heads * d * 8.0 / kBw; break;
+    case Cost::kAllReduce: us = bandwidth_us(T * h * 2.0); break;
+    case Cost::kAllGather: {
+      // FSDP gathers a layer's parameters; vLLM/SGLang gather logits.
+      const double bytes = p.fsdp ? (h * (q_heads + 2 * kv_heads) * d * tp + h * h +
+                                     3.0 * h * p.intermediate) * 2.0
+                                  : s.seqs * p.vocab * 2.0;
+      us = bandwidth_us(bytes * (tp - 1) / std::max(1, tp));
+      break;
+    }
+    case Cost::kSendRecv: us = bandwidth_us(T * h * 2.0); break;
+    case Cost::kSample: us = 4.0 + s.seqs * p.vocab * 4.0 / kBw; break;
+  }
+  return Micro(us);
+}
+
+class Executor {
+ public:
+  Executor(Run& run, const StepPlan& plan, StepLabels* labels)
+      : run_(run), p_(run.profile_), plan_(plan), labels_(labels), rng_(run.rng_.Fork(plan.seq)) {}
+
+  int64_t Go(int64_t start);
+
+ private:
+  struct Group {
+    std::vector<int> ranks;
+  };
+  // `structural` >= 0: a fault whose evidence is the structure itself (reordered or
+  // substituted operators): every node emitted is labelled with it.
+  void EmitOps(const std::vector<OpSpec>& ops, const std::vector<int>& ranks, bool graph,
+               int layer, int structural = -1);
+  void EmitKernelAcross(const KernelSpec& k, const std::vector<int>& ranks, bool graph,
+                        int structural);
+  void SendRecv(const std::vector<int>& senders, const std::vector<int>& receivers);
+  int64_t LaunchCall(RankOut& r, const std::string& api, int64_t at, uint64_t* corr);
+  void AddVertical(const NodeLocator& loc, int fault, int rank);
+  void AddHorizontal(const NodeLocator& loc);
+  bool CrossNode(const std::vector<int>& ranks) const;
+  double Noise() {
+    double f = rng_.LogNormal(1.0, 0.045);
+    if (rng_.Chance(0.002)) f *= rng_.Uniform(1.3, 2.4);  // benign outliers
+    return f;
+  }
+
+  Run& run_;
+  const EngineProfile& p_;
+  const StepPlan& plan_;
+  StepLabels* labels_;
+  Rng rng_;
+  int64_t step_start_ = 0;
+  std::vector<Shape> shape_;                 // per rank
+  std::vector<uint64_t> graph_corr_;         // per rank: the current graph launch, 0 = eager
+  std::vector<int64_t> graph_ready_;         // per rank: earliest start of the next graph kernel
+  std::vector<std::vector<NodeLocator>> culprit_;  // per rank: fault nodes since the last collective
+  std::vector<bool> culprit_flag_;           // per rank: late for a reason with no node (stall)
+  std::vector<int> kernel_fault_;            // scratch, per position in a group
+  int culprit_info_ = -1;
+};
+
+void Executor::AddVertical(const NodeLocator& loc, int fault, int rank) {
+  if (labels_->fault < 0) labels_->fault = fault;
+  if (labels_->fault != fault) return;  // one fault per step: the first one to act
+  labels_->vertical.push_back(loc);
+  if (rank >= 0) culprit_[static_cast<size_t>(rank)].push_back(loc);
+}
+
+void Executor::AddHorizontal(const NodeLocator& loc) { labels_->horizontal.push_back(loc); }
+
+bool Executor::CrossNode(const std::vector<int>& ranks) const {
+  for (int r : ranks) {
+    if (run_.ranks_[static_cast<size_t>(r)].node != run_.ranks_[static_cast<size_t>(ranks[0])].node) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uint64_t* corr) {
+  double median_us = api == "cuLaunchKernelEx"   ? 7.8
+                     : api == "cudaMemcpyAsync"  ? 13.8
+                     : api == "cudaLaunchKernelExC" ? 5.7
+                                                 : 6.6;
+  double dur = rng_.LogNormal(median_us, 0.22);
+  const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, step_start_);
+  const bool slowed = lat != nullptr && lat->rank == r.rank;
+  if (slowed) dur *= lat->spec.magnitude * rng_.LogNormal(1.0, 0.3);
+  const int64_t end = at + static_cast<int64_t>(Micro(dur));
+  *corr = r.Call(api, at, end, api.rfind("cu", 0) == 0 && api.rfind("cuda", 0) != 0);
+  if (slowed) AddVertical(r.CallLocator(*corr), lat->id, r.rank);
+  return end;
+}
+
+void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ranks, bool graph,
+                                int structural) {
+  const int tp = static_cast<int>(ranks.size());
+  KernelSpec k = k0;
+  int rename_fault = -1;
+  double comm_factor = 1.0;
+  const bool comm = IsComm(k.cost);
+  if (comm && k.cost == Cost::kAllReduce) {
+    if (const ActiveFault* f = run_.Active(Mechanism::kNcclFallback, step_start_)) {
+      k.name = p_.nccl_allreduce;  // custom all-reduce disabled: NCCL's ring kernel
+      comm_factor *= f->spec.magnitude;
+      rename_fault = f->id;
+    }
+  }
+  const bool cross = comm && CrossNode(ranks);
+  int slow_link = -1;
+  if (cross) {
+    if (const ActiveFault* f = run_.Active(Mechanism::kSlowLink, step_start_)) {
+      comm_factor *= f->spec.magnitude;
+      slow_link = f->id;
+    }
+  }
+  std::vector<int64_t> ready(ranks.size()), start(ranks.size());
+  std::vector<uint64_t> corr(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
+    const bool side = p_.fsdp && comm;  // FSDP gathers run on their own stream
+    if (graph) {
+      corr[i] = graph_corr_[static_cast<size_t>(r.rank)];
+      ready[i] = graph_ready_[static_cast<size_t>(r.rank)];
+    } else {
+      const int64_t call_end = LaunchCall(r, k.api, r.host, &corr[i]);
+      ready[i] = r.host + static_cast<int64_t>(Micro(3.5 + rng_.LogNormal(3.5, 0.5)));
+      r.host = call_end;
+    }
+    start[i] = std::max(ready[i], side ? r.comm : r.gpu);
+  }
+  std::vector<int64_t> end(ranks.size());
+  if (comm) {
+    // Collectives start apart and end together: every rank waits for the last arriver
+    // (serving-reference.md §5.3).
+    const int64_t last = *std::max_element(start.begin(), start.end());
+    const double xfer = KernelCostNs(p_, k, shape_[static_cast<size_t>(ranks[0])], tp, cross) *
+                        comm_factor * Noise();
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      end[i] = last + static_cast<int64_t>(xfer) + static_cast<int64_t>(rng_.Uniform(0, 2500));
+    }
+    // A rank-scoped fault made one rank arrive last by a margin: its peers' kernels are
+    // the horizontal evidence, with the culprit's own fault nodes.
+    if (tp > 1) {
+      std::vector<int64_t> sorted = start;
+      std::sort(sorted.begin(), sorted.end());
+      const int64_t median = sorted[sorted.size() / 2];
+      const size_t late = static_cast<size_t>(std::max_element(start.begin(), start.end()) - start.begin());
+      const int late_rank = ranks[late];
+      const bool culprit = (!culprit_[static_cast<size_t>(late_rank)].empty() ||
+                            culprit_flag_[static_cast<size_t>(late_rank)]) &&
+                           last - median > 15 * kUs;
+      culprit_info_ = culprit ? late_rank : -1;
+    } else {
+      culprit_info_ = -1;
+    }
+  } else {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
+      int fault = -1;
+      const double factor = run_.KernelFactor(k, r.rank, step_start_, &fault);
+      const double ns = KernelCostNs(p_, k, shape_[static_cast<size_t>(r.rank)], tp, false) *
+                        r.speed * Noise() * factor;
+      end[i] = start[i] + std::max<int64_t>(1200, static_cast<int64_t>(ns));
+      kernel_fault_[i] = factor > 1.02 ? fault : -1;
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
+    const bool side = p_.fsdp && comm;
+    const NodeLocator loc = r.Gpu(raw::EventKind::kKernel, k.name, start[i], end[i], corr[i],
+                                  side ? kSideStream : kComputeStream, graph);
+    if (side) {
+      r.comm = end[i];
+      r.gpu = std::max(r.gpu, end[i]);  // compute waits for the gathered parameters
+    } else {
+      r.gpu = end[i];
+    }
+    if (k.cost == Cost::kAttention) labels_->attention.push_back(loc);
+    if (graph) {
+      graph_ready_[static_cast<size_t>(r.rank)] =
+          end[i] + static_cast<int64_t>(rng_.Uniform(500, 1500));
+    }
+    if (comm) {
+      if (rename_fault >= 0) {
+        AddVertical(loc, rename_fault, -1);
+        AddHorizontal(loc);
+      } else if (slow_link >= 0) {
+        AddVertical(loc, slow_link, -1);
+        AddHorizontal(loc);
+      } else if (culprit_info_ >= 0 && labels_->fault >= 0) {
+        AddVertical(loc, labels_->fault, -1);
+        AddHorizontal(loc);
+      }
+    } else if (kernel_fault_[i] >= 0) {
+      AddVertical(loc, kernel_fault_[i], r.rank);
+    } else if (structural >= 0) {
+      AddVertical(loc, structural, -1);
+    }
+  }
+  if (comm) {
+    if (culprit_info_ >= 0 && labels_->fault >= 0) {
+      for (const NodeLocator& c : culprit_[static_cast<size_t>(culprit_info_)]) AddHorizontal(c);
+    }
+    for (int r : ranks) {
+      culprit_[static_cast<size_t>(r)].clear();
+      culprit_flag_[static_cast<size_t>(r)] = false;
+    }
+    culprit_info_ = -1;
+  }
+}
+
+void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>& ranks, bool graph,
+                       int layer, int structural) {
+  std::vector<OpSpec> ops = ops_in;
+  int reorder_fault = -1;
+  size_t cache_op = ops.size(), attention_op = ops.size();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kernels.empty()) continue;
+    if (ops[i].kernels[0].cost == Cost::kKvWrite && cache_op == ops.size()) cache_op = i;
+    if (ops[i].kernels[0].cost == Cost::kAttention && attention_op == ops.size()) attention_op = i;
+  }
+  if (layer >= 0 && cache_op < ops.size() && attention_op < ops.size()) {
+    if (const ActiveFault* f = run_.Active(Mechanism::kOpReorder, step_start_)) {
+      // The cache write and attention swap places: attention reads KV slots that the
+      // step has not written yet.
+      std::swap(ops[cache_op], ops[attention_op]);
+      reorder_fault = f->id;
+    }
+  }
+  const ActiveFault* straggler = run_.Active(Mechanism::kStragglerRank, step_start_);
+  const ActiveFault* alloc = run_.Active(Mechanism::kAllocatorStall, step_start_);
+  for (size_t oi = 0; oi < ops.size(); ++oi) {
+    const OpSpec& op = ops[oi];
+    if (op.comm && ranks.size() == 1) continue;  // a group of one GPU has no collectives
+    const bool swapped = reorder_fault >= 0 && (oi == cache_op || oi == attention_op);
+    const int evidence = swapped ? reorder_fault : structural;
+    std::vector<NodeLocator> range_locs(ranks.size());
+    if (!graph) {
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
+        if (!op.range.empty()) {
+          range_locs[i] = r.Push(op.range, r.host);
+          if (evidence >= 0) AddVertical(range_locs[i], evidence, -1);
+        }
+        const bool custom = op.range.find("::") != std::string::npos && op.range.rfind("aten::", 0) != 0;
+        r.host += static_cast<int64_t>(Micro(rng_.LogNormal(custom ? 7.0 : 10.5, 0.28)));
+        if (rng_.Chance(0.0008)) r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);  // GC
+        if (straggler != nullptr && straggler->rank == r.rank && op.comm && rng_.Chance(0.45)) {
+          // Host jitter on one rank right before it joins a collective.
+          r.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * 55.0, 0.5)));
+          if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank);
+        }
+        if (alloc != nullptr && alloc->rank == r.rank && !op.comm && rng_.Chance(0.25)) {
+          // A caching-allocator miss: cudaMalloc synchronizes and blocks the host.
+          const int64_t dur = static_cast<int64_t>(Micro(rng_.LogNormal(alloc->spec.magnitude * 180.0, 0.45)));
+          const int64_t at = std::max(r.host, r.gpu);
+          const uint64_t c = r.Call("cudaMalloc", r.host, at + dur);
+          r.host = at + dur;
+          AddVertical(r.CallLocator(c), alloc->id, r.rank);
+          if (!op.range.empty()) AddVertical(range_locs[i], alloc->id, r.rank);
+        }
+      }
+    }
+    for (const KernelSpec& k : op.kernels) EmitKernelAcross(k, ranks, graph, evidence);
+    if (!graph) {
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
+        r.host += static_cast<int64_t>(rng_.Uniform(600, 1800));
+        if (!op.range.empty()) r.Pop(r.host);
+      }
+    }
+  }
+}
+
+void Executor::SendRecv(const std::vector<int>& senders, const std::vector<int>& receivers) {
+  // Stage k's rank i sends its activations to stage k+1's rank i.
+  for (size_t i = 0; i < senders.size() && i < receivers.size(); ++i) {
+    const std::vector<int> pair = {senders[i], receivers[i]};
+    RankOut& s = run_.ranks_[static_cast<size_t>(senders[i])];
+    RankOut& r = run_.ranks_[static_cast<size_t>(receivers[i])];
+    s.Push("teller.comm op=send", s.host);
+    r.Push("teller.comm op=recv", r.host);
+    s.host += static_cast<int64_t>(Micro(rng_.LogNormal(9.0, 0.3)));
+    r.host += static_cast<int64_t>(Micro(rng_.LogNormal(9.0, 0.3)));
+    KernelSpec k{p_.nccl_sendrecv, Cost::kSendRecv, "cudaLaunchKernel"};
+    EmitKernelAcross(k, pair, false, -1);
+    s.host += 1500;
+    r.host += 1500;
+    s.Pop(s.host);
+    r.Pop(r.host);
+  }
+}
+
+int64_t Executor::Go(int64_t start) {
+  step_start_ = start;
+  const size_t n = run_.ranks_.size();
+  shape_.assign(n, Shape{});
+  graph_corr_.assign(n, 0);
+  graph_ready_.assign(n, 0);
+  culprit_.assign(n, {});
+  culprit_flag_.assign(n, false);
+  kernel_fault_.assign(n, -1);
+  const int world = static_cast<int>(n);
+  const bool eager = plan_.any_prefill || !p_.decode_graph;
+
+  // Which requests each rank runs: all of them under tensor/pipeline parallelism; a
+  // round-robin share under FSDP's data parallelism.
+  std::vector<std::vector<int>> rank_reqs(n);
+  for (size_t i = 0; i < plan_.reqs.size(); ++i) {
+    for (size_t r = 0; r < n; ++r) {
+      if (!p_.fsdp || static_cast<int>(i % n) == static_cast<int>(r)) rank_reqs[r].push_back(static_cast<int>(i));
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    Shape& s = shape_[r];
+    s.tokens = s.seqs = s.ctx = s.qk = 0;
+    for (int i : rank_reqs[r]) {
+      const Request& q = run_.requests_[static_cast<size_t>(plan_.reqs[static_cast<size_t>(i)])];
+      const double t = plan_.tokens[static_cast<size_t>(i)];
+      const double k = q.computed + t;
+      s.tokens += t;
+      s.seqs += 1;
+      s.ctx += k;
+      if (plan_.prefill[static_cast<size_t>(i)]) {
+        s.qk += t * k;
+        s.prefill = true;
+      }
+    }
+    s.tokens = std::max(1.0, s.tokens);
+    s.seqs = std::max(1.0, s.seqs);
+  }
+
+  RankOut& lead = run_.ranks_[0];
+  int64_t t = std::max(start, lead.host);
+  if (!p_.engine_step_range.empty()) lead.Push(p_.engine_step_range, t);
+  if (!p_.schedule_range.empty()) {
+    lead.Push(p_.schedule_range, t);
+    t += static_cast<int64_t>(Micro(rng_.LogNormal(140.0 + 7.0 * plan_.reqs.size(), 0.2)));
+    std::vector<int> all;
+    for (size_t i = 0; i < plan_.reqs.size(); ++i) all.push_back(static_cast<int>(i));
+    lead.Mark("teller.batch " + run_.StepMessage(plan_, all).substr(12), t - 2 * kUs);
+    lead.Pop(t);
+  }
+  lead.host = t;
+
+  // Workers pick the step up from the shared-memory ring (or their own scheduler).
+  const ActiveFault* stall = run_.Active(Mechanism::kWorkerStall, start);
+  int stalled = -1;
+  if (stall != nullptr && rng_.Chance(0.6)) stalled = stall->rank;
+  for (size_t r = 0; r < n; ++r) {
+    RankOut& ro = run_.ranks_[r];
+    int64_t ts = t;
+    if (r != 0) ts += static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 22.0 : 85.0, 0.3)));
+    if (static_cast<int>(r) == stalled) {
+      ts += static_cast<int64_t>(rng_.LogNormal(stall->spec.magnitude * 45.0, 0.35) * kMs);
+      culprit_flag_[r] = true;  // its peers will wait for it in the first collective
+      if (labels_->fault < 0) labels_->fault = stall->id;
+    }
+    ro.host = std::max(ro.host, ts);
+    std::vector<int> subset;
+    subset.reserve(rank_reqs[r].size());
+    for (int i : rank_reqs[r]) subset.push_back(i);
+    ro.Push(run_.StepMessage(plan_, subset), ro.host);
+    ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(4.0, 0.2)));
+    for (const std::string& f : p_.forward_ranges) {
+      ro.Push(f, ro.host);
+      ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(12.0, 0.3)));
+    }
+    if (const ActiveFault* swap = run_.Active(Mechanism::kKvSwap, start)) {
+      // Swapping blocks out to host memory: a large device-to-host copy the step waits for.
+      const NodeLocator range = ro.Push("_C_cache_ops::swap_blocks", ro.host);
+      const double bytes = swap->spec.magnitude * rng_.LogNormal(96.0, 0.4) * 1024 * 1024 / run_.config().tp;
+      const int64_t at = ro.host;
+      const uint64_t c = ro.Call("cudaMemcpyAsync", at, at + static_cast<int64_t>(Micro(rng_.LogNormal(13.8, 0.2))));
+      const int64_t gs = std::max(ro.gpu, at + 6 * kUs);
+      const int64_t ge = gs + static_cast<int64_t>(bytes / 24.0);  // ~24 GB/s over PCIe
+      const NodeLocator mem = ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs, ge, c,
+                                     kComputeStream, false, static_cast<uint64_t>(bytes));
+      ro.gpu = ge;
+      ro.host = at + static_cast<int64_t>(Micro(20));
+      ro.Pop(ro.host);
+      AddVertical(range, swap->id, -1);
+      AddVertical(ro.CallLocator(c), swap->id, -1);
+      AddVertical(mem, swap->id, -1);
+    }
+    if (eager) {
+      ro.Push(p_.model_module, ro.host);
+      ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(5.0, 0.2)));
+    }
+  }
+
+  const int pp = std::max(1, run_.config().pp);
+  const int stage_layers = std::max(1, run_.layers_ / pp);
+  std::vector<int> prev_stage;
+  for (int stage = 0; stage < pp; ++stage) {
+    std::vector<int> ranks;
+    for (size_t r = 0; r < n; ++r) {
+      if (run_.ranks_[r].pp_rank == stage || p_.fsdp) ranks.push_back(static_cast<int>(r));
+    }
+    if (p_.fsdp && stage > 0) break;
+    if (stage > 0) SendRecv(prev_stage, ranks);
+    if (stage == 0) EmitOps(p_.head, ranks, false, -1);
+    if (eager) {
+      for (int l = 0; l < stage_layers; ++l) {
+        for (int r : ranks) {
+          RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
+          ro.Push(p_.layer_module, ro.host);
+          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.2)));
+        }
+        EmitOps(plan_.any_prefill ? p_.layer_prefill : p_.layer_decode, ranks, false, l);
+        for (int r : ranks) {
+          RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
+          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(2.0, 0.2)));
+          ro.Pop(ro.host);
+        }
+      }
+    } else {
+      // Decode replays the captured graph: one launch call, every layer's kernels.
+      const ActiveFault* straggler = run_.Active(Mechanism::kStragglerRank, start);
+      for (int r : ranks) {
+        RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
+        if (straggler != nullptr && straggler->rank == r) {
+          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * 90.0, 0.4)));
+        }
+        const int kernels = stage_layers * 14;
+        const int64_t call_start = ro.host;
+        double dur = rng_.LogNormal(18.0 + 0.9 * kernels, 0.15);
+        const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, start);
+        const bool slowed = lat != nullptr && lat->rank == r;
+        if (slowed) dur *= lat->spec.magnitude;
+        const uint64_t c = ro.Call("cudaGraphLaunch", call_start, call_start + static_cast<int64_t>(Micro(dur)));
+        if (slowed) AddVertical(ro.CallLocator(c), lat->id, r);
+        if (straggler != nullptr && straggler->rank == r) AddVertical(ro.CallLocator(c), straggler->id, r);
+        graph_corr_[static_cast<size_t>(r)] = c;
+        graph_ready_[static_cast<size_t>(r)] =
+            call_start + static_cast<int64_t>(Micro(rng_.LogNormal(9.0, 0.3))) +
+            (slowed ? static_cast<int64_t>(Micro(dur)) : 0);
+        ro.host = call_start + static_cast<int64_t>(Micro(dur));
+      }
+      for (int l = 0; l < stage_layers; ++l) EmitOps(p_.layer_decode, ranks, true, l);
+      for (int r : ranks) graph_corr_[static_cast<size_t>(r)] = 0;
+    }
+    if (stage == pp - 1 || p_.fsdp) {
+      EmitOps(p_.tail, ranks, false, -1);
+      const ActiveFault* fallback = run_.Active(Mechanism::kFallbackKernel, start);
+      for (int r : ranks) run_.ranks_[static_cast<size_t>(r)].Push(p_.sampler_range, run_.ranks_[static_cast<size_t>(r)].host);
+      if (fallback != nullptr) {
+        // No fused top-p/top-k kernel: a sort over the vocabulary, a scan and a gather.
+        std::vector<OpSpec> slow = {
+            {"aten::sort", {{"void at_cuda_detail::cub::DeviceSegmentedRadixSortKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<float, long, int>::Policy800, false, true, float, long, int, int, at_cuda_detail::cub::detail::identity_decomposer_t>(float const*, float*, long const*, long*, int, int, int, int, int, at_cuda_detail::cub::detail::identity_decomposer_t)", Cost::kSample}}, false},
+            {"aten::cumsum", {{"void at::native::tensor_kernel_scan_innermost_dim<float, std::plus<float> >(float*, float const*, unsigned int, unsigned int, unsigned int, float, std::plus<float>)", Cost::kSample}}, false},
+            {"aten::gather", {{"void at::native::_scatter_gather_elementwise_kernel<128, 8, at::native::_cuda_scatter_gather_internal_kernel<false, float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, long, at::native::TensorAssign const&)::{lambda(int)#1}>(int, at::native::_cuda_scatter_gather_internal_kernel<false, float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, long, at::native::TensorAssign const&)::{lambda(int)#1})", Cost::kSample}}, false},
+        };
+        EmitOps(slow, ranks, false, -1, fallback->id);
+      } else {
+        EmitOps(p_.sampler, ranks, false, -1);
+      }
+      for (int r : ranks) {
+        RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
+        ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(6.0, 0.3)));
+        ro.Pop(ro.host);
+      }
+    }
+    prev_stage = ranks;
+  }
+
+  // Every rank waits for its GPU: the last stage copies the sampled tokens to the host.
+  const ActiveFault* sync = run_.Active(Mechanism::kSyncStall, start);
+  int64_t done = t;
+  for (size_t r = 0; r < n; ++r) {
+    RankOut& ro = run_.ranks_[r];
+    if (eager) {
+      ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.2)));
+      ro.Pop(ro.host);
+    }
+    const bool last_stage = ro.pp_rank == pp - 1 || p_.fsdp;
+    if (last_stage) {
+      const int64_t at = ro.host;
+      const int64_t call_end = at + static_cast<int64_t>(Micro(rng_.LogNormal(13.8, 0.2)));
+      const uint64_t c = ro.Call("cudaMemcpyAsync", at, call_end);
+      const int64_t gs = std::max(ro.gpu, at + 5 * kUs);
+      const int64_t ge = gs + static_cast<int64_t>(Micro(2.0 + shape_[r].seqs * 0.01));
+      ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs, ge, c, kComputeStream, false,
+             static_cast<uint64_t>(shape_[r].seqs * 8));
+      ro.gpu = ge;
+      ro.host = call_end;
+    }
+    int64_t sync_end = std::max(ro.host, ro.gpu) + static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.3)));
+    const bool stalled_sync = sync != nullptr && sync->rank == ro.rank;
+    if (stalled_sync) sync_end += static_cast<int64_t>(rng_.LogNormal(sync->spec.magnitude * 0.9, 0.4) * kMs);
+    const uint64_t c = ro.Call("cudaStreamSynchronize", ro.host, sync_end);
+    if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank);
+    ro.host = sync_end;
+    for (size_t f = 0; f < p_.forward_ranges.size(); ++f) {
+      ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(4.0, 0.3)));
+      ro.Pop(ro.host);
+    }
+    ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(5.0, 0.3)));
+    ro.Pop(ro.host);  // teller.step
+    const int64_t back = ro.host + (r == 0 ? 0 : static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 18.0 : 70.0, 0.3))));
+    done = std::max(done, back);
+  }
+  lead.host = std::max(lead.host, done);
+  if (!p_.post_step_range.empty()) {
+    lead.Push(p_.post_step_range, lead.host);
+    lead.host += static_cast<int64_t>(Micro(rng_.LogNormal(60.0 + 3.0 * plan_.reqs.size(), 0.25)));
+    lead.Pop(lead.host);
+  }
+  if (!p_.engine_step_range.empty()) {
+    lead.host += static_cast<int64_t>(Micro(rng_.LogNormal(8.0, 0.3)));
+    lead.Pop(lead.host);
+  }
+  (void)world;
+  return lead.host;
+}
+
+int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels) {
+  Executor e(*this, plan, labels);
+  return e.Go(start);
+}
+
+}  // namespace teller::sim

@@ -1,0 +1,372 @@
+// The TPE vocabulary, its files, and the encoder (include/teller/tpe/model.h).
+#include "teller/tpe/model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <queue>
+#include <set>
+
+#include "simdjson.h"
+#include "teller/core/file_util.h"
+#include "teller/core/json_writer.h"
+
+namespace teller::tpe {
+namespace {
+
+constexpr uint32_t kNil = UINT32_MAX;
+constexpr TokenId kDead = UINT32_MAX;
+
+Status WriteText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::Error(path + ": cannot create");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return Status::Error(path + ": write failed (disk full?)");
+  return Status::Ok();
+}
+
+void AppendUint(std::string& out, uint64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+// Shortest text that reads back as the same double.
+void AppendDouble(std::string& out, double v) {
+  char buf[32];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+std::string_view kSpecial[] = {"[PAD]", "[UNK]"};
+
+}  // namespace
+
+std::string_view Model::SpecialText(TokenId id) {
+  if (id < 2) return kSpecial[id];
+  return TypeTagText(static_cast<TypeTag>(id - kFirstTagToken));
+}
+
+std::vector<std::string> Model::BaseAlphabet(const std::vector<std::string>& observed) {
+  std::vector<std::string> base;
+  std::set<std::string_view> special;
+  for (TokenId id = 0; id < kNumSpecialTokens; ++id) {
+    base.emplace_back(SpecialText(id));
+    special.insert(SpecialText(id));
+  }
+  std::vector<std::string> rest;
+  for (const std::string& s : observed) {
+    if (!special.count(s)) rest.push_back(s);
+  }
+  std::sort(rest.begin(), rest.end());
+  rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
+  for (std::string& s : rest) base.push_back(std::move(s));
+  return base;
+}
+
+Model::Model(std::vector<std::string> base, std::vector<std::pair<TokenId, TokenId>> merges)
+    : base_(std::move(base)), merges_(std::move(merges)) {
+  Index();
+}
+
+void Model::Index() {
+  nodes_.assign(base_.size(), 1);
+  rank_.clear();
+  rank_.reserve(merges_.size() * 2);
+  for (uint32_t r = 0; r < merges_.size(); ++r) {
+    const auto [a, b] = merges_[r];
+    nodes_.push_back(nodes_[a] + nodes_[b]);
+    rank_.emplace(Key(a, b), r);
+  }
+  symbol_id_.clear();
+  for (TokenId id = 0; id < base_.size(); ++id) symbol_id_.emplace(base_[id], id);
+}
+
+std::vector<TokenId> Model::Expand(TokenId id) const {
+  std::vector<TokenId> out, todo{id};
+  while (!todo.empty()) {
+    const TokenId t = todo.back();
+    todo.pop_back();
+    if (t < base_.size()) {
+      out.push_back(t);
+    } else {
+      todo.push_back(merges_[t - base_.size()].second);
+      todo.push_back(merges_[t - base_.size()].first);
+    }
+  }
+  return out;
+}
+
+TokenId Model::SymbolId(std::string_view text, TypeTag tag) const {
+  const auto it = symbol_id_.find(std::string(text));
+  if (it != symbol_id_.end()) return it->second;
+  const auto t = static_cast<uint32_t>(tag);
+  return t < static_cast<uint32_t>(kNumTypeTags) ? kFirstTagToken + t : kUnkToken;
+}
+
+Sequence Model::Encode(const Sequence& base) const {
+  const size_t n = base.ids.size();
+  std::vector<TokenId> sym(base.ids);
+  std::vector<uint32_t> next(n), prev(n);
+  for (size_t i = 0; i < n; ++i) {
+    next[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kNil;
+    prev[i] = i > 0 ? static_cast<uint32_t>(i - 1) : kNil;
+  }
+  // Min-heap of (rank << 32 | position). Popping in this order applies merge r at every
+  // position, left to right, before any merge r' > r: every pair a merge creates contains
+  // the new symbol and so has a larger rank than the merge that created it.
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> heap;
+  auto consider = [&](uint32_t i) {
+    if (i == kNil || next[i] == kNil) return;
+    const auto it = rank_.find(Key(sym[i], sym[next[i]]));
+    if (it != rank_.end()) heap.push((static_cast<uint64_t>(it->second) << 32) | i);
+  };
+  for (size_t i = 0; i + 1 < n; ++i) consider(static_cast<uint32_t>(i));
+  while (!heap.empty()) {
+    const uint64_t top = heap.top();
+    heap.pop();
+    const auto r = static_cast<uint32_t>(top >> 32);
+    const auto i = static_cast<uint32_t>(top);
+    const uint32_t j = next[i];
+    // Stale: i was merged away or one side changed since the entry was pushed (symbols
+    // only ever change into newer ones, so a pair never comes back).
+    if (sym[i] == kDead || j == kNil || sym[i] != merges_[r].first || sym[j] != merges_[r].second) {
+      continue;
+    }
+    sym[i] = base_size() + r;
+    sym[j] = kDead;
+    next[i] = next[j];
+    if (next[j] != kNil) prev[next[j]] = i;
+    consider(prev[i]);
+    consider(i);
+  }
+
+  // Tokens are the live positions; token t covers base positions [start, next start).
+  Sequence out;
+  std::vector<uint32_t> token_of(n);
+  for (uint32_t i = 0; i < n; i = next[i]) {
+    const uint32_t last = next[i] == kNil ? static_cast<uint32_t>(n - 1) : next[i] - 1;
+    const auto t = static_cast<uint32_t>(out.ids.size());
+    int64_t duration = 0;
+    for (uint32_t k = i; k <= last; ++k) {
+      token_of[k] = t;
+      duration += base.duration[k];
+    }
+    out.ids.push_back(sym[i]);
+    out.duration.push_back(duration);
+    out.depth.push_back(base.depth[i]);
+    out.span.emplace_back(i, last);
+    if (next[i] == kNil) break;
+  }
+  // The merge rule keeps P of a token's first position and redirects pointers into
+  // merged positions, so a token's parent is the token holding its first node's parent.
+  out.parent.reserve(out.ids.size());
+  for (const auto& [first, last] : out.span) {
+    const int32_t p = base.parent[first];
+    out.parent.push_back(p < 0 ? p : static_cast<int32_t>(token_of[p]));
+  }
+  out.node = base.node;
+  return out;
+}
+
+Status Model::Save(const std::string& dir, const ModelMetadata& m) const {
+  TELLER_RETURN_IF_ERROR(MakeDirs(dir));
+  const bool counts = m.token_count.size() == size();
+
+  std::string vocab = "{\"format\":\"teller-tpe-vocab\",\"version\":1,\"size\":";
+  AppendUint(vocab, size());
+  vocab += ",\"base_size\":";
+  AppendUint(vocab, base_size());
+  vocab += ",\"special\":";
+  AppendUint(vocab, kNumSpecialTokens);
+  vocab += ",\"tokens\":[\n";
+  for (TokenId id = 0; id < size(); ++id) {
+    if (id) vocab += ",\n";
+    vocab += "{\"id\":";
+    AppendUint(vocab, id);
+    if (id < base_size()) {
+      vocab += ",\"symbol\":";
+      AppendJsonString(vocab, base_[id]);
+    } else {
+      vocab += ",\"merge\":[";
+      AppendUint(vocab, merges_[id - base_size()].first);
+      vocab += ',';
+      AppendUint(vocab, merges_[id - base_size()].second);
+      vocab += "],\"nodes\":";
+      AppendUint(vocab, nodes_[id]);
+    }
+    if (counts) {
+      vocab += ",\"count\":";
+      AppendUint(vocab, m.token_count[id]);
+    }
+    vocab += '}';
+  }
+  vocab += "]}\n";
+  TELLER_RETURN_IF_ERROR(WriteText(dir + "/vocab.json", vocab));
+
+  std::string merges = "{\"format\":\"teller-tpe-merges\",\"version\":1,\"base_size\":";
+  AppendUint(merges, base_size());
+  merges += ",\"merges\":[";
+  for (size_t r = 0; r < merges_.size(); ++r) {
+    merges += r ? ",\n[" : "\n[";
+    AppendUint(merges, merges_[r].first);
+    merges += ',';
+    AppendUint(merges, merges_[r].second);
+    merges += ']';
+  }
+  merges += "]}\n";
+  TELLER_RETURN_IF_ERROR(WriteText(dir + "/merges.json", merges));
+
+  std::string meta = "{\"format\":\"teller-tpe-model\",\"version\":";
+  AppendUint(meta, kModelFormatVersion);
+  meta += ",\"normalization\":";
+  AppendUint(meta, kNormalizationVersion);
+  meta += ",\"vocab_size\":";
+  AppendUint(meta, size());
+  meta += ",\"requested_vocab_size\":";
+  AppendUint(meta, m.requested_vocab_size);
+  meta += ",\"base_size\":";
+  AppendUint(meta, base_size());
+  meta += ",\"special_tokens\":";
+  AppendUint(meta, kNumSpecialTokens);
+  meta += ",\"merges\":";
+  AppendUint(meta, merges_.size());
+  meta += ",\"min_frequency\":";
+  AppendUint(meta, m.min_frequency);
+  meta += ",\"stop_reason\":";
+  AppendJsonString(meta, m.stop_reason);
+  meta += ",\n\"corpus\":{\"data\":";
+  AppendJsonString(meta, m.data);
+  meta += ",\"settings\":[";
+  for (size_t i = 0; i < m.settings.size(); ++i) {
+    if (i) meta += ',';
+    AppendJsonString(meta, m.settings[i]);
+  }
+  meta += "],\"steps\":";
+  AppendUint(meta, m.steps);
+  meta += ",\"distinct_steps\":";
+  AppendUint(meta, m.distinct_steps);
+  meta += ",\"symbols\":";
+  AppendUint(meta, m.symbols);
+  meta += ",\"tokens\":";
+  AppendUint(meta, m.tokens);
+  if (m.steps > 0 && m.tokens > 0) {
+    meta += ",\"events_per_step_before\":";
+    AppendDouble(meta, static_cast<double>(m.symbols) / static_cast<double>(m.steps));
+    meta += ",\"events_per_step_after\":";
+    AppendDouble(meta, static_cast<double>(m.tokens) / static_cast<double>(m.steps));
+    meta += ",\"compression\":";
+    AppendDouble(meta, static_cast<double>(m.symbols) / static_cast<double>(m.tokens));
+  }
+  meta += "},\n\"train_seconds\":";
+  AppendDouble(meta, m.train_seconds);
+  meta += "}\n";
+  return WriteText(dir + "/metadata.json", meta);
+}
+
+Result<Model> Model::Load(const std::string& dir) {
+  if (!IsDirectory(dir)) {
+    return Status::Error(dir + ": no such model directory (train one with `teller tpe train`)");
+  }
+  simdjson::dom::parser parser;
+  auto load = [&](const std::string& name, simdjson::padded_string* text,
+                  simdjson::dom::element* root) -> Status {
+    const std::string path = dir + "/" + name;
+    if (auto e = simdjson::padded_string::load(path).get(*text); e) {
+      return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
+    }
+    if (auto e = parser.parse(*text).get(*root); e) {
+      return Status::Error(path + ": invalid JSON (" + simdjson::error_message(e) + ")");
+    }
+    return Status::Ok();
+  };
+  simdjson::padded_string text;
+  simdjson::dom::element root;
+
+  // metadata.json: the versions this build can read.
+  TELLER_RETURN_IF_ERROR(load("metadata.json", &text, &root));
+  uint64_t version = 0, normalization = 0;
+  if (root["version"].get_uint64().get(version) || version != kModelFormatVersion) {
+    return Status::Error(dir + "/metadata.json: model format version " + std::to_string(version) +
+                         " is not the supported version " + std::to_string(kModelFormatVersion));
+  }
+  if (root["normalization"].get_uint64().get(normalization) ||
+      normalization != static_cast<uint64_t>(kNormalizationVersion)) {
+    return Status::Error(dir + "/metadata.json: the model was trained with symbol normalization v" +
+                         std::to_string(normalization) + ", this teller uses v" +
+                         std::to_string(kNormalizationVersion) + "; retrain it");
+  }
+
+  // vocab.json: the base symbols.
+  TELLER_RETURN_IF_ERROR(load("vocab.json", &text, &root));
+  const std::string vocab_path = dir + "/vocab.json";
+  uint64_t size = 0, base_size = 0;
+  simdjson::dom::array tokens;
+  if (root["size"].get_uint64().get(size) || root["base_size"].get_uint64().get(base_size) ||
+      root["tokens"].get_array().get(tokens)) {
+    return Status::Error(vocab_path + ": expected \"size\", \"base_size\" and \"tokens\"");
+  }
+  if (base_size < kNumSpecialTokens || base_size > size || tokens.size() != size ||
+      size >= kDead) {
+    return Status::Error(vocab_path + ": inconsistent sizes (size " + std::to_string(size) +
+                         ", base_size " + std::to_string(base_size) + ", " +
+                         std::to_string(tokens.size()) + " tokens)");
+  }
+  std::vector<std::string> base;
+  std::vector<std::pair<TokenId, TokenId>> vocab_merges;
+  for (simdjson::dom::element t : tokens) {
+    const uint64_t expect = base.size() + vocab_merges.size();
+    uint64_t id = 0;
+    if (t["id"].get_uint64().get(id) || id != expect) {
+      return Status::Error(vocab_path + ": token " + std::to_string(expect) + " is missing or out of order");
+    }
+    if (id < base_size) {
+      std::string_view s;
+      if (t["symbol"].get_string().get(s)) {
+        return Status::Error(vocab_path + ": token " + std::to_string(id) + " has no \"symbol\"");
+      }
+      if (id < kNumSpecialTokens && s != SpecialText(static_cast<TokenId>(id))) {
+        return Status::Error(vocab_path + ": token " + std::to_string(id) + " must be " +
+                             std::string(SpecialText(static_cast<TokenId>(id))));
+      }
+      base.emplace_back(s);
+    } else {
+      simdjson::dom::array pair;
+      uint64_t a = 0, b = 0;
+      if (t["merge"].get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(a) ||
+          pair.at(1).get_uint64().get(b) || a >= id || b >= id) {
+        return Status::Error(vocab_path + ": token " + std::to_string(id) +
+                             " needs \"merge\":[a,b] of earlier tokens");
+      }
+      vocab_merges.emplace_back(static_cast<TokenId>(a), static_cast<TokenId>(b));
+    }
+  }
+
+  // merges.json: the merge order; must agree with vocab.json.
+  TELLER_RETURN_IF_ERROR(load("merges.json", &text, &root));
+  const std::string merges_path = dir + "/merges.json";
+  simdjson::dom::array merges;
+  uint64_t merges_base = 0;
+  if (root["base_size"].get_uint64().get(merges_base) || root["merges"].get_array().get(merges)) {
+    return Status::Error(merges_path + ": expected \"base_size\" and \"merges\"");
+  }
+  if (merges_base != base_size || merges.size() != vocab_merges.size()) {
+    return Status::Error(merges_path + ": does not match vocab.json (base size " +
+                         std::to_string(merges_base) + " vs " + std::to_string(base_size) + ", " +
+                         std::to_string(merges.size()) + " merges vs " +
+                         std::to_string(vocab_merges.size()) + ")");
+  }
+  size_t r = 0;
+  for (simdjson::dom::element m : merges) {
+    simdjson::dom::array pair;
+    uint64_t a = 0, b = 0;
+    if (m.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(a) ||
+        pair.at(1).get_uint64().get(b) || a != vocab_merges[r].first || b != vocab_merges[r].second) {
+      return Status::Error(merges_path + ": merge " + std::to_string(r) +
+                           " does not match token " + std::to_string(base_size + r) +
+                           " of vocab.json");
+    }
+    ++r;
+  }
+  return Model(std::move(base), std::move(vocab_merges));
+}
+
+}  // namespace teller::tpe

@@ -1,0 +1,205 @@
+#include "teller/tpe/tpe.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <unordered_map>
+
+#include "teller/core/json_writer.h"
+
+namespace teller::tpe {
+namespace {
+
+template <typename T>
+void AppendInt(std::string& out, T v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+void AppendDouble(std::string& out, double v) {
+  char buf[32];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+template <typename T>
+void AppendArray(std::string& out, const char* key, const std::vector<T>& values) {
+  out += ",\"";
+  out += key;
+  out += "\":[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    AppendInt(out, values[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::vector<TokenId> ModelIds(const Corpus& corpus, const Model& model) {
+  std::vector<TokenId> local_to_model(corpus.symbol_text.size());
+  for (size_t s = 0; s < local_to_model.size(); ++s) {
+    local_to_model[s] = model.SymbolId(corpus.symbol_text[s], corpus.symbol_tag[s]);
+  }
+  std::vector<TokenId> ids(corpus.symbol.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = local_to_model[corpus.symbol[i]];
+  return ids;
+}
+
+Result<Trained> TrainOnCorpus(const Corpus& corpus, const TrainOptions& options,
+                              const std::string& data) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Model alphabet(Model::BaseAlphabet(corpus.symbol_text), {});
+  const std::vector<TokenId> ids = ModelIds(corpus, alphabet);
+  Result<TrainResult> result =
+      TrainMerges(SymbolCorpusView{ids, corpus.offsets}, alphabet.base_size(), options);
+  if (!result.ok()) {
+    if (options.vocab_size < alphabet.base_size()) {
+      return Status::Error(
+          "--vocab " + std::to_string(options.vocab_size) + " is smaller than the base alphabet: " +
+          std::to_string(alphabet.base_size()) + " symbols (" + std::to_string(kNumSpecialTokens) +
+          " special tokens and " + std::to_string(alphabet.base_size() - kNumSpecialTokens) +
+          " distinct node symbols in the data); use at least " +
+          std::to_string(alphabet.base_size()));
+    }
+    return result.status();
+  }
+  Trained out{Model(alphabet.base_symbols(), result->merges), std::move(result).value(), {}};
+  ModelMetadata& m = out.metadata;
+  m.requested_vocab_size = options.vocab_size;
+  m.min_frequency = options.min_frequency;
+  m.data = data;
+  m.settings = corpus.settings;
+  m.steps = corpus.num_steps();
+  m.distinct_steps = out.result.distinct_sequences;
+  m.symbols = corpus.num_nodes();
+  m.tokens = out.result.tokens_after.back();
+  m.stop_reason = out.result.stop_reason;
+  m.token_count.assign(out.model.size(), 0);
+  for (TokenId id : ids) ++m.token_count[id];
+  for (size_t r = 0; r < out.result.merge_count.size(); ++r) {
+    m.token_count[out.model.base_size() + r] = out.result.merge_count[r];
+  }
+  m.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+Sequence EncodeStep(const Corpus& corpus, const std::vector<TokenId>& ids, const Model& model,
+                    size_t k) {
+  // Corpus steps are stored serialized already: the base sequence is the step's columns.
+  const TreeView tree = corpus.Step(k, &ids);
+  Sequence base;
+  const size_t n = tree.symbol.size();
+  base.ids.assign(tree.symbol.begin(), tree.symbol.end());
+  base.parent.assign(tree.parent.begin(), tree.parent.end());
+  base.duration.assign(tree.duration.begin(), tree.duration.end());
+  base.depth.assign(tree.depth.begin(), tree.depth.end());
+  base.span.resize(n);
+  for (uint32_t i = 0; i < n; ++i) base.span[i] = {i, i};
+  base.node.assign(corpus.node.begin() + static_cast<std::ptrdiff_t>(corpus.offsets[k]),
+                   corpus.node.begin() + static_cast<std::ptrdiff_t>(corpus.offsets[k + 1]));
+  return model.Encode(base);
+}
+
+void AppendEncodedStepJson(std::string& out, const Corpus& corpus, size_t k, const Sequence& seq) {
+  const StepInfo& info = corpus.steps[k];
+  out += "{\"setting\":";
+  AppendJsonString(out, corpus.settings[info.setting]);
+  out += ",\"request\":";
+  AppendJsonString(out, info.request);
+  out += ",\"step\":";
+  AppendInt(out, info.step);
+  out += ",\"seq\":";
+  AppendInt(out, info.seq);
+  out += ",\"is_anomaly\":";
+  out += info.is_anomaly ? "true" : "false";
+  out += ",\"nodes\":";
+  AppendInt(out, corpus.offsets[k + 1] - corpus.offsets[k]);
+  AppendArray(out, "input_ids", seq.ids);
+  AppendArray(out, "parent_idx", seq.parent);
+  AppendArray(out, "duration", seq.duration);
+  AppendArray(out, "depth", seq.depth);
+  out += ",\"spans\":[";
+  for (size_t t = 0; t < seq.span.size(); ++t) {
+    if (t) out += ',';
+    out += '[';
+    AppendInt(out, seq.span[t].first);
+    out += ',';
+    AppendInt(out, seq.span[t].second);
+    out += ']';
+  }
+  out += ']';
+  if (!corpus.StepNodesAreIdentity(k)) AppendArray(out, "node_ids", seq.node);
+  out += "}\n";
+}
+
+Result<std::vector<StatsRow>> CompressionStats(const Corpus& corpus,
+                                               const std::vector<uint32_t>& vocab_sizes,
+                                               const TrainOptions& options) {
+  if (vocab_sizes.empty()) return Status::Error("no vocabulary sizes given");
+  TrainOptions o = options;
+  o.vocab_size = *std::max_element(vocab_sizes.begin(), vocab_sizes.end());
+  const uint32_t smallest = *std::min_element(vocab_sizes.begin(), vocab_sizes.end());
+  if (smallest < Model(Model::BaseAlphabet(corpus.symbol_text), {}).base_size()) {
+    // Let the trainer's check phrase the error (it names the base alphabet's size).
+    o.vocab_size = smallest;
+    return TrainOnCorpus(corpus, o, "").status();
+  }
+  Result<Trained> trained = TrainOnCorpus(corpus, o, "");
+  if (!trained.ok()) return trained.status();
+  const TrainResult& r = trained->result;
+  const double steps = static_cast<double>(corpus.num_steps());
+  const double before = static_cast<double>(corpus.num_nodes()) / steps;
+  std::vector<StatsRow> rows;
+  for (uint32_t v : vocab_sizes) {
+    const size_t k = std::min<size_t>(v - r.base_size, r.merges.size());
+    StatsRow row;
+    row.vocab = v;
+    row.vocab_reached = r.base_size + static_cast<uint32_t>(k);
+    row.events_before = before;
+    row.events_after = static_cast<double>(r.tokens_after[k]) / steps;
+    row.compression = row.events_before / row.events_after;
+    row.reduction = 1.0 - row.events_after / row.events_before;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string StatsJson(const std::vector<StatsRow>& rows) {
+  std::string out = "{\"rows\":[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"vocab\":";
+    AppendInt(out, rows[i].vocab);
+    out += ",\"events_before\":";
+    AppendDouble(out, rows[i].events_before);
+    out += ",\"events_after\":";
+    AppendDouble(out, rows[i].events_after);
+    out += ",\"compression\":";
+    AppendDouble(out, rows[i].compression);
+    out += ",\"reduction\":";
+    AppendDouble(out, rows[i].reduction);
+    out += '}';
+  }
+  out += "]}\n";
+  return out;
+}
+
+std::string StatsTable(const std::vector<StatsRow>& rows) {
+  std::string out = "vocab  events/step before  events/step after  compression  reduction\n";
+  char line[160];
+  for (const StatsRow& r : rows) {
+    std::snprintf(line, sizeof(line), "%5u  %18.2f  %17.2f  %10.2fx  %8.2f%%\n", r.vocab,
+                  r.events_before, r.events_after, r.compression, 100.0 * r.reduction);
+    out += line;
+    if (r.vocab_reached < r.vocab) {
+      std::snprintf(line, sizeof(line),
+                    "       (training stopped at vocabulary %u: no pair occurs often enough)\n",
+                    r.vocab_reached);
+      out += line;
+    }
+  }
+  return out;
+}
+
+}  // namespace teller::tpe

@@ -1,0 +1,285 @@
+// Localization, slices and the numeric diagnosis on simulated traces with known faults
+// and on real traces.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <simdjson.h>
+#include <string>
+
+#include "teller/diagnose/diagnose.h"
+#include "teller/ingest/ingest.h"
+#include "teller/localize/localize.h"
+#include "teller/sim/ground_truth.h"
+#include "teller/sim/inject.h"
+#include "teller/sim/sim.h"
+#include "teller/slice/slice.h"
+
+namespace teller {
+namespace {
+
+struct Loaded {
+  std::string dir;
+  Trace trace;
+  reconstruct::Reconstruction rec;
+  sim::GroundTruth truth;
+};
+
+std::string TempDir(const std::string& tag) {
+  static int counter = 0;
+  const std::string dir = "/tmp/teller-diag-test-" + std::to_string(getpid()) + "-" + tag + std::to_string(counter++);
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  return dir;
+}
+
+void Simulate(sim::SimConfig c, Loaded* out) {
+  out->dir = TempDir(c.profile);
+  auto r = sim::Simulate(c, out->dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(ingest::ImportPath(out->dir, out->trace).ok());
+  out->rec = reconstruct::Reconstruct(out->trace);
+  auto t = sim::ReadGroundTruth(out->dir + "/" + sim::kGroundTruthFile);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  out->truth = t.value();
+}
+
+sim::SimConfig Config(uint64_t seed) {
+  sim::SimConfig c;
+  c.profile = "vllm-v1-online";
+  c.seed = seed;
+  c.requests = 30;
+  c.layers = 12;
+  c.output_median = 24;
+  return c;
+}
+
+struct Score {
+  size_t tp = 0, fp = 0, fn = 0, abnormal = 0, steps = 0;
+};
+Score Compare(const diagnose::Diagnosis& d, const sim::GroundTruth& t) {
+  std::set<uint64_t> fault;
+  for (const sim::StepTruth& s : t.steps) {
+    if (s.fault >= 0) fault.insert(s.seq);
+  }
+  Score sc;
+  for (const diagnose::StepDiagnosis& s : d.steps) {
+    ++sc.steps;
+    EXPECT_TRUE(s.has_seq);
+    const bool f = fault.count(s.seq) > 0;
+    sc.abnormal += s.abnormal;
+    if (s.abnormal && f) ++sc.tp;
+    if (s.abnormal && !f) ++sc.fp;
+    if (!s.abnormal && f) ++sc.fn;
+  }
+  return sc;
+}
+
+TEST(Diagnose, HealthyRunHasFewAbnormalSteps) {
+  Loaded l;
+  Simulate(Config(31), &l);
+  const auto d = diagnose::Diagnose(l.trace, l.rec, {});
+  const Score sc = Compare(d, l.truth);
+  ASSERT_GT(sc.steps, 200u);
+  // Benign outliers and host pauses exist in the simulation, as on real GPUs.
+  EXPECT_LT(static_cast<double>(sc.abnormal) / sc.steps, 0.05) << sc.abnormal << " of " << sc.steps;
+}
+
+TEST(Diagnose, SlowGemmOnOneGpuIsFoundAndNamed) {
+  sim::SimConfig c = Config(4);
+  std::string error;
+  sim::FaultSpec f;
+  ASSERT_TRUE(sim::ParseFaultSpec("kernel_slow_one_gpu:target=gemm,magnitude=3,onset=1s,duration=0.5s,rank=1", &f, &error));
+  c.faults = {f};
+  Loaded l;
+  Simulate(c, &l);
+  const auto d = diagnose::Diagnose(l.trace, l.rec, {});
+  const Score sc = Compare(d, l.truth);
+  ASSERT_GT(sc.tp + sc.fn, 20u);
+  EXPECT_GE(static_cast<double>(sc.tp) / (sc.tp + sc.fn), 0.8);
+  EXPECT_GE(static_cast<double>(sc.tp) / (sc.tp + sc.fp), 0.7);
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_NE(d.top_operators[0].name.find("gemm"), std::string::npos) << d.top_operators[0].name;
+  // Fault steps: cuda_kernel, with rank-1 GEMM kernels as evidence and an explanation.
+  std::map<std::string, int> types;
+  for (const auto& s : d.steps) {
+    if (!s.abnormal) continue;
+    ++types[s.fault_type];
+    ASSERT_FALSE(s.evidence.empty());
+    EXPECT_FALSE(s.explanation.empty());
+    EXPECT_LE(s.slice_nodes, s.step_nodes);
+  }
+  EXPECT_GT(types["cuda_kernel"], static_cast<int>(sc.abnormal * 0.7));
+}
+
+TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
+  // Throttled attention on every rank for the whole run: nothing to compare with inside
+  // the trace, but against a healthy run of the same deployment it stands out.
+  sim::SimConfig c = Config(9);
+  c.requests = 16;
+  Loaded healthy, incident;
+  Simulate(c, &healthy);
+  sim::FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(sim::ParseFaultSpec("kernel_throttle:target=attention,magnitude=2.5", &f, &error));
+  c.faults = {f};
+  c.seed = 10;
+  Simulate(c, &incident);
+  const auto model = localize::FitBaseline({{&healthy.trace, &healthy.rec}});
+  EXPECT_GT(model.families(), 10u);
+  const auto d = diagnose::Diagnose(incident.trace, incident.rec, {}, &model);
+  EXPECT_EQ(d.mode, "baseline");
+  EXPECT_GT(static_cast<double>(d.abnormal_steps) / d.steps.size(), 0.8);
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_NE(d.top_operators[0].name.find("flash_fwd"), std::string::npos) << d.top_operators[0].name;
+}
+
+TEST(Localize, SmallFamiliesFallBackToRobustZ) {
+  Loaded l;
+  sim::SimConfig c = Config(5);
+  c.requests = 6;
+  Simulate(c, &l);
+  const auto r = localize::Localize(l.trace, l.rec);
+  size_t small = 0, mixtures = 0;
+  for (const auto& f : r.families) {
+    if (f.count < localize::Options{}.min_mixture) {
+      EXPECT_FALSE(f.mixture) << f.name;
+      ++small;
+    }
+    mixtures += f.mixture;
+  }
+  EXPECT_GT(small, 0u);
+  EXPECT_GT(mixtures, 0u);
+  // Every instance's anomaly is 1 - rho, in [0, 1].
+  for (const auto& in : r.instances) {
+    EXPECT_GE(in.anomaly, 0.0f);
+    EXPECT_LE(in.anomaly, 1.0f);
+    EXPECT_FLOAT_EQ(in.anomaly, 1.0f - in.rho);
+  }
+}
+
+TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
+  Loaded l;
+  sim::SimConfig c = Config(6);
+  c.requests = 8;
+  Simulate(c, &l);
+  // A step of rank 0 and one of its deep nodes.
+  const auto& step = l.rec.steps[l.rec.steps.size() / 2];
+  uint32_t deep = step.node;
+  for (uint32_t i = 0; i < l.rec.nodes.size(); ++i) {
+    int32_t p = l.rec.nodes.parent[i];
+    while (p >= 0 && static_cast<uint32_t>(p) != step.node) p = l.rec.nodes.parent[static_cast<size_t>(p)];
+    if (p >= 0 && l.rec.nodes.depth[i] > l.rec.nodes.depth[deep]) deep = i;
+  }
+  ASSERT_NE(deep, step.node);
+  const auto s = slice::BuildSlice(l.trace, l.rec, {step.node}, {deep});
+  ASSERT_FALSE(s.nodes.empty());
+  EXPECT_TRUE(std::binary_search(s.nodes.begin(), s.nodes.end(), deep));
+  const int32_t parent = l.rec.nodes.parent[deep];
+  EXPECT_TRUE(std::binary_search(s.nodes.begin(), s.nodes.end(), static_cast<uint32_t>(parent)));
+  EXPECT_LT(s.Share(), 0.5);
+  // No suspicious nodes, no slice.
+  EXPECT_TRUE(slice::BuildSlice(l.trace, l.rec, {step.node}, {}).nodes.empty());
+}
+
+TEST(Diagnose, JsonReportHasTheDocumentedShape) {
+  sim::SimConfig c = Config(4);
+  c.requests = 12;
+  sim::FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(sim::ParseFaultSpec("straggler_rank:rank=4,magnitude=8", &f, &error));
+  c.faults = {f};
+  Loaded l;
+  Simulate(c, &l);
+  const auto d = diagnose::Diagnose(l.trace, l.rec, {});
+  const std::string json = diagnose::ToJson(l.trace, d, {l.dir});
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(doc["format"]), "teller-diagnosis");
+  EXPECT_EQ(int64_t(doc["version"]), diagnose::kSchemaVersion);
+  size_t entries = 0, abnormal = 0;
+  for (simdjson::dom::element s : doc["steps"].get_array()) {
+    ++entries;
+    for (const char* key : {"request", "step", "view", "abnormal", "score", "fault_type", "evidence", "explanation", "logs"}) {
+      EXPECT_FALSE(s[key].error()) << key;
+    }
+    const std::string_view view = s["view"];
+    EXPECT_TRUE(view == "vertical" || view == "horizontal");
+    if (bool(s["abnormal"])) {
+      ++abnormal;
+      for (simdjson::dom::element e : s["evidence"].get_array()) {
+        for (const char* key : {"node", "name", "layer", "score", "self_ns", "expected_ns"}) EXPECT_FALSE(e[key].error()) << key;
+      }
+    }
+  }
+  EXPECT_GT(entries, 2 * d.steps.size() - 1);  // every (request, view)
+  EXPECT_GT(abnormal, 0u);
+  size_t ops = 0;
+  for (simdjson::dom::element o : doc["top_operators"].get_array()) {
+    ++ops;
+    for (const char* key : {"name", "layer", "score", "count"}) EXPECT_FALSE(o[key].error()) << key;
+  }
+  EXPECT_GT(ops, 0u);
+  // Stragglers are a communication fault: the waiting collectives are the evidence.
+  std::map<std::string, int> types;
+  for (const auto& s : d.steps) {
+    if (s.abnormal) ++types[s.fault_type];
+  }
+  EXPECT_GT(types["communication"], 0);
+}
+
+TEST(Diagnose, RealKinetoTraceGetsAReport) {
+  Trace t;
+  ASSERT_TRUE(ingest::ImportPath(std::string(TELLER_REAL_DATA) + "/tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t).ok());
+  const auto r = reconstruct::Reconstruct(t);
+  ASSERT_FALSE(r.steps.empty());
+  const auto d = diagnose::Diagnose(t, r, {});
+  EXPECT_EQ(d.steps.size(), r.steps.size());
+  EXPECT_FALSE(d.top_operators.empty());
+  const std::string text = diagnose::ToText(t, d, 5);
+  EXPECT_NE(text.find("top operators"), std::string::npos);
+}
+
+// The quality check of the numeric diagnosis on real traces: slow one kernel family down
+// with `teller inject`'s engine and diagnose against the original; the slowed family
+// must be among the three most suspicious operators.
+void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& target, const std::string& needle) {
+  SCOPED_TRACE(file + " ~ " + target);
+  const std::string path = std::string(TELLER_REAL_DATA) + "/tracelens/" + file;
+  Trace original, incident;
+  ASSERT_TRUE(ingest::ImportPath(path, original).ok());
+  ASSERT_TRUE(ingest::ImportPath(path, incident).ok());
+  sim::InjectOptions o;
+  o.mechanism = "kernel_throttle";
+  o.target = target;
+  o.magnitude = 2.0;
+  auto injected = sim::InjectFault(incident, o);
+  ASSERT_TRUE(injected.ok()) << injected.status().message();
+  ASSERT_GT(injected->effect.modified, 0u);
+  const auto base_rec = reconstruct::Reconstruct(original);
+  const auto rec = reconstruct::Reconstruct(incident);
+  const auto model = localize::FitBaseline({{&original, &base_rec}});
+  const auto d = diagnose::Diagnose(incident, rec, {}, &model);
+  ASSERT_GE(d.top_operators.size(), 3u);
+  bool found = false;
+  for (size_t i = 0; i < 3; ++i) found |= d.top_operators[i].name.find(needle) != std::string::npos;
+  EXPECT_TRUE(found) << d.top_operators[0].name << " | " << d.top_operators[1].name << " | " << d.top_operators[2].name;
+}
+
+TEST(Diagnose, InjectedSlowdownInRealB200TraceRanksTop3) {
+  ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fused_add_rms_norm", "fused_add_rms_norm");
+  ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "^nvjet_tst_64x64", "nvjet_tst_64x64");
+  ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fmhaSm100", "fmhaSm100");
+}
+
+TEST(Diagnose, InjectedSlowdownInRealH100TraceRanksTop3) {
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "pytorch_flash::flash_fwd", "flash_fwd");
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "^sm90_xmma_gemm", "sm90_xmma_gemm");
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rsqrt_kernel", "rsqrt");
+}
+
+}  // namespace
+}  // namespace teller

@@ -1,0 +1,508 @@
+// The simulator: determinism, what each fault mechanism moves (and what it leaves
+// alone), that simulated logs and traces go through the real importers and
+// reconstruction cleanly, and the paper preset's shape.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "teller/ingest/ingest.h"
+#include "teller/reconstruct/reconstruct.h"
+#include "teller/sim/faults.h"
+#include "teller/sim/ground_truth.h"
+#include "teller/sim/sim.h"
+
+namespace teller::sim {
+namespace {
+
+std::string TempDir(const std::string& tag) {
+  static int counter = 0;
+  const std::string dir = "/tmp/teller-sim-test-" + std::to_string(getpid()) + "-" + tag + "-" +
+                          std::to_string(counter++);
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return dir;
+}
+
+std::map<std::string, std::string> ReadDir(const std::string& dir, const std::string& prefix = "") {
+  std::map<std::string, std::string> files;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return files;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    struct stat st;
+    stat(path.c_str(), &st);
+    if (S_ISDIR(st.st_mode)) {
+      for (auto& [k, v] : ReadDir(path, prefix + name + "/")) files[k] = v;
+    } else {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      files[prefix + name] = ss.str();
+    }
+  }
+  closedir(d);
+  return files;
+}
+
+SimConfig Small(const std::string& profile, uint64_t seed = 5) {
+  SimConfig c;
+  c.profile = profile;
+  c.seed = seed;
+  c.requests = 10;
+  c.layers = 8;
+  c.output_median = 12;
+  c.output_max = 24;
+  c.prompt_median = 256;
+  c.rate = 10;
+  return c;
+}
+
+struct Sim {
+  std::string dir;
+  SimSummary summary;
+  Trace trace;
+  reconstruct::Reconstruction rec;
+  GroundTruth truth;
+};
+
+void RunSim(const SimConfig& config, Sim* s, bool reconstruct = true) {
+  s->dir = TempDir(config.profile);
+  auto r = Simulate(config, s->dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  s->summary = r.value();
+  auto st = ingest::ImportPath(s->dir, s->trace);
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto truth = ReadGroundTruth(s->dir + "/" + kGroundTruthFile);
+  if (truth.ok()) s->truth = truth.value();
+  if (reconstruct) s->rec = reconstruct::Reconstruct(s->trace);
+}
+
+// Kernel durations by (rank, short name) inside [from, to) (UTC ns, after import).
+struct Durations {
+  std::map<std::pair<int, std::string>, std::vector<double>> by;
+  double Median(int rank, const std::string& needle) const {
+    std::vector<double> all;
+    for (const auto& [key, v] : by) {
+      if ((rank < 0 || key.first == rank) && key.second.find(needle) != std::string::npos) {
+        all.insert(all.end(), v.begin(), v.end());
+      }
+    }
+    if (all.empty()) return 0;
+    std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
+    return all[all.size() / 2];
+  }
+};
+
+Durations Collect(const Trace& t, EventType type, int64_t from, int64_t to) {
+  Durations d;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.type[i] != type) continue;
+    if (t.events.start_ns[i] < from || t.events.start_ns[i] >= to) continue;
+    const int rank = t.processes[t.events.process[i]].rank;
+    d.by[{rank, std::string(t.strings.Get(t.events.name[i]))}].push_back(
+        static_cast<double>(t.events.end_ns[i] - t.events.start_ns[i]));
+  }
+  return d;
+}
+
+TEST(Simulate, SameSeedSameBytesDifferentSeedDifferentTraces) {
+  SimConfig c = Small("vllm-v1-online", 11);
+  c.faults.push_back(FaultSpec{Mechanism::kStragglerRank, 0, 0, 0, "", 1, 3, 3});
+  const std::string a = TempDir("det-a"), b = TempDir("det-b"), other = TempDir("det-c");
+  ASSERT_TRUE(Simulate(c, a).ok());
+  ASSERT_TRUE(Simulate(c, b).ok());
+  SimConfig c2 = c;
+  c2.seed = 12;
+  ASSERT_TRUE(Simulate(c2, other).ok());
+  const auto fa = ReadDir(a), fb = ReadDir(b), fo = ReadDir(other);
+  ASSERT_GE(fa.size(), 9u);  // 6 traces, 2 logs, manifest, ground truth
+  EXPECT_EQ(fa, fb);
+  size_t differing = 0;
+  for (const auto& [name, bytes] : fa) {
+    if (name.find(".tlr") == std::string::npos) continue;
+    bool any = false;
+    for (const auto& [oname, obytes] : fo) any |= (oname.find(".tlr") != std::string::npos && obytes == bytes);
+    differing += !any;
+  }
+  EXPECT_EQ(differing, 6u);
+}
+
+TEST(Simulate, RefusesReusedDirectoryAndBadTopology) {
+  SimConfig c = Small("vllm-v0");
+  const std::string dir = TempDir("reuse");
+  ASSERT_TRUE(Simulate(c, dir).ok());
+  auto again = Simulate(c, dir);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("already holds a trace"), std::string::npos);
+  SimConfig bad = Small("vllm-v0");
+  bad.tp = 4;
+  auto r = Simulate(bad, TempDir("bad"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tp x pp"), std::string::npos);
+  SimConfig unknown = Small("trtllm");
+  EXPECT_FALSE(Simulate(unknown, TempDir("unknown")).ok());
+}
+
+TEST(Simulate, EveryProfileReconstructsCleanlyAndItsLogsParse) {
+  for (const char* profile : kProfiles) {
+    SCOPED_TRACE(profile);
+    Sim s;
+    RunSim(Small(profile), &s);
+    const auto& st = s.rec.stats;
+    EXPECT_GT(st.steps, 0u);
+    EXPECT_EQ(st.kernels_orphan, 0u);
+    EXPECT_EQ(st.gpu_orphan, 0u);
+    EXPECT_EQ(st.unmatched_push, 0u);
+    EXPECT_EQ(st.unmatched_pop, 0u);
+    EXPECT_EQ(st.requests, 10u);
+    EXPECT_EQ(s.trace.counters.Get("raw.damaged_regions"), 0u);
+    // Logs: parsed with times, and (except offline vLLM, which prints no ids) naming
+    // the simulated requests so that they align to their steps.
+    EXPECT_GT(s.trace.logs.size(), 10u);
+    size_t timed = 0, with_id = 0;
+    for (size_t i = 0; i < s.trace.logs.size(); ++i) {
+      timed += s.trace.logs.ts_ns[i] != LogTable::kNoTime;
+      with_id += s.trace.logs.request[i] != 0;
+    }
+    EXPECT_EQ(timed, s.trace.logs.size());
+    if (std::string(profile) != "vllm-v1-offline") {
+      EXPECT_GE(with_id, 10u) << profile;
+      EXPECT_GE(st.log_lines_aligned, 10u);
+    }
+    // The step grammar carries seq and kind; every step has requests.
+    for (const auto& step : s.rec.steps) EXPECT_FALSE(step.requests.empty() && std::string(profile) != "torch-fsdp");
+  }
+}
+
+TEST(Simulate, CollectivesEndTogetherAndGraphDecodeIsOneLaunch) {
+  Sim s;
+  RunSim(Small("vllm-v1-online"), &s);
+  EXPECT_GT(s.rec.stats.graph_launches, 0u);
+  // All-reduce kernels of one TP group: ends within a few us, starts spread more.
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> ar;  // rank -> (start, end)
+  for (size_t i = 0; i < s.trace.events.size(); ++i) {
+    if (s.trace.events.type[i] != EventType::kKernel) continue;
+    if (s.trace.strings.Get(s.trace.events.name[i]).find("cross_device_reduce") == std::string::npos) continue;
+    ar[s.trace.processes[s.trace.events.process[i]].rank].push_back({s.trace.events.start_ns[i], s.trace.events.end_ns[i]});
+  }
+  ASSERT_EQ(ar.size(), 6u);
+  ASSERT_EQ(ar[0].size(), ar[1].size());
+  int64_t max_end_spread = 0, max_start_spread = 0;
+  for (size_t k = 0; k < ar[0].size(); ++k) {
+    const int64_t ends[3] = {ar[0][k].second, ar[1][k].second, ar[2][k].second};
+    const int64_t starts[3] = {ar[0][k].first, ar[1][k].first, ar[2][k].first};
+    max_end_spread = std::max(max_end_spread, *std::max_element(ends, ends + 3) - *std::min_element(ends, ends + 3));
+    max_start_spread = std::max(max_start_spread, *std::max_element(starts, starts + 3) - *std::min_element(starts, starts + 3));
+  }
+  EXPECT_LT(max_end_spread, 5000);  // same host, same clock: within the 2.5 us jitter
+  EXPECT_GT(max_start_spread, 5 * max_end_spread);
+  // Cross-host clocks were aligned by reconstruction.
+  EXPECT_EQ(s.trace.counters.Get("reconstruct.clock_aligned_hosts"), 1u);
+  EXPECT_EQ(s.trace.counters.Get("reconstruct.clock_unaligned_hosts"), 0u);
+}
+
+// One fault on a fixed rank over the whole run against the same seed without it.
+struct Pair {
+  Sim base, fault;
+};
+void RunPair(const std::string& profile, FaultSpec f, Pair* p, int requests = 10, int output_median = 12,
+             double rate = 10) {
+  SimConfig c = Small(profile, 21);
+  c.requests = requests;
+  c.output_median = output_median;
+  c.output_max = 2 * output_median;
+  c.rate = rate;
+  RunSim(c, &p->base, false);
+  c.faults = {f};
+  RunSim(c, &p->fault, false);
+}
+FaultSpec Whole(Mechanism m, int rank = 1, std::string target = "", double magnitude = 0) {
+  FaultSpec f;
+  f.mechanism = m;
+  f.rank = rank;
+  f.target = std::move(target);
+  f.magnitude = magnitude;
+  return f;
+}
+constexpr int64_t kAll = INT64_MAX;
+
+TEST(Mechanisms, KernelThrottleShiftsOnlyTheTargetFamily) {
+  Pair p;
+  RunPair("vllm-v1-online", Whole(Mechanism::kKernelThrottle, -1, "attention", 3.0), &p);
+  const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
+  const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+  const double attn = f.Median(-1, "flash_fwd_splitkv_kernel") / b.Median(-1, "flash_fwd_splitkv_kernel");
+  const double norm = f.Median(-1, "fused_add_rms_norm") / b.Median(-1, "fused_add_rms_norm");
+  const double gemm = f.Median(-1, "sm90_xmma_gemm") / b.Median(-1, "sm90_xmma_gemm");
+  EXPECT_NEAR(attn, 3.0, 0.3);
+  EXPECT_NEAR(norm, 1.0, 0.05);
+  EXPECT_NEAR(gemm, 1.0, 0.05);
+  EXPECT_GT(p.fault.summary.faulty_requests, 0u);
+  EXPECT_EQ(p.base.summary.faulty_requests, 0u);
+}
+
+TEST(Mechanisms, SlowKernelOnOneGpuMakesItsPeersWait) {
+  Pair p;
+  RunPair("sglang", Whole(Mechanism::kKernelSlowOneGpu, 1, "gemm", 3.0), &p);
+  const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
+  const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+  EXPECT_NEAR(f.Median(1, "sm90_xmma_gemm") / b.Median(1, "sm90_xmma_gemm"), 3.0, 0.3);
+  EXPECT_NEAR(f.Median(0, "sm90_xmma_gemm") / b.Median(0, "sm90_xmma_gemm"), 1.0, 0.05);
+  // Rank 0 and 2 wait for rank 1 inside the all-reduce: it widens there, not on rank 1.
+  EXPECT_GT(f.Median(0, "cross_device_reduce") / b.Median(0, "cross_device_reduce"), 2.0);
+  EXPECT_LT(f.Median(1, "cross_device_reduce"), f.Median(0, "cross_device_reduce"));
+}
+
+TEST(Mechanisms, RuntimeFaultsSlowTheirCallsOnTheirRank) {
+  {
+    Pair p;
+    RunPair("vllm-v0", Whole(Mechanism::kLaunchLatency, 2, "", 6.0), &p);
+    const auto b = Collect(p.base.trace, EventType::kRuntime, 0, kAll);
+    const auto f = Collect(p.fault.trace, EventType::kRuntime, 0, kAll);
+    EXPECT_GT(f.Median(2, "cudaLaunchKernel") / b.Median(2, "cudaLaunchKernel"), 4.0);
+    EXPECT_NEAR(f.Median(0, "cudaLaunchKernel") / b.Median(0, "cudaLaunchKernel"), 1.0, 0.15);
+  }
+  {
+    Pair p;
+    RunPair("vllm-v0", Whole(Mechanism::kSyncStall, 4, "", 4.0), &p);
+    const auto b = Collect(p.base.trace, EventType::kRuntime, 0, kAll);
+    const auto f = Collect(p.fault.trace, EventType::kRuntime, 0, kAll);
+    EXPECT_GT(f.Median(4, "cudaStreamSynchronize") - b.Median(4, "cudaStreamSynchronize"), 1.5e6);
+    EXPECT_NEAR(f.Median(3, "cudaStreamSynchronize") / b.Median(3, "cudaStreamSynchronize"), 1.0, 0.5);
+  }
+  {
+    Pair p;
+    RunPair("vllm-v0", Whole(Mechanism::kGpuThrottle, 0, "", 1.4), &p, 30);
+    // The clocks come down over the first second (open-ended episode): compare after it.
+    int64_t first = INT64_MAX;
+    for (int64_t t : p.fault.trace.events.start_ns) first = std::min(first, t);
+    const auto b = Collect(p.base.trace, EventType::kKernel, first + 1'200'000'000, kAll);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, first + 1'200'000'000, kAll);
+    EXPECT_GT(f.Median(0, "sm90_xmma_gemm") / b.Median(0, "sm90_xmma_gemm"), 1.1);
+    EXPECT_NEAR(f.Median(0, "rotary_embedding") / b.Median(0, "rotary_embedding"), 1.0, 0.05);  // memory-bound
+  }
+}
+
+TEST(Mechanisms, CommunicationFaults) {
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kSlowLink, -1, "", 8.0), &p);
+    const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+    EXPECT_GT(f.Median(0, "SendRecv") / b.Median(0, "SendRecv"), 3.0);  // crosses nodes (the sender's kernel is the transfer)
+    EXPECT_NEAR(f.Median(3, "cross_device_reduce") / b.Median(3, "cross_device_reduce"), 1.0, 0.2);  // stays in node
+  }
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kStragglerRank, 4, "", 6.0), &p);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+    const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
+    // The late rank has the shortest collectives; its peers wait.
+    double peer_max = 0, late_mean = 0, peer_mean = 0;
+    for (const auto& [key, v] : f.by) {
+      if (key.second.find("cross_device_reduce") == std::string::npos) continue;
+      double sum = 0;
+      for (double x : v) sum += x;
+      if (key.first == 4) late_mean = sum / v.size();
+      if (key.first == 3) peer_mean = sum / v.size();
+      if (key.first == 3) peer_max = *std::max_element(v.begin(), v.end());
+    }
+    EXPECT_LT(late_mean, peer_mean);
+    EXPECT_GT(peer_max, 100e3);
+    (void)b;
+  }
+  {
+    Pair p;
+    RunPair("vllm-v0", Whole(Mechanism::kNcclFallback, -1, "", 3.0), &p);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+    EXPECT_GT(f.Median(-1, "ncclDevKernel_AllReduce"), 0);
+    EXPECT_EQ(f.Median(-1, "cross_device_reduce"), 0);
+  }
+}
+
+TEST(Mechanisms, MemoryFaults) {
+  {
+    Pair p;
+    FaultSpec f = Whole(Mechanism::kKvPressure, -1, "", 0.8);
+    RunPair("vllm-v0", f, &p, 24, 40, 40);  // enough concurrency to preempt
+    size_t recompute = 0;
+    for (const StepTruth& s : p.fault.truth.steps) recompute += s.fault == 0;
+    EXPECT_GT(recompute, 0u);
+    // vLLM v0 warns at the first preemption.
+    size_t warnings = 0;
+    for (size_t i = 0; i < p.fault.trace.logs.size(); ++i) {
+      warnings += p.fault.trace.strings.Get(p.fault.trace.logs.message[i]).find("is preempted by") != std::string::npos;
+    }
+    EXPECT_GE(warnings, 1u);
+  }
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kKvSwap, -1, "", 1.0), &p);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p.fault.trace.events.size(); ++i) {
+      if (p.fault.trace.events.type[i] == EventType::kMemcpy) bytes = std::max(bytes, p.fault.trace.events.bytes[i]);
+    }
+    EXPECT_GT(bytes, 4u << 20);
+  }
+  {
+    Pair p;
+    RunPair("torch-fsdp", Whole(Mechanism::kAllocatorStall, 2, "", 3.0), &p);
+    const auto f = Collect(p.fault.trace, EventType::kRuntime, 0, kAll);
+    const auto b = Collect(p.base.trace, EventType::kRuntime, 0, kAll);
+    EXPECT_GT(f.Median(2, "cudaMalloc"), 100e3);
+    EXPECT_EQ(f.Median(1, "cudaMalloc"), 0);
+    EXPECT_EQ(b.Median(2, "cudaMalloc"), 0);
+  }
+}
+
+TEST(Mechanisms, SchedulingFaults) {
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kMisroute), &p, 16);
+    size_t misrouted = 0;
+    for (const StepTruth& s : p.fault.truth.steps) {
+      if (s.fault != 0) continue;
+      ++misrouted;
+      ASSERT_EQ(s.affected_requests.size(), 1u);
+      EXPECT_FALSE(s.vertical.nodes.empty());
+    }
+    EXPECT_GT(misrouted, 0u);
+    // A misrouted request's first step is not a prefill for it: it never prefilled.
+  }
+  {
+    Pair p;
+    RunPair("sglang", Whole(Mechanism::kStarvation, -1, "", 1.0), &p, 16);
+    // Starved requests wait far longer for their first step than in the healthy run.
+    size_t starved = 0;
+    for (const RequestTruth& r : p.fault.truth.requests) starved += r.mechanism == "starvation";
+    EXPECT_GT(starved, 0u);
+  }
+  {
+    Pair p;
+    RunPair("vllm-v0", Whole(Mechanism::kOpReorder), &p);
+    // In a prefill step's layer, attention now comes before the cache write.
+    const Trace& t = p.fault.trace;
+    int64_t cache = -1, attn = -1;
+    for (size_t i = 0; i < t.events.size() && (cache < 0 || attn < 0); ++i) {
+      if (t.events.type[i] != EventType::kKernel || t.processes[t.events.process[i]].rank != 0) continue;
+      const std::string_view n = t.strings.Get(t.events.name[i]);
+      if (cache < 0 && n.find("reshape_and_cache") != std::string::npos) cache = t.events.start_ns[i];
+      if (attn < 0 && n.find("flash_fwd") != std::string::npos) attn = t.events.start_ns[i];
+    }
+    EXPECT_LT(attn, cache);
+  }
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kWorkerStall, 1, "", 1.0), &p);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+    double peer_max = 0;
+    for (const auto& [key, v] : f.by) {
+      if (key.first == 0 && key.second.find("cross_device_reduce") != std::string::npos) {
+        peer_max = std::max(peer_max, *std::max_element(v.begin(), v.end()));
+      }
+    }
+    EXPECT_GT(peer_max, 10e6);  // rank 0 waited > 10 ms for the stalled worker
+  }
+  {
+    Pair p;
+    RunPair("vllm-v1-online", Whole(Mechanism::kFallbackKernel), &p);
+    const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
+    EXPECT_GT(f.Median(-1, "RadixSort"), 0);
+    const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
+    EXPECT_EQ(b.Median(-1, "RadixSort"), 0);
+  }
+}
+
+TEST(GroundTruth, FaultyRequestsHaveAnomalousStepsHealthyOnesNone) {
+  SimConfig c = Small("vllm-v1-online", 8);
+  c.requests = 30;
+  for (Mechanism m : {Mechanism::kKernelThrottle, Mechanism::kStragglerRank, Mechanism::kSyncStall}) {
+    FaultSpec f;
+    f.mechanism = m;
+    f.onset_request = 4 + 9 * static_cast<int>(c.faults.size());
+    f.span_requests = 3;
+    c.faults.push_back(f);
+  }
+  Sim s;
+  RunSim(c, &s, false);
+  ASSERT_EQ(s.truth.requests.size(), 30u);
+  std::map<std::string, int> anomalous;
+  for (const StepTruth& st : s.truth.steps) {
+    if (st.fault < 0) {
+      EXPECT_TRUE(st.affected_requests.empty());
+      EXPECT_FALSE(st.vertical.is_anomaly || st.horizontal.is_anomaly);
+      EXPECT_TRUE(st.explanation.empty());
+      continue;
+    }
+    EXPECT_FALSE(st.explanation.empty());
+    EXPECT_TRUE(st.vertical.is_anomaly || st.horizontal.is_anomaly);
+    for (const std::string& r : st.affected_requests) {
+      EXPECT_NE(std::find(st.requests.begin(), st.requests.end(), r), st.requests.end());
+      ++anomalous[r];
+    }
+  }
+  size_t faulty = 0;
+  for (const RequestTruth& r : s.truth.requests) {
+    faulty += r.is_fault;
+    EXPECT_EQ(r.is_fault, anomalous.count(r.id) > 0) << r.id;
+    if (r.is_fault) {
+      EXPECT_FALSE(r.fault_type.empty());
+      EXPECT_FALSE(r.mechanism.empty());
+    }
+  }
+  EXPECT_GT(faulty, 3u);
+  EXPECT_LT(faulty, 30u);
+}
+
+TEST(FaultSpecs, ParseAndReject) {
+  FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(ParseFaultSpec("kernel_throttle:target=gemm,magnitude=2.5,onset=2s,duration=500ms,rank=3", &f, &error))
+      << error;
+  EXPECT_EQ(f.mechanism, Mechanism::kKernelThrottle);
+  EXPECT_EQ(f.target, "gemm");
+  EXPECT_DOUBLE_EQ(f.magnitude, 2.5);
+  EXPECT_EQ(f.onset_ns, 2000000000);
+  EXPECT_EQ(f.duration_ns, 500000000);
+  EXPECT_EQ(f.rank, 3);
+  EXPECT_FALSE(ParseFaultSpec("gpu_melt", &f, &error));
+  EXPECT_NE(error.find("kernel_throttle"), std::string::npos);  // lists the known ones
+  EXPECT_FALSE(ParseFaultSpec("kernel_throttle:magnitude=-1", &f, &error));
+  EXPECT_FALSE(ParseFaultSpec("kernel_throttle:onset=soon", &f, &error));
+  EXPECT_FALSE(ParseFaultSpec("kernel_throttle:colour=red", &f, &error));
+  // Five categories, at least three mechanisms each.
+  std::map<std::string, int> per;
+  for (const MechanismInfo& m : Mechanisms()) ++per[m.category];
+  ASSERT_EQ(per.size(), 5u);
+  for (const auto& [cat, n] : per) EXPECT_GE(n, 3) << cat;
+}
+
+TEST(Preset, PaperShape) {
+  const auto configs = PaperPreset(1);
+  ASSERT_EQ(configs.size(), 5u);
+  int total = 0;
+  std::map<std::string, int> categories;
+  for (const SimConfig& c : configs) {
+    total += c.requests;
+    for (const FaultSpec& f : c.faults) ++categories[Info(f.mechanism).category];
+  }
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(configs[0].requests, 100);
+  ASSERT_EQ(categories.size(), 5u);
+  for (const auto& [cat, n] : categories) EXPECT_EQ(n, 5) << cat;
+}
+
+}  // namespace
+}  // namespace teller::sim
