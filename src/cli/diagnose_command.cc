@@ -111,12 +111,15 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
+  if (r.nodes.size() == 0) {
+    std::fprintf(stderr, "teller diagnose: %s holds no events to diagnose\n", traces.front().c_str());
+    return 1;
+  }
   if (r.steps.empty()) {
     std::fprintf(stderr,
-                 "teller diagnose: no steps found in %s (no teller.step ranges, engine step markers or "
-                 "ProfilerStep#N); nothing to diagnose\n",
+                 "teller diagnose: no steps in %s (no teller.step ranges, engine step markers or "
+                 "ProfilerStep#N): each process's whole timeline is diagnosed as one unit\n",
                  traces.front().c_str());
-    return 1;
   }
   localize::Model model;
   const localize::Model* base = nullptr;

@@ -1,5 +1,6 @@
 #include "teller/core/file_util.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -27,6 +28,20 @@ bool IsDirectory(const std::string& path) {
 bool IsRegularFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool DirectoryHasEntries(const std::string& path) {
+  DIR* d = opendir(path.c_str());
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      any = true;
+      break;
+    }
+  }
+  closedir(d);
+  return any;
 }
 
 }  // namespace teller

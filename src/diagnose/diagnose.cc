@@ -171,16 +171,27 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
         if (std::find(sd.logs.begin(), sd.logs.end(), row) == sd.logs.end()) sd.logs.push_back(row);
       }
     }
+    if (loc.group_steps[g].empty() && !loc.group_roots[g].empty()) {
+      // No steps in the trace: the process's whole timeline is the unit.
+      const uint32_t first = loc.group_roots[g].front();
+      sd.ordinal = g;
+      sd.kind = "whole trace";
+      sd.start_ns = n.start_ns[first];
+      sd.end_ns = n.end_ns[first];
+      for (uint32_t root : loc.group_roots[g]) {
+        sd.start_ns = std::min(sd.start_ns, n.start_ns[root]);
+        sd.end_ns = std::max(sd.end_ns, n.end_ns[root]);
+      }
+    }
     sd.score = loc.group_score[g];
     d.steps.push_back(std::move(sd));
   }
   // Evidence, views, fault type and explanation of abnormal steps.
   for (StepDiagnosis& sd : d.steps) {
     sd.abnormal = sd.score > options.step_threshold;
-    std::vector<uint32_t> roots;
     std::vector<const localize::Instance*> sus;
-    for (uint32_t s : sd.rank_steps) roots.push_back(r.steps[s].node);
     const uint32_t group = static_cast<uint32_t>(&sd - d.steps.data());
+    const std::vector<uint32_t>& roots = loc.group_roots[group];
     for (uint32_t i : loc.suspicious[group]) sus.push_back(&loc.instances[i]);
     if (!sd.abnormal) {
       sd.step_nodes = 0;

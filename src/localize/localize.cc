@@ -151,7 +151,30 @@ struct Extracted {
   std::vector<std::string> family_key;  // name + '\x1f' + layer
 };
 
+// The units instances are collected from: the steps, or, in a trace with no steps at all
+// (an Nsight export of a plain CUDA program), each process's whole forest as one unit.
+struct Unit {
+  std::vector<uint32_t> roots;
+  StringId kind = 0;
+};
+std::vector<Unit> Units(const Reconstruction& r) {
+  std::vector<Unit> units;
+  if (!r.steps.empty()) {
+    for (const reconstruct::Step& st : r.steps) units.push_back(Unit{{st.node}, st.kind});
+    return units;
+  }
+  std::map<uint32_t, size_t> by_process;
+  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+    if (r.nodes.parent[i] >= 0) continue;
+    auto [it, added] = by_process.emplace(r.nodes.process[i], units.size());
+    if (added) units.emplace_back();
+    units[it->second].roots.push_back(i);
+  }
+  return units;
+}
+
 Extracted Extract(const Trace& t, const Reconstruction& r) {
+  const std::vector<Unit> units = Units(r);
   const Nodes& n = r.nodes;
   const EventTable& ev = t.events;
   const size_t N = n.size();
@@ -227,12 +250,11 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
     if (IsRange(type)) child_range_ns[q] += dur;
   }
   Extracted x;
-  std::vector<uint32_t> stack;
-  for (uint32_t s = 0; s < r.steps.size(); ++s) {
-    stack.assign(1, r.steps[s].node);
+  for (uint32_t s = 0; s < units.size(); ++s) {
     // depth-first; `covered` depth marks whether an operator range encloses the node.
     // (node, enclosed by an operator range, previous sibling or -1)
-    std::vector<std::tuple<uint32_t, bool, int64_t>> todo = {{r.steps[s].node, false, -1}};
+    std::vector<std::tuple<uint32_t, bool, int64_t>> todo;
+    for (size_t k = units[s].roots.size(); k-- > 0;) todo.push_back({units[s].roots[k], false, -1});
     while (!todo.empty()) {
       const auto [i, covered, prev] = todo.back();
       todo.pop_back();
@@ -260,7 +282,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         x.total.push_back(static_cast<int64_t>(ops[i] > 0 ? op_ns[i] : dur));
         // Operators of prefill, decode and mixed steps work on batches of very different
         // sizes: each step kind is its own family (our refinement of method.md §3).
-        const StringId kind = r.steps[s].kind;
+        const StringId kind = units[s].kind;
         // The same kernel or op name often serves several shapes (the four GEMMs of a
         // layer): the operator that precedes it among its siblings tells them apart.
         // GPU operations: the operation before them on their stream.
@@ -426,9 +448,17 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
       }
     }
   }
-  // Engine steps: rank steps with the same seq form a group.
-  out.group_of_step.assign(r.steps.size(), 0);
-  {
+  // Engine steps: rank steps with the same seq form a group. A trace without steps has
+  // one group per process (its whole forest).
+  const std::vector<Unit> units = Units(r);
+  out.group_of_step.assign(units.size(), 0);
+  if (r.steps.empty()) {
+    for (uint32_t u = 0; u < units.size(); ++u) {
+      out.group_of_step[u] = u;
+      out.group_steps.emplace_back();
+      out.group_roots.push_back(units[u].roots);
+    }
+  } else {
     std::unordered_map<std::string, uint32_t> by_seq;
     for (uint32_t st = 0; st < r.steps.size(); ++st) {
       std::vector<std::string> ids;
@@ -445,6 +475,10 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
       }
       out.group_of_step[st] = g;
       out.group_steps[g].push_back(st);
+    }
+    for (const auto& steps : out.group_steps) {
+      out.group_roots.emplace_back();
+      for (uint32_t st : steps) out.group_roots.back().push_back(r.steps[st].node);
     }
   }
   const size_t groups = out.group_steps.size();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -241,6 +242,25 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   EXPECT_FALSE(d.top_operators.empty());
   const std::string text = diagnose::ToText(t, d, 5);
   EXPECT_NE(text.find("top operators"), std::string::npos);
+}
+
+TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
+  const std::string db = TempDir("nsys") + ".sqlite";
+  ASSERT_EQ(std::system(("gzip -dc '" + std::string(TELLER_REAL_DATA) +
+                         "/nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz' > '" + db + "'").c_str()),
+            0);
+  Trace t;
+  ASSERT_TRUE(ingest::ImportPath(db, t).ok());
+  const auto r = reconstruct::Reconstruct(t);
+  EXPECT_TRUE(r.steps.empty());
+  const auto d = diagnose::Diagnose(t, r, {});
+  ASSERT_FALSE(d.steps.empty());
+  EXPECT_EQ(d.steps[0].kind, "whole trace");
+  EXPECT_LT(d.steps[0].start_ns, d.steps[0].end_ns);
+  bool saxpy = false;
+  for (const auto& o : d.top_operators) saxpy |= o.name == "saxpy";
+  EXPECT_TRUE(saxpy);
+  std::remove(db.c_str());
 }
 
 // The quality check of the numeric diagnosis on real traces: slow one kernel family down

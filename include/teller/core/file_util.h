@@ -16,6 +16,9 @@ Status MakeDirs(const std::string& path);
 bool IsDirectory(const std::string& path);
 bool IsRegularFile(const std::string& path);
 
+// True when `path` is a directory holding anything besides "." and "..".
+bool DirectoryHasEntries(const std::string& path);
+
 }  // namespace teller
 
 #endif  // TELLER_CORE_FILE_UTIL_H_

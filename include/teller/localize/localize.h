@@ -65,7 +65,8 @@ struct Family {
 struct Instance {
   uint32_t node = 0;
   uint32_t family = 0;
-  uint32_t step = 0;    // index into Reconstruction::steps (the rank's step)
+  uint32_t step = 0;    // index into Reconstruction::steps (the rank's step); without
+                        // steps, the index of the process's group
   float rho = 1;        // responsibility of the central components (1 = typical)
   float anomaly = 0;    // a(x) = 1 - rho
   int64_t total_ns = 0; // GPU time, or own time when the instance launches no GPU work
@@ -90,6 +91,7 @@ struct Result {
   std::vector<StepFamily> step_families;  // by step, then family
   std::vector<uint32_t> group_of_step;    // Reconstruction::steps index -> group
   std::vector<std::vector<uint32_t>> group_steps;  // group -> its steps (one per rank)
+  std::vector<std::vector<uint32_t>> group_roots;  // group -> the root nodes of its trees
   std::vector<float> group_score;         // per group: max A_{s,t}
   std::vector<std::vector<uint32_t>> suspicious;  // per group: indices into instances
 };
