@@ -101,7 +101,8 @@ std::string FaultType(const Trace& t, const reconstruct::Reconstruction& r, cons
       compute_families[e.rank].insert(e.name);
     }
   }
-  if (host != nullptr && (compute == nullptr || host->score >= compute->score)) {
+  auto excess = [](const Evidence* e) { return e == nullptr ? 0 : e->self_ns - e->expected_ns; };
+  if (host != nullptr && (compute == nullptr || excess(host) > 2 * excess(compute))) {
     for (const std::string& c : calls) {
       if (Contains(c, "Synchronize")) {
         *why = c + " blocks far longer than the work it waits for";

@@ -9,6 +9,7 @@
 #include <memory>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 namespace teller::localize {
@@ -56,12 +57,26 @@ void FitStandardization(const std::vector<Vec>& x, FamilyModel* m) {
     for (size_t i = 0; i < x.size(); ++i) col[i] = std::log1p(std::max(0.0, x[i][f]));
     const double med = Median(col);
     for (double& c : col) c = std::fabs(c - med);
-    double mad = Median(col);
-    // A feature that barely varies carries no signal; a floor keeps near-constant ones
+    const double mad = Median(col);
+    // The 85th percentile of the deviations as a second scale: features that are mostly
+    // zero (overlap, launch delay, bytes) or heavy-tailed in normal operation have a tiny
+    // MAD but a wide normal spread, which must not read as anomalies.
+    double p85 = 0;
+    if (!col.empty()) {
+      const size_t k = std::min(col.size() - 1, static_cast<size_t>(0.85 * static_cast<double>(col.size())));
+      std::nth_element(col.begin(), col.begin() + static_cast<long>(k), col.end());
+      p85 = col[k];
+    }
+    // A feature that never varies carries no signal; a floor keeps near-constant ones
     // from turning rounding noise into huge z-scores.
     m->median[f] = med;
-    m->active[f] = mad > 1e-9 || x.size() < 3;
-    m->scale[f] = std::max(1.4826 * mad, 0.08);
+    m->active[f] = mad > 1e-9 || p85 > 1e-9 || x.size() < 3;
+    // The second scale only where the two disagree by far (for normal data they agree
+    // within a few percent), so that ordinary families keep their MAD-based sensitivity.
+    // Durations of work (own and GPU time) keep it: they are what a fault slows down.
+    const bool work_time = f == kSelfNs || f == kGpuNs;
+    const double wide = !work_time && p85 / 1.44 > 3.0 * 1.4826 * mad ? p85 / 1.44 : 0.0;
+    m->scale[f] = std::max({1.4826 * mad, wide, 0.08});
   }
 }
 
@@ -184,6 +199,13 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return n.depth[a] > n.depth[b]; });
   std::vector<int64_t> ready(N, INT64_MIN);  // when the stream became free for the op
   std::vector<int64_t> prev_on_stream(N, -1);  // the GPU operation before it on its stream
+  std::vector<double> sync_ns(N, 0);  // time in synchronizations: waiting, not working
+  // GPU work end times per process, sorted, to tell a synchronization's wait from its stall.
+  std::unordered_map<uint32_t, std::vector<int64_t>> gpu_ends;
+  for (uint32_t i = 0; i < N; ++i) {
+    if (IsGpuWork(ev.type[n.event[i]])) gpu_ends[n.process[i]].push_back(n.end_ns[i]);
+  }
+  for (auto& [p, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
   std::vector<double> call_ns(N, 0), calls(N, 0), ops(N, 0), op_ns(N, 0), delay(N, 0), bytes(N, 0), child_range_ns(N, 0),
       overlap(N, 0);
   // GPU overlap with other streams of the same device: against the latest operation seen
@@ -221,6 +243,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
     const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
     if (IsHostCall(type)) {
       call_ns[i] += dur;
+      if (t.strings.Get(ev.name[e]).find("Synchronize") != std::string_view::npos) sync_ns[i] += dur;
       calls[i] += 1;
     } else if (IsGpuWork(type)) {
       ops[i] += 1;
@@ -241,6 +264,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
     if (p < 0) continue;
     const size_t q = static_cast<size_t>(p);
     call_ns[q] += call_ns[i];
+    sync_ns[q] += sync_ns[i];
     calls[q] += calls[i];
     ops[q] += ops[i];
     op_ns[q] += op_ns[i];
@@ -265,10 +289,22 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
       // kernel of the operator is abnormal; in a graph replay it is the only operator.
       const bool gpu_op = IsGpuWork(type);
       const bool bare_gpu = gpu_op;
-      if (op_range || gpu_op) {
+      // Runtime/driver calls no operator range encloses (a step's synchronizations and
+      // copies) are instances of their own: nothing else would hold their time.
+      const bool bare_call = IsHostCall(type) && !covered && ops[i] == 0;
+      if (op_range || gpu_op || bare_call) {
         Vec v{};
         const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
-        v[kSelfNs] = bare_gpu ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
+        v[kSelfNs] = bare_gpu || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
+        if (bare_call && sync_ns[i] > 0) {
+          // A synchronization's own cost is how long it blocks after the GPU work it
+          // waits for has finished; the waiting itself belongs to that work.
+          const auto& ends = gpu_ends[n.process[i]];
+          const auto it = std::upper_bound(ends.begin(), ends.end(), n.end_ns[i]);
+          const int64_t gpu_done = it == ends.begin() ? n.start_ns[i] : std::max(n.start_ns[i], *(it - 1));
+          v[kSelfNs] = static_cast<double>(std::max<int64_t>(0, n.end_ns[i] - gpu_done));
+          v[kHostCallNs] = v[kSelfNs];
+        }
         v[kHostCallNs] = call_ns[i];
         v[kHostCalls] = calls[i];
         v[kGpuOps] = ops[i];
@@ -279,7 +315,10 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         x.node.push_back(i);
         x.step.push_back(s);
         x.features.push_back(v);
-        x.total.push_back(static_cast<int64_t>(ops[i] > 0 ? op_ns[i] : dur));
+        // The time an instance stands for: its GPU time, else its own time less what it
+        // spent waiting in synchronizations (a wrapper that waits for slow kernels is not
+        // where the time goes); a synchronization call itself keeps its time.
+        x.total.push_back(static_cast<int64_t>(ops[i] > 0 ? op_ns[i] : bare_call ? v[kSelfNs] : std::max(0.0, dur - sync_ns[i])));
         // Operators of prefill, decode and mixed steps work on batches of very different
         // sizes: each step kind is its own family (our refinement of method.md §3).
         const StringId kind = units[s].kind;
@@ -500,11 +539,50 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
     group_members[out.group_of_step[x.step[i]]].push_back(static_cast<uint32_t>(out.instances.size()));
     out.instances.push_back(in);
   }
+  // Structure: a family that appears in only a few steps of its kind (a fallback kernel,
+  // NCCL's ring kernel in place of the custom all-reduce), or, in baseline mode, one the
+  // baseline never ran, is anomalous wherever it appears, however typical its durations
+  // are among themselves.
+  std::vector<bool> rare(out.families.size(), false);
+  {
+    std::vector<uint32_t> presence(out.families.size(), 0);
+    std::unordered_map<std::string, uint32_t> kind_groups;
+    std::vector<std::string> group_kind(groups);
+    for (uint32_t g = 0; g < groups; ++g) {
+      std::set<uint32_t> seen;
+      for (uint32_t i : group_members[g]) {
+        seen.insert(out.instances[i].family);
+        if (group_kind[g].empty()) {
+          const std::string& key = out.families[out.instances[i].family].key;
+          const size_t a = key.find('\x1f', key.find('\x1f') + 1);
+          group_kind[g] = key.substr(a + 1, key.find('\x1f', a + 1) - a - 1) + "\x1f";
+        }
+      }
+      for (uint32_t f : seen) ++presence[f];
+      ++kind_groups[group_kind[g]];
+    }
+    for (size_t f = 0; f < out.families.size(); ++f) {
+      const std::string& key = out.families[f].key;
+      const size_t a = key.find('\x1f', key.find('\x1f') + 1);
+      const std::string kind = key.substr(a + 1, key.find('\x1f', a + 1) - a - 1) + "\x1f";
+      const uint32_t total = kind_groups[kind];
+      const bool seldom = total >= 20 && presence[f] * 20 < total;
+      const bool unseen = baseline != nullptr && !out.families[f].from_baseline;
+      rare[f] = seldom || unseen;
+    }
+  }
   for (uint32_t g = 0; g < groups; ++g) {
     // A_{s,t} per family present in the engine step.
     std::map<uint32_t, std::vector<uint32_t>> by_family;
     for (uint32_t i : group_members[g]) by_family[out.instances[i].family].push_back(i);
     for (auto& [f, list] : by_family) {
+      if (rare[f]) {
+        for (uint32_t i : list) {
+          Instance& in = out.instances[i];
+          in.anomaly = std::max(in.anomaly, 0.9f);
+          in.rho = 1.0f - in.anomaly;
+        }
+      }
       std::vector<float> values;
       for (uint32_t i : list) values.push_back(out.instances[i].rho);
       std::sort(values.begin(), values.end());
