@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev
   libarmadillo-dev   # Gaussian mixtures of candidate localization
   sentencepiece      # spm_train: the reference in bench/tpe_benchmark
+  libxgboost-dev xgboost  # the XGBoost baseline of teller eval (the CLI package makes find_package(xgboost) work)
 )
 missing=()
 for p in "${packages[@]}"; do

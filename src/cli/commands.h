@@ -16,6 +16,7 @@ int SimulateCommand(const std::vector<std::string>& args);
 int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
 int DiagnoseCommand(const std::vector<std::string>& args);
+int EvalCommand(const std::vector<std::string>& args);
 
 }  // namespace teller::cli
 

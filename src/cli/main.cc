@@ -45,6 +45,8 @@ constexpr const char* kUsage =
     "  inject TRACE --fault MECHANISM --out OUT     apply a fault to an existing trace\n"
     "Learn:\n"
     "  tpe train|encode|stats ...   Trace Pair Encoding of dataset steps (method.md 5)\n"
+    "  eval --data DIR --method NAME|--predictions FILE [--split request|engine|run]\n"
+    "                     score methods or predictions on a labelled dataset (Table 2)\n"
     "\n"
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
@@ -91,7 +93,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "inspect" || command == "dataset" || command == "simulate" ||
-      command == "inject" || command == "tpe" || command == "diagnose") {
+      command == "inject" || command == "tpe" || command == "diagnose" ||
+      command == "eval") {
     ReexecWithHugePages(argv);
   }
   const std::vector<std::string> args(argv + 2, argv + argc);
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   if (command == "inject") return teller::cli::InjectCommand(args);
   if (command == "tpe") return teller::cli::TpeCommand(args);
   if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
+  if (command == "eval") return teller::cli::EvalCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

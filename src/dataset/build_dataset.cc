@@ -3,6 +3,8 @@
 // work), settings built in parallel (each owns its Trace; nothing is shared but the
 // progress callback), and index.json.
 #include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,24 +48,19 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
   return names;
 }
 
-bool DirectoryHasEntries(const std::string& path) {
-  DIR* d = opendir(path.c_str());
-  if (d == nullptr) return false;
-  bool any = false;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      any = true;
-      break;
-    }
-  }
-  closedir(d);
-  return any;
-}
-
 bool HasTruth(const std::string& dir) { return IsRegularFile(Join(dir, sim::kGroundTruthFile)); }
 
 bool LooksLikeRawTrace(const std::string& dir) {
   return ingest::DetectFormat(dir) == ingest::InputFormat::kTellerRaw;
+}
+
+// index.json records where each setting came from so that `teller eval` can re-import
+// it (to score `teller diagnose` against the labels); an absolute path keeps working
+// from any working directory.
+std::string AbsolutePath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) != nullptr) return buf;
+  return path;
 }
 
 double Since(std::chrono::steady_clock::time_point t0) {
@@ -169,7 +166,7 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
                               job.dir);
       auto result = BuildSetting(trace, job.truth, job.name, out_dir, worker_options);
       if (result.ok()) {
-        result->source = job.dir;
+        result->source = AbsolutePath(job.dir);
         result->import_seconds = import_seconds;
       }
       job.result = std::move(result);

@@ -93,20 +93,6 @@ uint8_t TypeTagOf(Layer layer, EventType type) {
   }
 }
 
-bool DirectoryHasEntries(const std::string& path) {
-  DIR* d = opendir(path.c_str());
-  if (d == nullptr) return false;
-  bool any = false;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      any = true;
-      break;
-    }
-  }
-  closedir(d);
-  return any;
-}
-
 // The counters of one build, in the order index.json prints them.
 struct BuildCounters {
   uint64_t locators = 0;

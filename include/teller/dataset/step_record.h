@@ -21,11 +21,11 @@ namespace teller::dataset {
 // steps without a seq, the same per-process ordinal (the pairing the horizontal view
 // uses).
 struct EngineStep {
-  uint64_t seq = 0;      // the seq, or the ordinal when has_seq is false
+  uint64_t seq = 0;  // the seq, or the ordinal when has_seq is false
   bool has_seq = false;
-  std::vector<uint32_t> steps;     // Reconstruction::steps indices, by (rank, process index)
+  std::vector<uint32_t> steps;       // Reconstruction::steps indices, by (rank, process index)
   int64_t start_ns = 0, end_ns = 0;  // span of all ranks' STEP ranges
-  std::vector<StringId> requests;  // union over ranks, in order of appearance
+  std::vector<StringId> requests;    // union over ranks, in order of appearance
 };
 
 struct GroupCounts {
@@ -43,11 +43,11 @@ std::vector<EngineStep> GroupEngineSteps(const Trace& trace, const reconstruct::
 // time, so parents come before children. At most max_nodes nodes: a larger record is cut
 // (truncated = true) and the rest has no local id.
 struct StepRecord {
-  std::vector<uint32_t> node;      // reconstruction node of each local id
-  std::vector<int32_t> parent;     // local id of the parent, -1 for a rank's STEP node
-  std::vector<uint16_t> depth;     // relative to the rank's STEP node
-  std::vector<int32_t> rank;       // ProcessInfo::rank of the node's process
-  std::vector<uint32_t> rank_root; // local id of each rank's STEP node, for the ranks reached
+  std::vector<uint32_t> node;       // reconstruction node of each local id
+  std::vector<int32_t> parent;      // local id of the parent, -1 for a rank's STEP node
+  std::vector<uint16_t> depth;      // relative to the rank's STEP node
+  std::vector<int32_t> rank;        // ProcessInfo::rank of the node's process
+  std::vector<uint32_t> rank_root;  // local id of each rank's STEP node, for the ranks reached
   bool truncated = false;
   size_t size() const { return node.size(); }
 };

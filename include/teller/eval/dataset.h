@@ -1,0 +1,83 @@
+// A labelled dataset (docs/dataset-format.md) in memory, as `teller eval` scores it.
+//
+// The unit of evaluation is a dataset step: one engine step of one request (setting,
+// request, seq), judged separately in the vertical and the horizontal view with the
+// labels of annotation.json (is_anomaly and affected_nodes per view, the step's
+// fault_type and reference explanation). A batch of n requests gives n units that share
+// one step record (the same trees), so records are stored once per (setting, seq).
+#ifndef TELLER_EVAL_DATASET_H_
+#define TELLER_EVAL_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "teller/core/status.h"
+
+namespace teller::eval {
+
+enum class View : uint8_t { kVertical = 0, kHorizontal = 1 };
+inline constexpr View kViews[2] = {View::kVertical, View::kHorizontal};
+const char* ViewName(View view);
+
+struct ViewLabel {
+  bool is_anomaly = false;
+  std::vector<uint32_t> nodes;  // local node ids, sorted
+};
+
+// The columns of one step record (steps.jsonl), index = local node id.
+struct StepColumns {
+  uint64_t seq = 0;
+  std::vector<uint8_t> type;   // type tag: 0 STEP, 1 FE, 2 BE, 3 COMM, 4 RT, 5 DRV, 6 K, 7 MEM, ...
+  std::vector<uint8_t> layer;  // reconstruct::Layer
+  std::vector<uint32_t> name;  // index into Setting::names
+  std::vector<int32_t> parent, rank;
+  std::vector<int64_t> offset_ns, dur_ns;
+  size_t size() const { return type.size(); }
+};
+inline constexpr int kTypeTags = 11;  // type tags 0..10
+inline constexpr int kLayers = 7;     // reconstruct::Layer 0..6
+inline constexpr uint8_t kLayerComm = 3;
+
+struct Setting {
+  std::string name;
+  std::string source;  // the simulation output it was built from (index.json), "" if unknown
+  // What engine-disjoint splits group by: the ground truth's `profile` when the source's
+  // ground_truth.json is readable, else the setting's name.
+  std::string engine;
+  std::vector<std::string> names;    // names.json
+  std::vector<StepColumns> records;  // one per seq, in order of first appearance
+};
+
+struct Unit {
+  uint32_t setting = 0;
+  std::string request;
+  uint32_t step = 0;  // position among the request's steps (trace.json's `step`)
+  uint64_t seq = 0;
+  uint32_t record = 0;  // index into Setting::records
+  bool is_anomaly = false;
+  std::string fault_type;   // "" when normal
+  ViewLabel views[2];       // by View
+  std::string explanation;  // the reference explanation, "" when normal or not loaded
+  const ViewLabel& view(View v) const { return views[static_cast<int>(v)]; }
+};
+
+struct Dataset {
+  std::string root;
+  std::vector<Setting> settings;
+  std::vector<Unit> units;  // by setting, then steps.jsonl order
+};
+
+struct LoadOptions {
+  bool columns = true;       // read the step records' columns (the baselines' features)
+  bool explanations = true;  // read reference explanations from annotation.json (BLEU)
+};
+
+// Reads DIR/index.json (or, without one, every DIR/<setting>/steps.jsonl), each
+// setting's steps.jsonl and names.json, and optionally the annotation.json files. Errors
+// name the file and the line or byte offset.
+Result<Dataset> LoadDataset(const std::string& dir, const LoadOptions& options = {});
+
+}  // namespace teller::eval
+
+#endif  // TELLER_EVAL_DATASET_H_

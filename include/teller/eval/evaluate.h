@@ -1,0 +1,95 @@
+// Experiments: splits of a dataset into folds, scoring a method's predictions on a fold's
+// test units per view (method.md §8), averaging over folds, and the tables of
+// `teller eval` (docs/eval.md).
+#ifndef TELLER_EVAL_EVALUATE_H_
+#define TELLER_EVAL_EVALUATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/eval/dataset.h"
+#include "teller/eval/metrics.h"
+#include "teller/eval/predictions.h"
+
+namespace teller::eval {
+
+// ---- Splits ----------------------------------------------------------------------------
+
+enum class SplitKind : uint8_t {
+  kRequest,  // request-disjoint 80/10/10 per setting, fixed seed; evaluated on test
+  kEngine,   // leave one engine out: train on the others, test on it; every rotation
+  kRun,      // leave one run (setting) out
+};
+const char* SplitName(SplitKind kind);
+Result<SplitKind> ParseSplit(const std::string& name);
+
+struct Fold {
+  std::string name;  // "test" for the request split; the held-out engine or run otherwise
+  std::vector<uint32_t> train, validation, test;  // unit indices
+};
+
+// The folds of a split. Request: every setting's requests shuffled with `seed` and cut
+// 80/10/10 (at least one test request per setting with 3 or more requests), all steps of a
+// request in one part. Engine: one fold per engine (Setting::engine), trained on the other
+// engines' units, of which a seeded tenth of the requests is the validation part. Run: the
+// same with each setting as its own group. Needs two groups at least.
+Result<std::vector<Fold>> MakeFolds(const Dataset& dataset, SplitKind kind, uint64_t seed);
+
+// ---- Scores ----------------------------------------------------------------------------
+
+struct ViewScores {
+  StepMetrics step;
+  OperatorMetrics op;
+  FaultTypeMetrics fault;
+  BleuScores bleu;
+  std::vector<LowPriorRow> low_prior;
+  uint64_t units = 0, missing = 0;  // units scored; of them, without a prediction
+};
+struct Scores {
+  ViewScores views[2];  // by View
+  const ViewScores& view(View v) const { return views[static_cast<int>(v)]; }
+};
+
+struct ScoreOptions {
+  bool low_prior = true;
+  LowPriorOptions low_prior_options;
+};
+
+// Scores `predictions` on `units`, per view:
+// - step: label = the view's is_anomaly; prediction = abnormal (absent = normal);
+// - operator sets: P_i = the prediction's nodes when it is abnormal, else empty;
+//   O_i = the view's affected_nodes;
+// - fault type over the units labelled abnormal in the view, five categories; a unit
+//   predicted normal has no category and counts as wrong;
+// - BLEU over the units labelled abnormal in the view with a reference explanation;
+//   candidate = the prediction's explanation when abnormal, else empty;
+// - low prior from the step labels, flags and scores.
+Scores ScoreUnits(const Dataset& dataset, const Predictions& predictions,
+                  const std::vector<uint32_t>& units, const ScoreOptions& options = {});
+
+// Mean of every number over folds (the counts are summed).
+Scores AverageScores(const std::vector<Scores>& folds);
+
+// ---- Output ----------------------------------------------------------------------------
+
+// The `--json` object: {"horizontal": {...}, "vertical": {...}, "split": .., "seed": ..}.
+std::string ScoresJson(const Scores& s, const std::string& split, uint64_t seed);
+
+// One row of Table 2 per view (method, view, step acc/P/R/F1, Op Macro P/F1/J,
+// Macro+ P/F1/J, fault-type acc/macro recall/macro F1, BLEU-1..4).
+struct TableRow {
+  std::string method, split, fold, view;
+  Scores scores;  // the row shows scores.view(view)
+};
+std::string Table2Text(const std::vector<TableRow>& rows);
+std::string Table2Markdown(const std::vector<TableRow>& rows);
+std::string Table2Csv(const std::vector<TableRow>& rows);
+// Low prior: one line per (method, view, prior).
+std::string LowPriorMarkdown(const std::vector<TableRow>& rows);
+std::string LowPriorCsv(const std::vector<TableRow>& rows);
+
+}  // namespace teller::eval
+
+#endif  // TELLER_EVAL_EVALUATE_H_

@@ -1,0 +1,78 @@
+// The methods `teller eval` can score by name: Teller's numeric diagnosis and the
+// classical baselines, each baseline with two feature sets (docs/eval.md, "Methods").
+#ifndef TELLER_EVAL_METHODS_H_
+#define TELLER_EVAL_METHODS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/eval/dataset.h"
+#include "teller/eval/evaluate.h"
+#include "teller/eval/features.h"
+#include "teller/eval/predictions.h"
+
+namespace teller::eval {
+
+enum class MethodKind : uint8_t {
+  kTellerNumeric,
+  kKMeans,
+  kDbscan,
+  kIsolationForest,
+  kGmm,
+  kLinearSvm,
+  kRandomForest,
+  kXgboost,
+};
+
+struct MethodSpec {
+  std::string name;     // as given on the command line: "teller-numeric", "random-forest-struct"
+  std::string display;  // in tables: "RandomForest (struct)"
+  MethodKind kind = MethodKind::kTellerNumeric;
+  FeatureSet features = FeatureSet::kStat;  // baselines only
+  bool supervised = false;
+};
+
+// Every method name, in table order ("all" on the command line).
+std::vector<std::string> MethodNames();
+// A name or a comma-separated list of them, or "all"; errors list the valid names.
+Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
+// Whether this build has the method (XGBoost needs libxgboost at build time).
+bool MethodAvailable(MethodKind kind);
+
+// State shared by the methods of one `teller eval` run: the dataset, the seed, and what is
+// worth computing once (the numeric diagnosis, the feature matrices).
+class MethodRunner {
+ public:
+  MethodRunner(const Dataset& dataset, uint64_t seed,
+               std::function<void(std::string_view)> progress = nullptr);
+  ~MethodRunner();
+
+  // Predictions of `method` for the test units of `fold` (a baseline trains on the fold's
+  // train units and calibrates on its validation units; teller-numeric needs neither).
+  Result<Predictions> Predict(const MethodSpec& method, const Fold& fold);
+
+  // Counters worth printing (evidence without a local id, units without a diagnosis...).
+  const std::map<std::string, uint64_t>& counters() const { return counters_; }
+
+ private:
+  const Features& FeaturesFor(FeatureSet set);
+
+  const Dataset& dataset_;
+  uint64_t seed_;
+  std::function<void(std::string_view)> progress_;
+  std::optional<Predictions> numeric_;
+  std::map<FeatureSet, std::unique_ptr<Features>> features_;
+  std::unique_ptr<NodeDeviations> deviations_;
+  std::map<std::string, uint64_t> counters_;
+};
+
+}  // namespace teller::eval
+
+#endif  // TELLER_EVAL_METHODS_H_

@@ -1,0 +1,349 @@
+// Reading a labelled dataset for evaluation (include/teller/eval/dataset.h).
+//
+// steps.jsonl holds one line per dataset step with the step record's columns repeated for
+// every request of the batch; the columns are parsed once per (setting, seq) and skipped
+// (simdjson's on-demand parser does not materialise what is not asked for) on the other
+// lines, so loading costs about one pass over the distinct records.
+#include "teller/eval/dataset.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+#include "simdjson.h"
+#include "teller/core/file_util.h"
+#include "teller/reconstruct/dataset_export.h"
+
+namespace teller::eval {
+namespace {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return !dir.empty() && dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+Result<simdjson::padded_string> Load(const std::string& path) {
+  simdjson::padded_string text;
+  if (const error_code e = simdjson::padded_string::load(path).get(text); e != simdjson::SUCCESS) {
+    return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
+  }
+  return text;
+}
+
+std::string Where(const std::string& path, size_t line) {
+  return path + ":" + std::to_string(line);
+}
+
+template <typename T>
+error_code ReadIntArray(od::value v, std::vector<T>* out) {
+  out->clear();
+  od::array a;
+  if (error_code e = v.get_array().get(a)) return e;
+  for (auto item : a) {
+    int64_t x = 0;
+    if (error_code e = item.get_int64().get(x)) return e;
+    out->push_back(static_cast<T>(x));
+  }
+  return simdjson::SUCCESS;
+}
+
+// A string or null ("" for null).
+error_code ReadOptionalString(od::value v, std::string* out) {
+  out->clear();
+  bool is_null = false;
+  if (error_code e = v.is_null().get(is_null)) return e;
+  if (is_null) return simdjson::SUCCESS;
+  std::string_view s;
+  if (error_code e = v.get_string().get(s)) return e;
+  out->assign(s);
+  return simdjson::SUCCESS;
+}
+
+error_code ReadViewLabel(od::value v, ViewLabel* out) {
+  od::object o;
+  if (error_code e = v.get_object().get(o)) return e;
+  if (error_code e = o["is_anomaly"].get_bool().get(out->is_anomaly)) return e;
+  od::value nodes;
+  if (error_code e = o["affected_nodes"].get(nodes)) return e;
+  if (error_code e = ReadIntArray(nodes, &out->nodes)) return e;
+  std::sort(out->nodes.begin(), out->nodes.end());
+  out->nodes.erase(std::unique(out->nodes.begin(), out->nodes.end()), out->nodes.end());
+  return simdjson::SUCCESS;
+}
+
+struct SettingEntry {
+  std::string name, source;
+};
+
+Result<std::vector<SettingEntry>> ReadIndex(const std::string& dir) {
+  const std::string path = Join(dir, "index.json");
+  std::vector<SettingEntry> out;
+  if (!IsRegularFile(path)) {
+    // A dataset without an index (e.g. copied in parts): its settings are the
+    // directories holding steps.jsonl.
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        if (IsRegularFile(Join(Join(dir, e->d_name), "steps.jsonl")))
+          out.push_back({e->d_name, ""});
+      }
+      closedir(d);
+    }
+    std::sort(out.begin(), out.end(),
+              [](const SettingEntry& a, const SettingEntry& b) { return a.name < b.name; });
+    if (out.empty()) {
+      return Status::Error(dir +
+                           ": not a dataset (no index.json and no <setting>/steps.jsonl); build "
+                           "one with `teller dataset build`");
+    }
+    return out;
+  }
+  auto text = Load(path);
+  if (!text.ok()) return text.status();
+  od::parser parser;
+  od::document doc;
+  auto fail = [&](error_code e, const std::string& what) {
+    return Status::Error(path + ": " + what + " (" + simdjson::error_message(e) + ")");
+  };
+  if (error_code e = parser.iterate(text.value()).get(doc)) return fail(e, "not JSON");
+  od::array settings;
+  if (error_code e = doc["settings"].get_array().get(settings))
+    return fail(e, "no \"settings\" array");
+  size_t k = 0;
+  for (auto item : settings) {
+    od::object o;
+    if (error_code e = item.get_object().get(o))
+      return fail(e, "settings[" + std::to_string(k) + "]");
+    SettingEntry entry;
+    std::string_view name, source;
+    if (error_code e = o["name"].get_string().get(name))
+      return fail(e, "settings[" + std::to_string(k) + "].name");
+    entry.name = name;
+    if (o["source"].get_string().get(source) == simdjson::SUCCESS) entry.source = source;
+    out.push_back(std::move(entry));
+    ++k;
+  }
+  return out;
+}
+
+// The ground truth's profile names the engine configuration a setting simulates; read
+// just that field (the file is large).
+std::string ProfileOf(const std::string& source) {
+  if (source.empty()) return "";
+  const std::string path = Join(source, "ground_truth.json");
+  if (!IsRegularFile(path)) return "";
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS) return "";
+  od::parser parser;
+  od::document doc;
+  if (parser.iterate(text).get(doc) != simdjson::SUCCESS) return "";
+  std::string_view profile;
+  if (doc["profile"].get_string().get(profile) != simdjson::SUCCESS) return "";
+  return std::string(profile);
+}
+
+Status ReadNames(const std::string& path, std::vector<std::string>* names) {
+  auto text = Load(path);
+  if (!text.ok()) return text.status();
+  od::parser parser;
+  od::document doc;
+  od::array a;
+  error_code e = parser.iterate(text.value()).get(doc);
+  if (!e) e = doc["names"].get_array().get(a);
+  if (e) return Status::Error(path + ": no \"names\" array (" + simdjson::error_message(e) + ")");
+  for (auto item : a) {
+    std::string_view s;
+    if (error_code e2 = item.get_string().get(s)) {
+      return Status::Error(path + ": names[" + std::to_string(names->size()) +
+                           "] is not a string (" + simdjson::error_message(e2) + ")");
+    }
+    names->emplace_back(s);
+  }
+  return Status::Ok();
+}
+
+Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOptions& options,
+                 Setting* setting, std::vector<Unit>* units) {
+  auto loaded = Load(path);
+  if (!loaded.ok()) return loaded.status();
+  const simdjson::padded_string& text = loaded.value();
+  od::parser parser;
+  std::unordered_map<uint64_t, uint32_t> record_of_seq;
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  size_t line = 0;
+  for (const char* p = begin; p < end;) {
+    const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* line_end = nl != nullptr ? nl : end;
+    ++line;
+    const std::string_view row(p, static_cast<size_t>(line_end - p));
+    p = line_end + 1;
+    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    // The rest of the file and simdjson's padding follow the line: enough for the parser.
+    const size_t capacity = static_cast<size_t>(end - row.data()) + simdjson::SIMDJSON_PADDING;
+    od::document doc;
+    const std::string at = Where(path, line);
+    auto fail = [&](error_code e, const char* what) {
+      return Status::Error(at + ": " + what + " (" + simdjson::error_message(e) + ")");
+    };
+    if (error_code e = parser.iterate(row.data(), row.size(), capacity).get(doc))
+      return fail(e, "not JSON");
+    Unit u;
+    u.setting = setting_index;
+    std::string_view request;
+    int64_t step = 0, seq = 0;
+    if (error_code e = doc["request"].get_string().get(request))
+      return fail(e, "no \"request\" string");
+    u.request = request;
+    if (error_code e = doc["step"].get_int64().get(step)) return fail(e, "no \"step\" number");
+    if (error_code e = doc["seq"].get_int64().get(seq)) return fail(e, "no \"seq\" number");
+    u.step = static_cast<uint32_t>(step);
+    u.seq = static_cast<uint64_t>(seq);
+    if (error_code e = doc["is_anomaly"].get_bool().get(u.is_anomaly))
+      return fail(e, "no \"is_anomaly\" boolean");
+    od::value v;
+    if (error_code e = doc["fault_type"].get(v)) return fail(e, "no \"fault_type\"");
+    if (error_code e = ReadOptionalString(v, &u.fault_type))
+      return fail(e, "\"fault_type\" is neither a string nor null");
+    if (error_code e = doc["vertical"].get(v)) return fail(e, "no \"vertical\" labels");
+    if (error_code e = ReadViewLabel(v, &u.views[0])) return fail(e, "bad \"vertical\" labels");
+    if (error_code e = doc["horizontal"].get(v)) return fail(e, "no \"horizontal\" labels");
+    if (error_code e = ReadViewLabel(v, &u.views[1])) return fail(e, "bad \"horizontal\" labels");
+    auto [it, fresh] =
+        record_of_seq.try_emplace(u.seq, static_cast<uint32_t>(setting->records.size()));
+    u.record = it->second;
+    if (fresh) {
+      setting->records.emplace_back();
+      StepColumns& c = setting->records.back();
+      c.seq = u.seq;
+      if (options.columns) {
+        int64_t n = 0;
+        if (error_code e = doc["n"].get_int64().get(n)) return fail(e, "no \"n\" node count");
+        struct Column {
+          const char* key;
+          error_code (*read)(od::value, StepColumns&);
+        };
+        static const Column kColumns[] = {
+            {"type", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.type); }},
+            {"layer", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.layer); }},
+            {"name", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.name); }},
+            {"parent", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.parent); }},
+            {"rank", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.rank); }},
+            {"offset_ns",
+             [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.offset_ns); }},
+            {"dur_ns", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.dur_ns); }},
+        };
+        for (const Column& col : kColumns) {
+          if (error_code e = doc[col.key].get(v)) {
+            return Status::Error(at + ": no \"" + col.key + "\" column (" +
+                                 simdjson::error_message(e) + ")");
+          }
+          if (error_code e = col.read(v, c)) {
+            return Status::Error(at + ": column \"" + col.key + "\" is not an array of integers (" +
+                                 simdjson::error_message(e) + ")");
+          }
+        }
+        const size_t want = static_cast<size_t>(n);
+        if (c.layer.size() != want || c.name.size() != want || c.type.size() != want ||
+            c.parent.size() != want || c.rank.size() != want || c.offset_ns.size() != want ||
+            c.dur_ns.size() != want) {
+          return Status::Error(at + ": columns do not all have n = " + std::to_string(n) +
+                               " entries");
+        }
+        for (size_t i = 0; i < want; ++i) {
+          if (c.name[i] >= setting->names.size()) {
+            return Status::Error(at + ": name index " + std::to_string(c.name[i]) + " of node " +
+                                 std::to_string(i) + " is outside names.json (" +
+                                 std::to_string(setting->names.size()) + " names)");
+          }
+          if (c.parent[i] >= static_cast<int32_t>(i)) {
+            return Status::Error(at + ": node " + std::to_string(i) + " has parent " +
+                                 std::to_string(c.parent[i]) + " (parents precede their children)");
+          }
+        }
+      }
+    }
+    units->push_back(std::move(u));
+  }
+  return Status::Ok();
+}
+
+// Reference explanations, from <setting>/<request>/annotation.json.
+Status ReadExplanations(const std::string& setting_dir, std::vector<Unit>& units, size_t first) {
+  std::unordered_map<std::string, std::vector<size_t>> by_request;
+  for (size_t i = first; i < units.size(); ++i) {
+    if (units[i].is_anomaly) by_request[units[i].request].push_back(i);
+  }
+  od::parser parser;
+  for (const auto& [request, idx] : by_request) {
+    const std::string path =
+        Join(Join(setting_dir, reconstruct::RequestDirName(request)), "annotation.json");
+    auto text = Load(path);
+    if (!text.ok()) return text.status();
+    od::document doc;
+    od::array steps;
+    error_code e = parser.iterate(text.value()).get(doc);
+    if (!e) e = doc["steps"].get_array().get(steps);
+    if (e) return Status::Error(path + ": no \"steps\" array (" + simdjson::error_message(e) + ")");
+    std::unordered_map<uint32_t, std::string> text_of_step;
+    for (auto item : steps) {
+      od::object o;
+      int64_t step = 0;
+      std::string_view explanation;
+      e = item.get_object().get(o);
+      if (!e) e = o["step"].get_int64().get(step);
+      if (!e) e = o["explanation"].get_string().get(explanation);
+      if (e) {
+        return Status::Error(path + ": step " + std::to_string(text_of_step.size()) +
+                             " lacks \"step\" or \"explanation\" (" + simdjson::error_message(e) +
+                             ")");
+      }
+      text_of_step.emplace(static_cast<uint32_t>(step), std::string(explanation));
+    }
+    for (size_t i : idx) {
+      const auto it = text_of_step.find(units[i].step);
+      if (it != text_of_step.end()) units[i].explanation = it->second;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* ViewName(View view) { return view == View::kVertical ? "vertical" : "horizontal"; }
+
+Result<Dataset> LoadDataset(const std::string& dir, const LoadOptions& options) {
+  if (!IsDirectory(dir))
+    return Status::Error(dir +
+                         ": not a directory (expected a dataset from `teller dataset build`)");
+  auto entries = ReadIndex(dir);
+  if (!entries.ok()) return entries.status();
+  Dataset ds;
+  ds.root = dir;
+  for (const SettingEntry& entry : entries.value()) {
+    Setting s;
+    s.name = entry.name;
+    s.source = entry.source;
+    s.engine = ProfileOf(entry.source);
+    if (s.engine.empty()) s.engine = s.name;
+    const std::string setting_dir = Join(dir, reconstruct::RequestDirName(s.name));
+    if (options.columns)
+      TELLER_RETURN_IF_ERROR(ReadNames(Join(setting_dir, "names.json"), &s.names));
+    const size_t first = ds.units.size();
+    TELLER_RETURN_IF_ERROR(ReadSteps(Join(setting_dir, "steps.jsonl"),
+                                     static_cast<uint32_t>(ds.settings.size()), options, &s,
+                                     &ds.units));
+    if (options.explanations)
+      TELLER_RETURN_IF_ERROR(ReadExplanations(setting_dir, ds.units, first));
+    ds.settings.push_back(std::move(s));
+  }
+  if (ds.units.empty()) return Status::Error(dir + ": the dataset has no steps");
+  return ds;
+}
+
+}  // namespace teller::eval

@@ -1,0 +1,419 @@
+// Splits, scoring per view, averaging and the tables (include/teller/eval/evaluate.h).
+#include "teller/eval/evaluate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+
+#include "teller/core/json_writer.h"
+#include "teller/sim/ground_truth.h"
+
+namespace teller::eval {
+namespace {
+
+std::string Num(double v, int digits = 4) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Requests of a set of units, in order of first appearance, with their units.
+struct RequestGroups {
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<uint32_t>> units;
+};
+RequestGroups GroupByRequest(const Dataset& ds, const std::vector<uint32_t>& units) {
+  RequestGroups g;
+  for (uint32_t i : units) {
+    const Unit& u = ds.units[i];
+    std::string key = ds.settings[u.setting].name + '\0' + u.request;
+    auto [it, fresh] = g.units.try_emplace(key);
+    if (fresh) g.keys.push_back(key);
+    it->second.push_back(i);
+  }
+  return g;
+}
+
+}  // namespace
+
+const char* SplitName(SplitKind kind) {
+  switch (kind) {
+    case SplitKind::kRequest:
+      return "request";
+    case SplitKind::kEngine:
+      return "engine";
+    case SplitKind::kRun:
+      return "run";
+  }
+  return "?";
+}
+
+Result<SplitKind> ParseSplit(const std::string& name) {
+  if (name == "request") return SplitKind::kRequest;
+  if (name == "engine") return SplitKind::kEngine;
+  if (name == "run") return SplitKind::kRun;
+  return Status::Error("unknown split \"" + name + "\"; expected request, engine or run");
+}
+
+Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t seed) {
+  std::vector<Fold> folds;
+  if (kind == SplitKind::kRequest) {
+    // Per setting, so that every engine appears in train, validation and test alike.
+    Fold f;
+    f.name = "test";
+    std::mt19937_64 rng(seed);
+    for (uint32_t s = 0; s < ds.settings.size(); ++s) {
+      std::vector<uint32_t> units;
+      for (uint32_t i = 0; i < ds.units.size(); ++i) {
+        if (ds.units[i].setting == s) units.push_back(i);
+      }
+      RequestGroups g = GroupByRequest(ds, units);
+      std::sort(g.keys.begin(), g.keys.end());  // input order must not matter
+      Shuffle(g.keys, rng);
+      const size_t n = g.keys.size();
+      size_t n_test = (n + 5) / 10, n_val = (n + 5) / 10;  // 10 %, rounded
+      if (n >= 3) n_test = std::max<size_t>(n_test, 1);
+      if (n_test + n_val >= n) n_val = 0;
+      for (size_t k = 0; k < n; ++k) {
+        std::vector<uint32_t>& part = k < n_test           ? f.test
+                                      : k < n_test + n_val ? f.validation
+                                                           : f.train;
+        const std::vector<uint32_t>& us = g.units[g.keys[k]];
+        part.insert(part.end(), us.begin(), us.end());
+      }
+    }
+    for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
+    if (f.test.empty())
+      return Status::Error("the request split leaves no test requests (too few requests)");
+    folds.push_back(std::move(f));
+    return folds;
+  }
+  // Leave one group out.
+  std::vector<std::string> group_of_setting;
+  for (const Setting& s : ds.settings)
+    group_of_setting.push_back(kind == SplitKind::kEngine ? s.engine : s.name);
+  std::vector<std::string> groups(group_of_setting.begin(), group_of_setting.end());
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  if (groups.size() < 2) {
+    return Status::Error(std::string("the ") + SplitName(kind) + " split needs at least two " +
+                         (kind == SplitKind::kEngine ? "engines" : "runs") + "; the dataset has " +
+                         std::to_string(groups.size()));
+  }
+  for (const std::string& held_out : groups) {
+    Fold f;
+    f.name = held_out;
+    std::vector<uint32_t> rest;
+    for (uint32_t i = 0; i < ds.units.size(); ++i) {
+      (group_of_setting[ds.units[i].setting] == held_out ? f.test : rest).push_back(i);
+    }
+    // A validation tenth of the training requests (for thresholds of unsupervised methods).
+    std::mt19937_64 rng(seed);
+    RequestGroups g = GroupByRequest(ds, rest);
+    std::sort(g.keys.begin(), g.keys.end());
+    Shuffle(g.keys, rng);
+    const size_t n_val = (g.keys.size() + 5) / 10;
+    for (size_t k = 0; k < g.keys.size(); ++k) {
+      std::vector<uint32_t>& part = k < n_val ? f.validation : f.train;
+      const std::vector<uint32_t>& us = g.units[g.keys[k]];
+      part.insert(part.end(), us.begin(), us.end());
+    }
+    std::sort(f.train.begin(), f.train.end());
+    std::sort(f.validation.begin(), f.validation.end());
+    folds.push_back(std::move(f));
+  }
+  return folds;
+}
+
+Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
+                  const std::vector<uint32_t>& units, const ScoreOptions& options) {
+  Scores out;
+  const std::vector<std::string> classes(std::begin(sim::kFaultCategories),
+                                         std::end(sim::kFaultCategories));
+  static const Prediction kNone;
+  for (View v : kViews) {
+    ViewScores& vs = out.views[static_cast<int>(v)];
+    BinaryCounts counts;
+    OperatorAccumulator ops;
+    std::vector<std::string> fault_labels, fault_predicted, candidates, references;
+    std::vector<uint8_t> labels, flags;
+    std::vector<double> scores;
+    static const std::vector<uint32_t> kEmpty;
+    for (uint32_t i : units) {
+      const Unit& u = ds.units[i];
+      const ViewLabel& label = u.view(v);
+      const Prediction& p = i < predictions.units.size() ? predictions.at(i, v) : kNone;
+      ++vs.units;
+      vs.missing += !p.present;
+      counts.Add(label.is_anomaly, p.abnormal);
+      ops.Add(p.abnormal ? p.nodes : kEmpty, label.nodes);
+      labels.push_back(label.is_anomaly);
+      flags.push_back(p.abnormal);
+      scores.push_back(p.present ? p.score : 0.0);
+      if (label.is_anomaly) {
+        fault_labels.push_back(u.fault_type);
+        fault_predicted.push_back(p.abnormal ? p.fault_type : std::string());
+        if (!u.explanation.empty()) {
+          references.push_back(u.explanation);
+          candidates.push_back(p.abnormal ? p.explanation : std::string());
+        }
+      }
+    }
+    vs.step = ComputeStepMetrics(counts);
+    vs.op = ops.Finish();
+    vs.fault = ComputeFaultTypeMetrics(fault_labels, fault_predicted, classes);
+    vs.bleu = CorpusBleu(candidates, references);
+    if (options.low_prior)
+      vs.low_prior = LowPrior(labels, flags, scores, options.low_prior_options);
+  }
+  return out;
+}
+
+Scores AverageScores(const std::vector<Scores>& folds) {
+  Scores out;
+  if (folds.empty()) return out;
+  const double n = static_cast<double>(folds.size());
+  for (int v = 0; v < 2; ++v) {
+    ViewScores& o = out.views[v];
+    for (const Scores& f : folds) {
+      const ViewScores& s = f.views[v];
+      o.units += s.units;
+      o.missing += s.missing;
+      o.step.accuracy += s.step.accuracy / n;
+      o.step.precision += s.step.precision / n;
+      o.step.recall += s.step.recall / n;
+      o.step.f1 += s.step.f1 / n;
+      o.step.steps += s.step.steps;
+      o.step.positives += s.step.positives;
+      o.step.predicted_positives += s.step.predicted_positives;
+      for (auto [dst, src] :
+           {std::pair{&o.op.macro, &s.op.macro}, std::pair{&o.op.macro_plus, &s.op.macro_plus}}) {
+        dst->precision += src->precision / n;
+        dst->recall += src->recall / n;
+        dst->f1 += src->f1 / n;
+        dst->jaccard += src->jaccard / n;
+        dst->steps += src->steps;
+      }
+      o.fault.accuracy += s.fault.accuracy / n;
+      o.fault.macro_recall += s.fault.macro_recall / n;
+      o.fault.macro_f1 += s.fault.macro_f1 / n;
+      o.fault.steps += s.fault.steps;
+      for (int k = 0; k < 4; ++k) {
+        o.bleu.bleu[k] += s.bleu.bleu[k] / n;
+        o.bleu.precision[k] += s.bleu.precision[k] / n;
+      }
+      o.bleu.brevity_penalty += s.bleu.brevity_penalty / n;
+      o.bleu.sentences += s.bleu.sentences;
+      o.bleu.candidate_tokens += s.bleu.candidate_tokens;
+      o.bleu.reference_tokens += s.bleu.reference_tokens;
+    }
+    // Low prior: averaged over the folds where the resample could be drawn.
+    const size_t priors = folds.front().views[v].low_prior.size();
+    o.low_prior.resize(priors);
+    for (size_t k = 0; k < priors; ++k) {
+      LowPriorRow& row = o.low_prior[k];
+      int drawn = 0;
+      for (const Scores& f : folds) {
+        if (k >= f.views[v].low_prior.size()) continue;
+        const LowPriorRow& r = f.views[v].low_prior[k];
+        row.prior = r.prior;
+        if (r.repetitions == 0) continue;
+        ++drawn;
+        row.positives += r.positives;
+        row.negatives += r.negatives;
+        row.repetitions += r.repetitions;
+        row.recall += r.recall;
+        row.f1 += r.f1;
+        row.auprc += r.auprc;
+        row.auroc += r.auroc;
+        row.recall_sd += r.recall_sd;
+        row.f1_sd += r.f1_sd;
+        row.auprc_sd += r.auprc_sd;
+        row.auroc_sd += r.auroc_sd;
+      }
+      if (drawn == 0) continue;
+      for (double* x : {&row.recall, &row.f1, &row.auprc, &row.auroc, &row.recall_sd, &row.f1_sd,
+                        &row.auprc_sd, &row.auroc_sd}) {
+        *x /= drawn;
+      }
+    }
+  }
+  return out;
+}
+
+std::string ScoresJson(const Scores& s, const std::string& split, uint64_t seed) {
+  std::string out = "{";
+  bool first = true;
+  for (View v : {View::kHorizontal, View::kVertical}) {
+    const ViewScores& vs = s.view(v);
+    if (!first) out += ',';
+    first = false;
+    out += "\"";
+    out += ViewName(v);
+    out += "\":{\"step\":{\"accuracy\":" + Num(vs.step.accuracy) +
+           ",\"precision\":" + Num(vs.step.precision) + ",\"recall\":" + Num(vs.step.recall) +
+           ",\"f1\":" + Num(vs.step.f1) + "},\"operator\":{";
+    auto set = [&](const char* key, const SetAverages& a) {
+      out += "\"";
+      out += key;
+      out += "\":{\"precision\":" + Num(a.precision) + ",\"f1\":" + Num(a.f1) +
+             ",\"jaccard\":" + Num(a.jaccard) + "}";
+    };
+    set("macro", vs.op.macro);
+    out += ',';
+    set("macro_plus", vs.op.macro_plus);
+    out += "},\"fault_type\":{\"accuracy\":" + Num(vs.fault.accuracy) +
+           ",\"macro_recall\":" + Num(vs.fault.macro_recall) +
+           ",\"macro_f1\":" + Num(vs.fault.macro_f1) + "}}";
+  }
+  out += ",\"split\":";
+  AppendJsonString(out, split);
+  out += ",\"seed\":" + std::to_string(seed) + "}\n";
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> RowCells(const TableRow& r, int digits) {
+  const ViewScores& s = r.scores.view(r.view == "horizontal" ? View::kHorizontal : View::kVertical);
+  return {r.method,
+          r.view == "horizontal" ? "H" : "V",
+          Num(s.step.accuracy, digits),
+          Num(s.step.precision, digits),
+          Num(s.step.recall, digits),
+          Num(s.step.f1, digits),
+          Num(s.op.macro.precision, digits),
+          Num(s.op.macro.f1, digits),
+          Num(s.op.macro.jaccard, digits),
+          Num(s.op.macro_plus.precision, digits),
+          Num(s.op.macro_plus.f1, digits),
+          Num(s.op.macro_plus.jaccard, digits),
+          Num(s.fault.accuracy, digits),
+          Num(s.fault.macro_recall, digits),
+          Num(s.fault.macro_f1, digits),
+          Num(s.bleu.bleu[0], digits),
+          Num(s.bleu.bleu[1], digits),
+          Num(s.bleu.bleu[2], digits),
+          Num(s.bleu.bleu[3], digits)};
+}
+
+const std::vector<std::string>& Header() {
+  static const std::vector<std::string> h = {
+      "method",       "view",        "step acc",    "step P",     "step R",
+      "step F1",      "op macro P",  "op macro F1", "op macro J", "op macro+ P",
+      "op macro+ F1", "op macro+ J", "type acc",    "type mR",    "type mF1",
+      "BLEU-1",       "BLEU-2",      "BLEU-3",      "BLEU-4"};
+  return h;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string Table2Text(const std::vector<TableRow>& rows) {
+  // Grouped like the paper's Table 2: step | operator Macro | Macro+ | fault type | BLEU.
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-34s %-2s | %-23s | %-17s | %-17s | %-17s | %s\n", "", "",
+                "step", "op macro", "op macro+", "fault type", "BLEU");
+  out += line;
+  std::snprintf(
+      line, sizeof line,
+      "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s | %5s %5s %5s | %5s %5s %5s | %5s %5s %5s %5s\n",
+      "method", "v", "acc", "P", "R", "F1", "P", "F1", "J", "P", "F1", "J", "acc", "mR", "mF1", "1",
+      "2", "3", "4");
+  out += line;
+  for (const TableRow& r : rows) {
+    const std::vector<std::string> c = RowCells(r, 3);
+    std::snprintf(line, sizeof line,
+                  "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s | %5s %5s %5s | %5s %5s %5s | %5s "
+                  "%5s %5s %5s\n",
+                  c[0].substr(0, 34).c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(),
+                  c[4].c_str(), c[5].c_str(), c[6].c_str(), c[7].c_str(), c[8].c_str(),
+                  c[9].c_str(), c[10].c_str(), c[11].c_str(), c[12].c_str(), c[13].c_str(),
+                  c[14].c_str(), c[15].c_str(), c[16].c_str(), c[17].c_str(), c[18].c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string Table2Markdown(const std::vector<TableRow>& rows) {
+  std::string out = "|";
+  for (const std::string& h : Header()) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < Header().size(); ++i) out += i < 2 ? "---|" : "---:|";
+  out += '\n';
+  for (const TableRow& r : rows) {
+    out += "|";
+    for (const std::string& c : RowCells(r, 3)) out += " " + c + " |";
+    out += '\n';
+  }
+  return out;
+}
+
+std::string Table2Csv(const std::vector<TableRow>& rows) {
+  std::string out = "split,fold";
+  for (const std::string& h : Header()) out += "," + h;
+  out += '\n';
+  for (const TableRow& r : rows) {
+    out += CsvField(r.split) + "," + CsvField(r.fold);
+    for (const std::string& c : RowCells(r, 4)) out += "," + CsvField(c);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string LowPriorMarkdown(const std::vector<TableRow>& rows) {
+  std::string out =
+      "| method | view | prior | positives | negatives | recall | F1 | AUPRC | AUROC |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const TableRow& r : rows) {
+    const ViewScores& s =
+        r.scores.view(r.view == "horizontal" ? View::kHorizontal : View::kVertical);
+    for (const LowPriorRow& p : s.low_prior) {
+      out += "| " + r.method + " | " + (r.view == "horizontal" ? "H" : "V") + " | " +
+             Num(100 * p.prior, 0) + "% | ";
+      if (p.repetitions == 0) {
+        out += "- | - | - | - | - | - |\n";
+        continue;
+      }
+      out += std::to_string(p.positives) + " | " + std::to_string(p.negatives) + " | " +
+             Num(p.recall, 3) + " ± " + Num(p.recall_sd, 3) + " | " + Num(p.f1, 3) + " ± " +
+             Num(p.f1_sd, 3) + " | " + Num(p.auprc, 3) + " ± " + Num(p.auprc_sd, 3) + " | " +
+             Num(p.auroc, 3) + " ± " + Num(p.auroc_sd, 3) + " |\n";
+    }
+  }
+  return out;
+}
+
+std::string LowPriorCsv(const std::vector<TableRow>& rows) {
+  std::string out =
+      "split,fold,method,view,prior,positives,negatives,repetitions,recall,recall_sd,f1,f1_sd,"
+      "auprc,auprc_sd,"
+      "auroc,auroc_sd\n";
+  for (const TableRow& r : rows) {
+    const ViewScores& s =
+        r.scores.view(r.view == "horizontal" ? View::kHorizontal : View::kVertical);
+    for (const LowPriorRow& p : s.low_prior) {
+      out += CsvField(r.split) + "," + CsvField(r.fold) + "," + CsvField(r.method) + "," + r.view +
+             "," + Num(p.prior, 2) + "," + std::to_string(p.positives) + "," +
+             std::to_string(p.negatives) + "," + std::to_string(p.repetitions) + "," +
+             Num(p.recall) + "," + Num(p.recall_sd) + "," + Num(p.f1) + "," + Num(p.f1_sd) + "," +
+             Num(p.auprc) + "," + Num(p.auprc_sd) + "," + Num(p.auroc) + "," + Num(p.auroc_sd) +
+             "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace teller::eval

@@ -1,0 +1,360 @@
+// Methods by name and how each predicts a fold (include/teller/eval/methods.h).
+#include "teller/eval/methods.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "teller/eval/models.h"
+#include "teller/eval/numeric.h"
+#include "teller/sim/ground_truth.h"
+
+namespace teller::eval {
+namespace {
+
+struct Known {
+  const char* base;
+  const char* display;
+  MethodKind kind;
+  bool supervised;
+};
+constexpr Known kBaselines[] = {
+    {"kmeans", "KMeans", MethodKind::kKMeans, false},
+    {"dbscan", "DBSCAN", MethodKind::kDbscan, false},
+    {"iforest", "IsolationForest", MethodKind::kIsolationForest, false},
+    {"gmm", "GMM", MethodKind::kGmm, false},
+    {"svm", "LinearSVM", MethodKind::kLinearSvm, true},
+    {"random-forest", "RandomForest", MethodKind::kRandomForest, true},
+    {"xgboost", "XGBoost", MethodKind::kXgboost, true},
+};
+
+std::vector<MethodSpec> AllMethods() {
+  std::vector<MethodSpec> out;
+  out.push_back(
+      {"teller-numeric", "Teller (numeric)", MethodKind::kTellerNumeric, FeatureSet::kStat, false});
+  for (FeatureSet set : {FeatureSet::kStat, FeatureSet::kStruct}) {
+    for (const Known& k : kBaselines) {
+      MethodSpec m;
+      m.name = std::string(k.base) + "-" + FeatureSetName(set);
+      m.display = std::string(k.display) + " (" + FeatureSetName(set) + ")";
+      m.kind = k.kind;
+      m.features = set;
+      m.supervised = k.supervised;
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+// Units of `units` with one entry per distinct step record: unsupervised detectors are
+// fitted on engine steps, not on the copies a batch makes of them.
+std::vector<uint32_t> DistinctRecords(const Dataset& ds, const std::vector<uint32_t>& units) {
+  std::set<std::pair<uint32_t, uint32_t>> seen;
+  std::vector<uint32_t> out;
+  for (uint32_t i : units) {
+    if (seen.emplace(ds.units[i].setting, ds.units[i].record).second) out.push_back(i);
+  }
+  return out;
+}
+
+// The threshold on `scores` that maximizes step F1 against `labels` (ties: the higher
+// threshold, i.e. fewer alarms); with no positive label, the 90th percentile of
+// `fallback` scores.
+double BestThreshold(const std::vector<double>& scores, const std::vector<uint8_t>& labels,
+                     std::vector<double> fallback) {
+  const bool any = std::find(labels.begin(), labels.end(), 1) != labels.end();
+  if (!any || scores.empty()) {
+    if (fallback.empty()) return 0;
+    const size_t at = std::min(fallback.size() - 1,
+                               static_cast<size_t>(0.9 * static_cast<double>(fallback.size())));
+    std::nth_element(fallback.begin(), fallback.begin() + static_cast<long>(at), fallback.end());
+    return fallback[at];
+  }
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  uint64_t positives = 0;
+  for (uint8_t l : labels) positives += l;
+  double best_f1 = -1, best = scores[order.front()];
+  uint64_t tp = 0, flagged = 0;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && scores[order[j]] == scores[order[i]]) {
+      tp += labels[order[j]];
+      ++flagged;
+      ++j;
+    }
+    const double p = static_cast<double>(tp) / static_cast<double>(flagged);
+    const double r = static_cast<double>(tp) / static_cast<double>(positives);
+    const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
+    if (f1 > best_f1 + 1e-12) {
+      best_f1 = f1;
+      best = scores[order[i]];
+    }
+    i = j;
+  }
+  return best;
+}
+
+int FaultClass(const std::string& name) {
+  for (int k = 0; k < 5; ++k) {
+    if (name == sim::kFaultCategories[k]) return k;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<std::string> MethodNames() {
+  std::vector<std::string> out;
+  for (const MethodSpec& m : AllMethods()) out.push_back(m.name);
+  return out;
+}
+
+bool MethodAvailable(MethodKind kind) {
+  return kind != MethodKind::kXgboost || XgboostModel::Available();
+}
+
+Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
+  const std::vector<MethodSpec> all = AllMethods();
+  std::vector<MethodSpec> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string name = text.substr(begin, comma - begin);
+    begin = comma + 1;
+    if (name.empty()) continue;
+    if (name == "all") {
+      for (const MethodSpec& m : all) {
+        if (MethodAvailable(m.kind)) out.push_back(m);
+      }
+      continue;
+    }
+    const auto it =
+        std::find_if(all.begin(), all.end(), [&](const MethodSpec& m) { return m.name == name; });
+    if (it == all.end()) {
+      std::string names;
+      for (const MethodSpec& m : all) names += (names.empty() ? "" : ", ") + m.name;
+      return Status::Error("unknown method \"" + name + "\"; known: all, " + names);
+    }
+    if (!MethodAvailable(it->kind)) {
+      return Status::Error("method \"" + name +
+                           "\" needs XGBoost, which this build of Teller lacks "
+                           "(apt-get install libxgboost-dev xgboost, then re-run cmake)");
+    }
+    out.push_back(*it);
+  }
+  if (out.empty()) return Status::Error("no method named");
+  return out;
+}
+
+MethodRunner::MethodRunner(const Dataset& dataset, uint64_t seed,
+                           std::function<void(std::string_view)> progress)
+    : dataset_(dataset), seed_(seed), progress_(std::move(progress)) {}
+MethodRunner::~MethodRunner() = default;
+
+const Features& MethodRunner::FeaturesFor(FeatureSet set) {
+  auto& slot = features_[set];
+  if (!slot) slot = std::make_unique<Features>(ComputeFeatures(dataset_, set));
+  return *slot;
+}
+
+Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& fold) {
+  const Dataset& ds = dataset_;
+  if (method.kind == MethodKind::kTellerNumeric) {
+    if (!numeric_) {
+      NumericOptions o;
+      o.progress = progress_;
+      NumericStats st;
+      auto p = PredictTellerNumeric(ds, o, &st);
+      if (!p.ok()) return p.status();
+      numeric_ = std::move(p).value();
+      counters_["teller-numeric.engine_steps"] = st.engine_steps;
+      counters_["teller-numeric.abnormal_engine_steps"] = st.abnormal_steps;
+      counters_["teller-numeric.evidence"] = st.evidence;
+      counters_["teller-numeric.evidence_outside_record"] = st.evidence_outside_record;
+      counters_["teller-numeric.unmatched_requests"] = st.unmatched_requests;
+      counters_["teller-numeric.units_without_diagnosis"] = st.units_without_diagnosis;
+    }
+    // Predictions are the same whatever the fold (no training); only test units count.
+    return *numeric_;
+  }
+
+  if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
+  const Features& f = FeaturesFor(method.features);
+  if (fold.train.empty())
+    return Status::Error(method.name + ": fold \"" + fold.name + "\" has no training steps");
+  const Matrix x_test = f.Rows(ds, fold.test);
+  Predictions out;
+  out.units.resize(ds.units.size());
+  // Scores per view of the test units; a model per view for supervised methods (their
+  // labels differ), one detector for both views otherwise.
+  std::vector<double> test_scores[2];
+  std::vector<uint8_t> test_flags[2];
+
+  if (!method.supervised) {
+    const std::vector<uint32_t> fit_units = DistinctRecords(ds, fold.train);
+    const Matrix x_fit = f.Rows(ds, fit_units);
+    const Matrix x_val = f.Rows(ds, fold.validation);
+    std::vector<double> fit_scores, val_scores, scores;
+    auto run = [&](auto& model) {
+      fit_scores = model.Score(x_fit);
+      val_scores = model.Score(x_val);
+      scores = model.Score(x_test);
+    };
+    switch (method.kind) {
+      case MethodKind::kKMeans: {
+        KMeansDetector m;
+        TELLER_RETURN_IF_ERROR(m.Fit(x_fit, 8));
+        run(m);
+        break;
+      }
+      case MethodKind::kGmm: {
+        GmmDetector m;
+        TELLER_RETURN_IF_ERROR(m.Fit(x_fit, 4));
+        run(m);
+        break;
+      }
+      case MethodKind::kDbscan: {
+        Dbscan m;
+        TELLER_RETURN_IF_ERROR(m.Fit(x_fit, 0, 10));
+        run(m);
+        break;
+      }
+      case MethodKind::kIsolationForest: {
+        IsolationForest m;
+        TELLER_RETURN_IF_ERROR(m.Fit(x_fit, 100, 256, seed_));
+        run(m);
+        break;
+      }
+      default:
+        return Status::Error(method.name + ": not an unsupervised method");
+    }
+    // No labels in fitting; the alarm threshold is the one place labels enter: the best
+    // step F1 on the validation steps, per view.
+    for (View v : kViews) {
+      std::vector<uint8_t> val_labels;
+      for (uint32_t i : fold.validation) val_labels.push_back(ds.units[i].view(v).is_anomaly);
+      const double threshold = BestThreshold(val_scores, val_labels, fit_scores);
+      const int k = static_cast<int>(v);
+      test_scores[k] = scores;
+      for (double s : scores) test_flags[k].push_back(s >= threshold);
+    }
+  } else {
+    const Matrix x_train = f.Rows(ds, fold.train);
+    auto fit_predict = [&](const std::vector<int>& y, int classes,
+                           uint64_t seed) -> Result<Matrix> {
+      switch (method.kind) {
+        case MethodKind::kLinearSvm: {
+          LinearSvm m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_train, y, classes, 1.0, 50, seed));
+          return m.Decision(x_test);
+        }
+        case MethodKind::kRandomForest: {
+          RandomForest m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_train, y, classes, 100, seed));
+          return m.Proba(x_test);
+        }
+        case MethodKind::kXgboost: {
+          XgboostModel m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_train, y, classes, 100, seed));
+          return m.Proba(x_test);
+        }
+        default:
+          return Status::Error(method.name + ": not a supervised method");
+      }
+    };
+    for (View v : kViews) {
+      const int k = static_cast<int>(v);
+      std::vector<int> y;
+      for (uint32_t i : fold.train) y.push_back(ds.units[i].view(v).is_anomaly ? 1 : 0);
+      const bool both =
+          std::count(y.begin(), y.end(), 1) > 0 && std::count(y.begin(), y.end(), 0) > 0;
+      if (!both) {
+        // One class in training: the only sensible prediction is that class.
+        const bool abnormal = !y.empty() && y.front() == 1;
+        test_scores[k].assign(fold.test.size(), abnormal ? 1.0 : 0.0);
+        test_flags[k].assign(fold.test.size(), abnormal);
+        continue;
+      }
+      auto m = fit_predict(y, 2, seed_ + static_cast<uint64_t>(k));
+      if (!m.ok()) return m.status();
+      const bool margin = method.kind == MethodKind::kLinearSvm;
+      for (size_t i = 0; i < fold.test.size(); ++i) {
+        const double s = margin ? m->at(i, 0) : m->at(i, 1);
+        test_scores[k].push_back(s);
+        test_flags[k].push_back(margin ? s > 0 : s > 0.5);
+      }
+    }
+    // Fault type: one multi-class model over the training steps labelled abnormal.
+    std::vector<uint32_t> faulty;
+    std::vector<int> y;
+    std::set<int> seen;
+    for (uint32_t i : fold.train) {
+      const int c = FaultClass(ds.units[i].fault_type);
+      if (!ds.units[i].is_anomaly || c < 0) continue;
+      faulty.push_back(i);
+      y.push_back(c);
+      seen.insert(c);
+    }
+    std::vector<std::string> fault(fold.test.size());
+    if (seen.size() == 1) {
+      std::fill(fault.begin(), fault.end(), sim::kFaultCategories[*seen.begin()]);
+    } else if (seen.size() > 1) {
+      const Matrix x_faulty = f.Rows(ds, faulty);
+      Result<Matrix> scores = Status::Error("unset");
+      switch (method.kind) {
+        case MethodKind::kLinearSvm: {
+          LinearSvm m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_faulty, y, 5, 1.0, 50, seed_ + 2));
+          scores = m.Decision(x_test);
+          break;
+        }
+        case MethodKind::kRandomForest: {
+          RandomForest m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_faulty, y, 5, 100, seed_ + 2));
+          scores = m.Proba(x_test);
+          break;
+        }
+        default: {
+          XgboostModel m;
+          TELLER_RETURN_IF_ERROR(m.Fit(x_faulty, y, 5, 100, seed_ + 2));
+          scores = m.Proba(x_test);
+          break;
+        }
+      }
+      if (!scores.ok()) return scores.status();
+      for (size_t i = 0; i < fold.test.size(); ++i) {
+        int best = -1;
+        for (int c : seen) {  // classes never seen in training cannot be predicted
+          if (best < 0 ||
+              scores->at(i, static_cast<size_t>(c)) > scores->at(i, static_cast<size_t>(best)))
+            best = c;
+        }
+        fault[i] = sim::kFaultCategories[best];
+      }
+    }
+    for (size_t i = 0; i < fold.test.size(); ++i) {
+      for (View v : kViews) out.at(fold.test[i], v).fault_type = fault[i];
+    }
+  }
+
+  for (size_t i = 0; i < fold.test.size(); ++i) {
+    const uint32_t u = fold.test[i];
+    for (View v : kViews) {
+      const int k = static_cast<int>(v);
+      Prediction& p = out.at(u, v);
+      p.present = true;
+      p.score = test_scores[k][i];
+      p.abnormal = test_flags[k][i] != 0;
+      if (!p.abnormal) {
+        p.fault_type.clear();
+        continue;
+      }
+      p.nodes = deviations_->Top(ds, u, v);
+    }
+  }
+  return out;
+}
+
+}  // namespace teller::eval
