@@ -38,7 +38,7 @@ constexpr const char* kUsage =
     "  dataset build RAW... --out DIR   labelled per-request examples from simulated or\n"
     "                     injected traces;  dataset stats [--json] DIR   Table 1\n"
     "Simulate:\n"
-    "  simulate [--profile P] [--seed S] [--faults ...] --out DIR\n"
+    "  simulate [--profile P] [--seed S] [--fault SPEC]... --out DIR\n"
     "                     simulate LLM serving with faults: raw traces, logs, ground truth\n"
     "  simulate --preset paper --seed S --out DIR   the paper-shaped dataset (5 settings)\n"
     "  simulate --profile P --compare REAL_TRACE    realism report against a real trace\n"
