@@ -27,6 +27,7 @@
 #include "teller/core/json_writer.h"
 #include "teller/core/request_id.h"
 #include "teller/dataset/build.h"
+#include "teller/dataset/type_tags.h"
 #include "teller/dataset/step_record.h"
 #include "teller/reconstruct/dataset_export.h"
 #include "teller/reconstruct/reconstruct.h"
@@ -45,51 +46,37 @@ double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Type tags of steps.jsonl: the symbol classes of TPE (method.md §5). Ranges take theirs
-// from the layer; everything else from the event type.
-enum TypeTag : uint8_t {
-  kTagStep = 0,
-  kTagFrontend = 1,
-  kTagBackend = 2,
-  kTagComm = 3,
-  kTagRuntime = 4,
-  kTagDriver = 5,
-  kTagKernel = 6,
-  kTagMemory = 7,  // memcpy, memset
-  kTagSync = 8,
-  kTagMark = 9,
-  kTagGpuAnnotation = 10,
-};
+// Ranges take their type tag from the layer; everything else from the event type.
 
 uint8_t TypeTagOf(Layer layer, EventType type) {
   switch (type) {
     case EventType::kRuntime:
-      return kTagRuntime;
+      return static_cast<uint8_t>(TypeTag::kRuntime);
     case EventType::kDriver:
-      return kTagDriver;
+      return static_cast<uint8_t>(TypeTag::kDriver);
     case EventType::kKernel:
-      return kTagKernel;
+      return static_cast<uint8_t>(TypeTag::kKernel);
     case EventType::kMemcpy:
     case EventType::kMemset:
-      return kTagMemory;
+      return static_cast<uint8_t>(TypeTag::kMemory);
     case EventType::kSync:
-      return kTagSync;
+      return static_cast<uint8_t>(TypeTag::kSync);
     case EventType::kMark:
-      return kTagMark;
+      return static_cast<uint8_t>(TypeTag::kMark);
     case EventType::kGpuAnnotation:
-      return kTagGpuAnnotation;
+      return static_cast<uint8_t>(TypeTag::kGpuAnnotation);
     default:
       break;
   }
   switch (layer) {
     case Layer::kStep:
-      return kTagStep;
+      return static_cast<uint8_t>(TypeTag::kStep);
     case Layer::kBackend:
-      return kTagBackend;
+      return static_cast<uint8_t>(TypeTag::kBackend);
     case Layer::kComm:
-      return kTagComm;
+      return static_cast<uint8_t>(TypeTag::kComm);
     default:
-      return kTagFrontend;
+      return static_cast<uint8_t>(TypeTag::kFrontend);
   }
 }
 

@@ -34,19 +34,22 @@ struct IndexParse {
   const simdjson::padded_string& json;
   od::document& doc;
 
-  Status Error(error_code e, const std::string& what) {
-    const char* p = nullptr;
-    size_t offset = json.size();
-    if (doc.current_location().get(p) == simdjson::SUCCESS && p >= json.data() &&
-        p <= json.data() + json.size()) {
-      offset = static_cast<size_t>(p - json.data());
-    }
-    return Status::Error(path + ": byte " + std::to_string(offset) + ": " + what + " (" +
-                         simdjson::error_message(e) + ")");
-  }
+  Status Error(error_code e, const std::string& what) { return JsonErrorAt(path, doc, json, e, what); }
 };
 
 }  // namespace
+
+Status JsonErrorAt(const std::string& path, od::document& doc, const simdjson::padded_string& json,
+                   error_code e, const std::string& what) {
+  const char* p = nullptr;
+  size_t offset = json.size();
+  if (doc.current_location().get(p) == simdjson::SUCCESS && p >= json.data() &&
+      p <= json.data() + json.size()) {
+    offset = static_cast<size_t>(p - json.data());
+  }
+  return Status::Error(path + ": byte " + std::to_string(offset) + ": " + what + " (" +
+                       simdjson::error_message(e) + ")");
+}
 
 IndexEntry EntryFor(const SettingSummary& s) {
   IndexEntry e;

@@ -37,14 +37,7 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
 
 Status JsonError(const std::string& path, od::document& doc, const simdjson::padded_string& json,
                  error_code e, const std::string& expected) {
-  const char* p = nullptr;
-  size_t offset = json.size();
-  if (doc.current_location().get(p) == simdjson::SUCCESS && p >= json.data() &&
-      p <= json.data() + json.size()) {
-    offset = static_cast<size_t>(p - json.data());
-  }
-  return Status::Error(path + ": byte " + std::to_string(offset) + ": expected " + expected + " (" +
-                       simdjson::error_message(e) + ")");
+  return internal::JsonErrorAt(path, doc, json, e, "expected " + expected);
 }
 
 // annotation.json: is_fault, fault_type and the number of steps.

@@ -288,14 +288,13 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
       // Every GPU operation is an instance too: inside an operator range it tells which
       // kernel of the operator is abnormal; in a graph replay it is the only operator.
       const bool gpu_op = IsGpuWork(type);
-      const bool bare_gpu = gpu_op;
       // Runtime/driver calls no operator range encloses (a step's synchronizations and
       // copies) are instances of their own: nothing else would hold their time.
       const bool bare_call = IsHostCall(type) && !covered && ops[i] == 0;
       if (op_range || gpu_op || bare_call) {
         Vec v{};
         const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
-        v[kSelfNs] = bare_gpu || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
+        v[kSelfNs] = gpu_op || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
         if (bare_call && sync_ns[i] > 0) {
           // A synchronization's own cost is how long it blocks after the GPU work it
           // waits for has finished; the waiting itself belongs to that work.
@@ -338,11 +337,6 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
     }
   }
   return x;
-}
-
-Layer LayerFromKey(const std::string& key, const Reconstruction& r, uint32_t node) {
-  (void)key;
-  return r.nodes.layer[node];
 }
 
 }  // namespace
@@ -422,7 +416,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
       Family f;
       f.key = x.family_key[i];
       f.name = x.family_key[i].substr(0, x.family_key[i].find('\x1f'));
-      f.layer = LayerFromKey(x.family_key[i], r, x.node[i]);
+      f.layer = r.nodes.layer[x.node[i]];
       out.families.push_back(f);
       members.emplace_back();
     }

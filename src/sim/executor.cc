@@ -94,9 +94,6 @@ class Executor {
   int64_t Go(int64_t start);
 
  private:
-  struct Group {
-    std::vector<int> ranks;
-  };
   // `structural` >= 0: a fault whose evidence is the structure itself (reordered or
   // substituted operators): every node emitted is labelled with it.
   void EmitOps(const std::vector<OpSpec>& ops, const std::vector<int>& ranks, bool graph,
@@ -371,7 +368,6 @@ int64_t Executor::Go(int64_t start) {
   culprit_.assign(n, {});
   culprit_flag_.assign(n, false);
   kernel_fault_.assign(n, -1);
-  const int world = static_cast<int>(n);
   const bool eager = plan_.any_prefill || !p_.decode_graph;
 
   // Which requests each rank runs: all of them under tensor/pipeline parallelism; a
@@ -581,7 +577,6 @@ int64_t Executor::Go(int64_t start) {
     lead.host += static_cast<int64_t>(Micro(rng_.LogNormal(8.0, 0.3)));
     lead.Pop(lead.host);
   }
-  (void)world;
   return lead.host;
 }
 

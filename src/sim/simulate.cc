@@ -43,14 +43,6 @@ std::string Ms(int64_t ns) {
   return buf;
 }
 
-std::string ShortName(const std::string& kernel) {
-  std::string s = kernel;
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  const size_t cut = s.find_first_of("<(");
-  if (cut != std::string::npos) s = s.substr(0, cut);
-  return s;
-}
-
 // Percent-encoding of the collector's step grammar (docs/python-hooks.md).
 std::string EncodeId(const std::string& id) {
   std::string out;
@@ -549,7 +541,6 @@ GroundTruth Run::Truth() const {
         break;
     }
     s.explanation = e.str();
-    (void)nh;
   }
   return g;
 }

@@ -16,23 +16,13 @@
 #include <string>
 #include <string_view>
 
+#include "teller/dataset/type_tags.h"
+
 namespace teller::tpe {
 
 // Type tags, as numbered in steps.jsonl's `type` column.
-enum class TypeTag : uint8_t {
-  kStep = 0,
-  kFrontend = 1,
-  kBackend = 2,
-  kComm = 3,
-  kRuntime = 4,
-  kDriver = 5,
-  kKernel = 6,
-  kMemory = 7,  // memcpy, memset
-  kSync = 8,
-  kMark = 9,
-  kGpuAnnotation = 10,
-};
-inline constexpr int kNumTypeTags = 11;
+using dataset::TypeTag;
+using dataset::kNumTypeTags;
 
 // "[STEP]", "[FE]", "[BE]", "[COMM]", "[RT]", "[DRV]", "[K]", "[MEM]", "[SYNC]", "[MARK]",
 // "[GANN]". These bare tags are also vocabulary entries: the encoder maps a name it has
