@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "teller/sim/sim.h"
+
 namespace teller::cli {
 
 // Each takes the arguments after the subcommand name and returns the process exit code.
@@ -17,6 +19,12 @@ int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
 int DiagnoseCommand(const std::vector<std::string>& args);
 int EvalCommand(const std::vector<std::string>& args);
+
+// `simulate --compare`: simulates `config` (capped to kCompareRequests requests) into a
+// temporary directory that is removed afterwards, imports it and `real_path`, compares and
+// prints the realism report on stdout (errors on stderr). Returns 0, or 1 on an error.
+inline constexpr int kCompareRequests = 16;
+int RunRealismCompare(const sim::SimConfig& config, const std::string& real_path, bool json);
 
 }  // namespace teller::cli
 

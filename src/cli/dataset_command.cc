@@ -9,7 +9,7 @@
 #include "teller/dataset/build.h"
 #include "teller/dataset/stats.h"
 #include "teller/ingest/ingest.h"
-#include "teller/reconstruct/dataset_export.h"
+#include "teller/dataset/dataset_export.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::cli {
@@ -90,7 +90,7 @@ bool ParseCount(const std::string& text, long long min, long long* out) {
 
 int ExportCommand(const std::vector<std::string>& args) {
   std::string out;
-  reconstruct::ExportOptions options;
+  dataset::ExportOptions options;
   std::vector<std::string> inputs;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -132,14 +132,14 @@ int ExportCommand(const std::vector<std::string>& args) {
                  r.steps.size());
     return 1;
   }
-  auto summary = reconstruct::ExportDataset(trace, r, out, options);
+  auto summary = dataset::ExportDataset(trace, r, out, options);
   if (!summary.ok()) {
     std::fprintf(stderr, "teller dataset export: %s\n", summary.status().message().c_str());
     return 1;
   }
   std::printf("wrote %zu requests (%zu steps, %zu nodes, %zu log lines) to %s/%s\n",
               summary->requests, summary->steps, summary->nodes, summary->log_lines, out.c_str(),
-              reconstruct::RequestDirName(options.setting).c_str());
+              dataset::RequestDirName(options.setting).c_str());
   if (summary->truncated_steps > 0) {
     std::printf("note: %zu steps were larger than the node limit and were cut\n",
                 summary->truncated_steps);

@@ -6,7 +6,7 @@
 
 #include "src/cli/commands.h"
 #include "teller/sim/faults.h"
-#include "teller/sim/inject.h"
+#include "teller/inject/inject.h"
 
 namespace teller::cli {
 namespace {
@@ -47,7 +47,7 @@ void PrintList() {
   std::printf("%-20s %-20s %9s  %s\n", "mechanism", "category", "default", "what it does");
   for (const sim::MechanismInfo& info : sim::Mechanisms()) {
     if (!info.injectable) continue;
-    std::printf("%-20s %-20s %9g  %s\n", info.name, info.category, info.default_magnitude, info.summary);
+    std::printf("%-20s %-20s %9g  %s\n", info.name, std::string(FaultCategoryName(info.category)).c_str(), info.default_magnitude, info.summary);
   }
   std::printf("\nNot injectable into a recorded trace (simulator only):");
   for (const sim::MechanismInfo& info : sim::Mechanisms()) {
@@ -71,7 +71,7 @@ std::string Human(int64_t ns) {
 }  // namespace
 
 int InjectCommand(const std::vector<std::string>& args) {
-  sim::InjectOptions options;
+  inject::InjectOptions options;
   std::string input, out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -101,7 +101,7 @@ int InjectCommand(const std::vector<std::string>& args) {
       } else if (a == "--out") {
         out = *v;
       } else if (a == "--onset" || a == "--duration") {
-        auto ns = sim::ParseDurationNs(*v);
+        auto ns = inject::ParseDurationNs(*v);
         if (!ns.ok()) {
           std::fprintf(stderr, "teller inject: %s: %s\n", a.c_str(), ns.status().message().c_str());
           return 2;
@@ -144,13 +144,13 @@ int InjectCommand(const std::vector<std::string>& args) {
   eo.command.insert(eo.command.end(), args.begin(), args.end());
   eo.teller_version = TELLER_VERSION;
   eo.source = input;
-  auto run = sim::InjectIntoTrace(input, out, options, eo);
+  auto run = inject::InjectIntoTrace(input, out, options, eo);
   if (!run.ok()) {
     std::fprintf(stderr, "teller inject: %s\n", run.status().message().c_str());
     return 1;
   }
-  const sim::InjectEffect& fx = run->result.effect;
-  const sim::GroundTruth& gt = run->result.truth;
+  const inject::InjectEffect& fx = run->result.effect;
+  const format::GroundTruth& gt = run->result.truth;
   size_t faulty = 0;
   for (const auto& st : gt.steps) faulty += st.fault >= 0;
   size_t faulty_requests = 0;

@@ -35,7 +35,7 @@ constexpr const char* kInspectUsage =
     "  --log-tolerance-ms  window around a step for log lines without a request id\n"
     "                      (default 50)\n";
 
-using reconstruct::Layer;
+
 using reconstruct::Reconstruction;
 
 std::string FormatDuration(int64_t ns) {
@@ -85,7 +85,7 @@ void PrintTree(const Trace& trace, const Reconstruction& r, uint32_t root, int m
     }
     const uint32_t e = n.event[node];
     const int indent = static_cast<int>(n.depth[node]) - static_cast<int>(n.depth[root]);
-    std::printf("    %*s[%s] %s  %s\n", indent * 2, "", std::string(reconstruct::LayerName(n.layer[node])).c_str(),
+    std::printf("    %*s[%s] %s  %s\n", indent * 2, "", std::string(LayerName(n.layer[node])).c_str(),
                 std::string(trace.strings.Get(trace.events.name[e])).c_str(),
                 FormatDuration(n.end_ns[node] - n.start_ns[node]).c_str());
     for (uint32_t c = n.child_begin[node + 1]; c > n.child_begin[node]; --c) {

@@ -8,9 +8,8 @@
 
 #include "src/cli/commands.h"
 #include "teller/sim/faults.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
-#include "teller/sim/compare.h"
 
 namespace teller::cli {
 namespace {
@@ -60,7 +59,7 @@ void PrintList() {
   for (const char* p : sim::kProfiles) std::printf("  %s\n", p);
   std::printf("fault mechanisms (category: name - what it does):\n");
   for (const sim::MechanismInfo& m : sim::Mechanisms()) {
-    std::printf("  %-20s %-16s %s%s\n", m.category, m.name, m.summary, m.injectable ? " [inject]" : "");
+    std::printf("  %-20s %-16s %s%s\n", std::string(FaultCategoryName(m.category)).c_str(), m.name, m.summary, m.injectable ? " [inject]" : "");
   }
 }
 
@@ -194,7 +193,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   };
   if (!compare.empty()) {
-    return sim::RunRealismCompare(config, compare, json);
+    return RunRealismCompare(config, compare, json);
   }
   if (out.empty()) {
     std::fprintf(stderr, "teller simulate: --out DIR is required\n\n%s", kHelp);

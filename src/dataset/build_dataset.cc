@@ -20,7 +20,7 @@
 #include "teller/core/file_util.h"
 #include "teller/dataset/build.h"
 #include "teller/ingest/ingest.h"
-#include "teller/reconstruct/dataset_export.h"
+#include "teller/dataset/dataset_export.h"
 
 namespace teller::dataset {
 namespace {
@@ -48,7 +48,7 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
   return names;
 }
 
-bool HasTruth(const std::string& dir) { return IsRegularFile(Join(dir, sim::kGroundTruthFile)); }
+bool HasTruth(const std::string& dir) { return IsRegularFile(Join(dir, format::kGroundTruthFile)); }
 
 bool LooksLikeRawTrace(const std::string& dir) {
   return ingest::DetectFormat(dir) == ingest::InputFormat::kTellerRaw;
@@ -74,7 +74,7 @@ Result<std::vector<std::string>> FindSettingDirs(const std::vector<std::string>&
   for (const std::string& path : raw) {
     if (!IsDirectory(path)) {
       return Status::Error(path + ": not a directory (expected a `teller simulate` output with " +
-                           sim::kGroundTruthFile + ", or a directory of them)");
+                           format::kGroundTruthFile + ", or a directory of them)");
     }
     if (HasTruth(path)) {
       dirs.push_back(path);
@@ -97,11 +97,11 @@ Result<std::vector<std::string>> FindSettingDirs(const std::vector<std::string>&
     if (found == 0 && ingest::DetectFormat(path) != ingest::InputFormat::kUnknown)
       unlabelled = path;
     if (!unlabelled.empty()) {
-      return Status::Error(unlabelled + ": a trace without " + sim::kGroundTruthFile +
+      return Status::Error(unlabelled + ": a trace without " + format::kGroundTruthFile +
                            "; unlabelled traces go through `teller dataset export`");
     }
     if (found == 0) {
-      return Status::Error(path + ": neither a simulation output (no " + sim::kGroundTruthFile +
+      return Status::Error(path + ": neither a simulation output (no " + format::kGroundTruthFile +
                            ") nor a directory of simulation outputs");
     }
   }
@@ -117,25 +117,25 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
   // Ground truth first: small files, and the setting names come from them.
   struct Job {
     std::string dir, name;
-    sim::GroundTruth truth;
+    format::GroundTruth truth;
     std::optional<Result<SettingSummary>> result;
   };
   std::vector<Job> jobs(dirs->size());
   std::set<std::string> names;
   for (size_t i = 0; i < jobs.size(); ++i) {
     jobs[i].dir = dirs.value()[i];
-    auto truth = sim::ReadGroundTruth(Join(jobs[i].dir, sim::kGroundTruthFile));
+    auto truth = format::ReadGroundTruth(Join(jobs[i].dir, format::kGroundTruthFile));
     if (!truth.ok()) return truth.status();
     jobs[i].truth = std::move(truth).value();
     jobs[i].name = !jobs[i].truth.setting.empty() ? jobs[i].truth.setting : BaseName(jobs[i].dir);
-    if (!names.insert(reconstruct::RequestDirName(jobs[i].name)).second) {
+    if (!names.insert(dataset::RequestDirName(jobs[i].name)).second) {
       return Status::Error("two inputs are setting \"" + jobs[i].name + "\" (the second is " +
                            jobs[i].dir + "); build them into different --out directories");
     }
   }
   // Refused before any work (BuildSetting checks again for library callers).
   for (const Job& job : jobs) {
-    const std::string dir = Join(out_dir, reconstruct::RequestDirName(job.name));
+    const std::string dir = Join(out_dir, dataset::RequestDirName(job.name));
     if (IsDirectory(dir) && DirectoryHasEntries(dir)) {
       return Status::Error(
           dir + " already exists and is not empty; remove it or build into another --out");
@@ -201,7 +201,7 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
       return Status::Error(old.status().message() + " (the existing index; remove it to rebuild)");
     for (internal::IndexEntry& e : old.value()) {
       if (built.count(e.name) == 0 &&
-          IsDirectory(Join(out_dir, reconstruct::RequestDirName(e.name)))) {
+          IsDirectory(Join(out_dir, dataset::RequestDirName(e.name)))) {
         entries.push_back(std::move(e));
       }
     }

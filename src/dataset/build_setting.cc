@@ -27,9 +27,9 @@
 #include "teller/core/json_writer.h"
 #include "teller/core/request_id.h"
 #include "teller/dataset/build.h"
-#include "teller/dataset/type_tags.h"
+#include "teller/format/dataset_node.h"
 #include "teller/dataset/step_record.h"
-#include "teller/reconstruct/dataset_export.h"
+#include "teller/dataset/dataset_export.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::dataset {
@@ -37,47 +37,13 @@ namespace {
 
 using internal::AppendInt;
 using internal::AppendUint;
-using reconstruct::Layer;
+
 using reconstruct::Reconstruction;
 
 constexpr uint32_t kNone = UINT32_MAX;
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Ranges take their type tag from the layer; everything else from the event type.
-
-uint8_t TypeTagOf(Layer layer, EventType type) {
-  switch (type) {
-    case EventType::kRuntime:
-      return static_cast<uint8_t>(TypeTag::kRuntime);
-    case EventType::kDriver:
-      return static_cast<uint8_t>(TypeTag::kDriver);
-    case EventType::kKernel:
-      return static_cast<uint8_t>(TypeTag::kKernel);
-    case EventType::kMemcpy:
-    case EventType::kMemset:
-      return static_cast<uint8_t>(TypeTag::kMemory);
-    case EventType::kSync:
-      return static_cast<uint8_t>(TypeTag::kSync);
-    case EventType::kMark:
-      return static_cast<uint8_t>(TypeTag::kMark);
-    case EventType::kGpuAnnotation:
-      return static_cast<uint8_t>(TypeTag::kGpuAnnotation);
-    default:
-      break;
-  }
-  switch (layer) {
-    case Layer::kStep:
-      return static_cast<uint8_t>(TypeTag::kStep);
-    case Layer::kBackend:
-      return static_cast<uint8_t>(TypeTag::kBackend);
-    case Layer::kComm:
-      return static_cast<uint8_t>(TypeTag::kComm);
-    default:
-      return static_cast<uint8_t>(TypeTag::kFrontend);
-  }
 }
 
 // The counters of one build, in the order index.json prints them.
@@ -122,7 +88,7 @@ using Group = EngineStep;
 struct RequestOut {
   StringId id = 0;
   StringId log_id = 0;  // the id logs use for it (vLLM's API id), when it differs
-  const sim::RequestTruth* truth = nullptr;
+  const format::RequestTruth* truth = nullptr;
   uint32_t last_group = 0;
   uint32_t steps = 0;
   bool any_anomalous = false;
@@ -134,7 +100,7 @@ struct RequestOut {
 
 class SettingBuilder {
  public:
-  SettingBuilder(Trace& trace, const sim::GroundTruth& truth, const std::string& setting,
+  SettingBuilder(Trace& trace, const format::GroundTruth& truth, const std::string& setting,
                  const std::string& out_dir, const BuildOptions& options)
       : trace_(trace), truth_(truth), setting_(setting), out_dir_(out_dir), options_(options) {}
 
@@ -150,7 +116,7 @@ class SettingBuilder {
   Status WriteGroup(uint32_t g);
   void BuildRecord(const Group& group);
   void FormatRecord(const Group& group);
-  void LabelView(const sim::ViewLabel& view, size_t truth_step, int which,
+  void LabelView(const format::ViewLabel& view, size_t truth_step, int which,
                  std::vector<uint32_t>* local);
   Status FinishRequest(RequestOut& out);
   const std::string& EscapedName(StringId id);
@@ -159,7 +125,7 @@ class SettingBuilder {
   void AppendView(std::string& out, bool anomalous, const std::vector<uint32_t>& nodes) const;
 
   Trace& trace_;
-  const sim::GroundTruth& truth_;
+  const format::GroundTruth& truth_;
   const std::string& setting_;
   const std::string& out_dir_;
   const BuildOptions& options_;
@@ -172,9 +138,9 @@ class SettingBuilder {
   std::vector<int64_t> locator_rows_;   // event row or -1, all locators in order
   std::vector<uint32_t> view_begin_;    // locators of (step s, view v) start at [2s+v]
   std::vector<uint32_t> locator_node_;  // node of each resolved locator, after reconstruction
-  std::unordered_map<std::string_view, const sim::RequestTruth*> truth_request_;
+  std::unordered_map<std::string_view, const format::RequestTruth*> truth_request_;
   std::unordered_map<uint64_t, uint32_t> truth_step_;
-  std::unordered_map<int, const sim::FaultRecord*> fault_;
+  std::unordered_map<int, const format::FaultRecord*> fault_;
   std::vector<uint8_t> truth_step_used_;
 
   std::vector<Group> groups_;
@@ -194,12 +160,12 @@ class SettingBuilder {
 };
 
 Status SettingBuilder::ResolveTruth() {
-  std::vector<const sim::NodeLocator*> locators;
+  std::vector<const format::NodeLocator*> locators;
   view_begin_.clear();
-  for (const sim::StepTruth& step : truth_.steps) {
-    for (const sim::ViewLabel* view : {&step.vertical, &step.horizontal}) {
+  for (const format::StepTruth& step : truth_.steps) {
+    for (const format::ViewLabel* view : {&step.vertical, &step.horizontal}) {
       view_begin_.push_back(static_cast<uint32_t>(locators.size()));
-      for (const sim::NodeLocator& n : view->nodes) locators.push_back(&n);
+      for (const format::NodeLocator& n : view->nodes) locators.push_back(&n);
     }
   }
   view_begin_.push_back(static_cast<uint32_t>(locators.size()));
@@ -237,8 +203,8 @@ void SettingBuilder::BuildGroups() {
 }
 
 void SettingBuilder::IndexTruth() {
-  for (const sim::RequestTruth& q : truth_.requests) truth_request_.emplace(q.id, &q);
-  for (const sim::FaultRecord& f : truth_.faults) fault_.emplace(f.id, &f);
+  for (const format::RequestTruth& q : truth_.requests) truth_request_.emplace(q.id, &q);
+  for (const format::FaultRecord& f : truth_.faults) fault_.emplace(f.id, &f);
   for (uint32_t i = 0; i < truth_.steps.size(); ++i) truth_step_.emplace(truth_.steps[i].seq, i);
   truth_step_used_.assign(truth_.steps.size(), 0);
 }
@@ -281,44 +247,15 @@ void SettingBuilder::FormatRecord(const Group& group) {
   for (size_t i = 0; i < rec_.size(); ++i) {
     const uint32_t node = rec_.node[i];
     const uint32_t e = n.event[node];
-    const EventType type = ev.type[e];
     if (i) out += ',';
-    out += "{\"id\":";
-    AppendUint(out, i);
-    out += ",\"parent\":";
-    AppendInt(out, rec_.parent[i]);
-    out += ",\"depth\":";
-    AppendUint(out, rec_.depth[i]);
-    out += ",\"rank\":";
-    AppendInt(out, rec_.rank[i]);
-    out += ",\"layer\":\"";
-    out += reconstruct::LayerName(n.layer[node]);
-    out += "\",\"type\":\"";
-    out += EventTypeName(type);
-    out += "\",\"name\":";
-    out += EscapedName(ev.name[e]);
-    out += ",\"start_ns\":";
-    AppendInt(out, n.start_ns[node]);
-    out += ",\"dur_ns\":";
-    AppendInt(out, n.end_ns[node] - n.start_ns[node]);
-    if (IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation) {
-      out += ",\"device\":";
-      AppendUint(out, ev.device[e]);
-      out += ",\"stream\":";
-      AppendUint(out, ev.stream[e]);
-    } else {
-      out += ",\"thread\":";
-      AppendUint(out, ev.thread[e]);
-    }
-    if (ev.correlation[e] != 0) {
-      out += ",\"correlation\":";
-      AppendUint(out, ev.correlation[e]);
-    }
-    if (ev.bytes[e] != 0) {
-      out += ",\"bytes\":";
-      AppendUint(out, ev.bytes[e]);
-    }
-    out += '}';
+    format::DatasetNode dn =
+        format::DatasetNodeOf(trace_, e, n.layer[node], n.start_ns[node], n.end_ns[node], EscapedName(ev.name[e]));
+    dn.id = static_cast<int64_t>(i);
+    dn.parent = rec_.parent[i];
+    dn.depth = rec_.depth[i];
+    dn.has_rank = true;
+    dn.rank = rec_.rank[i];
+    format::AppendDatasetNode(out, dn);
   }
   out += ']';
 
@@ -338,7 +275,7 @@ void SettingBuilder::FormatRecord(const Group& group) {
     col += ']';
   };
   column("type", [&](size_t i) {
-    AppendUint(col, TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]]));
+    AppendUint(col, static_cast<uint64_t>(format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]])));
   });
   column("layer", [&](size_t i) { AppendUint(col, static_cast<uint64_t>(n.layer[rec_.node[i]])); });
   column("name", [&](size_t i) { AppendUint(col, NameId(ev.name[n.event[rec_.node[i]]])); });
@@ -403,7 +340,7 @@ void SettingBuilder::FormatRecord(const Group& group) {
 
 // Local ids of one view's labelled nodes in the current record, sorted; a resolved
 // locator whose node is not in the record is counted (once per locator).
-void SettingBuilder::LabelView(const sim::ViewLabel& view, size_t truth_step, int which,
+void SettingBuilder::LabelView(const format::ViewLabel& view, size_t truth_step, int which,
                                std::vector<uint32_t>* local) {
   local->clear();
   const uint32_t begin = view_begin_[2 * truth_step + which],
@@ -471,7 +408,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
 
   // Labels of the engine step, shared by the requests it names as affected.
   const auto truth_it = truth_step_.find(group.seq);
-  const sim::StepTruth* truth = nullptr;
+  const format::StepTruth* truth = nullptr;
   std::vector<uint32_t> vertical, horizontal;
   std::string fault_type = "null";
   if (truth_it != truth_step_.end()) {
@@ -630,7 +567,7 @@ Status SettingBuilder::FinishRequest(RequestOut& out) {
 Result<SettingSummary> SettingBuilder::Run() {
   summary_.name = setting_;
   summary_.events = trace_.events.size();
-  root_ = out_dir_ + "/" + reconstruct::RequestDirName(setting_);
+  root_ = out_dir_ + "/" + dataset::RequestDirName(setting_);
   if (IsDirectory(root_) && DirectoryHasEntries(root_)) {
     return Status::Error(root_ +
                          " already exists and is not empty; remove it or build into another --out");
@@ -699,7 +636,7 @@ Result<SettingSummary> SettingBuilder::Run() {
     out.truth = it == truth_request_.end() ? nullptr : it->second;
     if (out.truth == nullptr) ++c_.requests_without_truth;
   }
-  for (const sim::RequestTruth& q : truth_.requests) {
+  for (const format::RequestTruth& q : truth_.requests) {
     const StringId id = trace_.strings.Find(q.id);
     if (id == StringPool::kNotFound || request_index_.find(id) == request_index_.end())
       ++c_.truth_requests_missing;
@@ -710,7 +647,7 @@ Result<SettingSummary> SettingBuilder::Run() {
 
   TELLER_RETURN_IF_ERROR(MakeDirs(root_));
   for (RequestOut& out : requests_) {
-    out.dir = root_ + "/" + reconstruct::RequestDirName(trace_.strings.Get(out.id));
+    out.dir = root_ + "/" + dataset::RequestDirName(trace_.strings.Get(out.id));
     TELLER_RETURN_IF_ERROR(MakeDirs(out.dir));
     out.trace = internal::FileSink(out.dir + "/trace.json");
     AppendRequestHeader(out.trace.buffer(), out, false);
@@ -761,7 +698,7 @@ uint64_t SettingSummary::Counter(std::string_view name) const {
   return 0;
 }
 
-Result<SettingSummary> BuildSetting(Trace& trace, const sim::GroundTruth& truth,
+Result<SettingSummary> BuildSetting(Trace& trace, const format::GroundTruth& truth,
                                     const std::string& setting, const std::string& out_dir,
                                     const BuildOptions& options) {
   return SettingBuilder(trace, truth, setting, out_dir, options).Run();

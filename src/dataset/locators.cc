@@ -39,15 +39,15 @@ struct CorrKeyHash {
 
 }  // namespace
 
-std::string DescribeLocator(const sim::NodeLocator& n) {
+std::string DescribeLocator(const format::NodeLocator& n) {
   std::string where = n.host + "/" + std::to_string(n.pid);
   switch (n.kind) {
-    case sim::NodeLocator::Kind::kRange:
+    case format::NodeLocator::Kind::kRange:
       return "range " + where + "/" + std::to_string(n.tid) + " \"" + n.name + "\" #" +
              std::to_string(n.occurrence);
-    case sim::NodeLocator::Kind::kCall:
+    case format::NodeLocator::Kind::kCall:
       return "call " + where + " correlation " + std::to_string(n.correlation);
-    case sim::NodeLocator::Kind::kGpu:
+    case format::NodeLocator::Kind::kGpu:
       return "gpu " + where + " correlation " + std::to_string(n.correlation) + " #" +
              std::to_string(n.occurrence);
   }
@@ -55,7 +55,7 @@ std::string DescribeLocator(const sim::NodeLocator& n) {
 }
 
 std::vector<int64_t> ResolveLocators(const Trace& trace,
-                                     const std::vector<const sim::NodeLocator*>& locators) {
+                                     const std::vector<const format::NodeLocator*>& locators) {
   std::vector<int64_t> result(locators.size(), -1);
   if (locators.empty()) return result;
 
@@ -67,7 +67,7 @@ std::vector<int64_t> ResolveLocators(const Trace& trace,
     process_of.emplace(std::string(trace.strings.Get(info.host)) + '\0' + std::to_string(info.pid),
                        p);
   }
-  auto find_process = [&](const sim::NodeLocator& n) {
+  auto find_process = [&](const format::NodeLocator& n) {
     const auto it = process_of.find(n.host + '\0' + std::to_string(n.pid));
     return it == process_of.end() ? kNoProcess : it->second;
   };
@@ -80,20 +80,20 @@ std::vector<int64_t> ResolveLocators(const Trace& trace,
   std::vector<uint32_t> process(locators.size(), kNoProcess);
   std::vector<StringId> name(locators.size(), StringPool::kNotFound);
   for (size_t i = 0; i < locators.size(); ++i) {
-    const sim::NodeLocator& n = *locators[i];
+    const format::NodeLocator& n = *locators[i];
     process[i] = find_process(n);
     if (process[i] == kNoProcess) continue;
     switch (n.kind) {
-      case sim::NodeLocator::Kind::kRange:
+      case format::NodeLocator::Kind::kRange:
         name[i] = trace.strings.Find(n.name);
         if (name[i] == StringPool::kNotFound) break;
         wanted_name[name[i]] = 1;
         ranges.try_emplace(RangeKey{process[i], n.tid, name[i]});
         break;
-      case sim::NodeLocator::Kind::kCall:
+      case format::NodeLocator::Kind::kCall:
         calls.try_emplace(CorrKey{process[i], n.correlation}, -1);
         break;
-      case sim::NodeLocator::Kind::kGpu:
+      case format::NodeLocator::Kind::kGpu:
         gpu.try_emplace(CorrKey{process[i], n.correlation});
         break;
     }
@@ -126,18 +126,18 @@ std::vector<int64_t> ResolveLocators(const Trace& trace,
 
   for (size_t i = 0; i < locators.size(); ++i) {
     if (process[i] == kNoProcess) continue;
-    const sim::NodeLocator& n = *locators[i];
+    const format::NodeLocator& n = *locators[i];
     switch (n.kind) {
-      case sim::NodeLocator::Kind::kRange: {
+      case format::NodeLocator::Kind::kRange: {
         if (name[i] == StringPool::kNotFound) break;
         const auto& rows = ranges.at(RangeKey{process[i], n.tid, name[i]});
         if (n.occurrence < rows.size()) result[i] = rows[n.occurrence];
         break;
       }
-      case sim::NodeLocator::Kind::kCall:
+      case format::NodeLocator::Kind::kCall:
         result[i] = calls.at(CorrKey{process[i], n.correlation});
         break;
-      case sim::NodeLocator::Kind::kGpu: {
+      case format::NodeLocator::Kind::kGpu: {
         const auto& rows = gpu.at(CorrKey{process[i], n.correlation});
         if (n.occurrence < rows.size()) result[i] = rows[n.occurrence];
         break;

@@ -13,8 +13,8 @@
 
 namespace teller::diagnose {
 
-using localize::Feature;
-using reconstruct::Layer;
+
+
 
 namespace {
 
@@ -48,7 +48,6 @@ std::string Short(std::string_view name) {
   return s;
 }
 
-bool Contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
 // Runtime/driver call names in a node's subtree, for the rules below.
 void CallNames(const Trace& t, const reconstruct::Reconstruction& r, uint32_t node, std::set<std::string>* out,
@@ -65,24 +64,24 @@ void CallNames(const Trace& t, const reconstruct::Reconstruction& r, uint32_t no
 }
 
 // A first, rule-based fault category from the evidence (docs/diagnose.md, "Fault type").
-std::string FaultType(const Trace& t, const reconstruct::Reconstruction& r, const std::vector<Evidence>& ev,
-                      std::string* why) {
+FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
+                        const std::vector<Evidence>& ev, std::string* why) {
   if (ev.empty()) {
     *why = "the step is slow with no single abnormal operator";
-    return "scheduling_software";
+    return FaultCategory::kSchedulingSoftware;
   }
   std::set<std::string> calls;
   uint64_t bytes = 0;
   for (const Evidence& e : ev) CallNames(t, r, e.node, &calls, &bytes);
   for (const std::string& c : calls) {
-    if (Contains(c, "Malloc") || Contains(c, "cudaFree") || Contains(c, "MemAlloc")) {
+    if (IsAllocatorCall(ClassifyCall(c))) {
       *why = "allocation calls (" + c + ") block inside the operators";
-      return "memory_resource";
+      return FaultCategory::kMemoryResource;
     }
   }
   if (bytes >= (4u << 20)) {
     *why = "large copies (" + std::to_string(bytes >> 20) + " MiB) stall the step";
-    return "memory_resource";
+    return FaultCategory::kMemoryResource;
   }
   // Compute evidence that is slower (not comm): one family -> kernel; many families of
   // compute-bound work on one rank -> the GPU itself.
@@ -91,10 +90,10 @@ std::string FaultType(const Trace& t, const reconstruct::Reconstruction& r, cons
   const Evidence* comm = nullptr;
   const Evidence* host = nullptr;
   for (const Evidence& e : ev) {
-    const bool gpu_time = e.feature == "gpu_ns" || e.feature == "self_ns" || e.feature == "gpu_ops";
-    if (e.layer == "COMM") {
+    const bool gpu_time = IsGpuTimeFeature(e.feature);
+    if (e.layer == Layer::kComm) {
       if (comm == nullptr) comm = &e;
-    } else if (e.feature == "host_call_ns" || e.feature == "host_calls" || e.feature == "launch_delay_ns") {
+    } else if (IsHostFeature(e.feature)) {
       if (host == nullptr) host = &e;
     } else if (gpu_time && e.z > 0) {
       if (compute == nullptr) compute = &e;
@@ -104,36 +103,36 @@ std::string FaultType(const Trace& t, const reconstruct::Reconstruction& r, cons
   auto excess = [](const Evidence* e) { return e == nullptr ? 0 : e->self_ns - e->expected_ns; };
   if (host != nullptr && (compute == nullptr || excess(host) > 2 * excess(compute))) {
     for (const std::string& c : calls) {
-      if (Contains(c, "Synchronize")) {
+      if (ClassifyCall(c) == CallKind::kSynchronize) {
         *why = c + " blocks far longer than the work it waits for";
-        return "runtime_driver";
+        return FaultCategory::kRuntimeDriver;
       }
     }
-    *why = host->feature == "launch_delay_ns" ? "kernels start long after their launch calls"
-                                              : "host runtime calls of " + Short(host->name) + " take longer than usual";
-    return "runtime_driver";
+    *why = host->feature == kLaunchDelayNs ? "kernels start long after their launch calls"
+                                           : "host runtime calls of " + Short(host->name) + " take longer than usual";
+    return FaultCategory::kRuntimeDriver;
   }
   if (compute != nullptr) {
     for (const auto& [rank, fams] : compute_families) {
       if (fams.size() >= 3) {
         *why = std::to_string(fams.size()) + " compute families slow down together on rank " + std::to_string(rank) +
                ": the GPU itself is slower";
-        return "runtime_driver";
+        return FaultCategory::kRuntimeDriver;
       }
     }
-    if (compute->feature == "gpu_ops") {
+    if (compute->feature == kGpuOps) {
       *why = Short(compute->name) + " runs a different set of kernels than usual";
-      return "cuda_kernel";
+      return FaultCategory::kCudaKernel;
     }
     *why = Short(compute->name) + " kernels are slower than their peers";
-    return "cuda_kernel";
+    return FaultCategory::kCudaKernel;
   }
   if (comm != nullptr) {
     *why = "collective " + Short(comm->name) + " takes " + Us(comm->self_ns) + " instead of " + Us(comm->expected_ns);
-    return "communication";
+    return FaultCategory::kCommunication;
   }
   *why = Short(ev.front().name) + " deviates from its family";
-  return "scheduling_software";
+  return FaultCategory::kSchedulingSoftware;
 }
 
 }  // namespace
@@ -221,14 +220,14 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       Evidence e;
       e.node = in->node;
       e.name = loc.families[in->family].name;
-      e.layer = std::string(reconstruct::LayerName(loc.families[in->family].layer));
+      e.layer = loc.families[in->family].layer;
       const ProcessInfo& p = trace.processes[n.process[in->node]];
       e.rank = p.rank;
       e.pid = p.pid;
       e.score = in->anomaly;
       e.self_ns = in->total_ns;
       e.expected_ns = in->expected_ns;
-      e.feature = localize::FeatureName(in->top_feature);
+      e.feature = in->top_feature;
       e.z = in->top_z;
       if (n.layer[in->node] == Layer::kComm) sd.horizontal = true; else sd.vertical = true;
       if (sd.evidence.size() < options.max_evidence) sd.evidence.push_back(e);
@@ -236,7 +235,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     }
     if (sd.evidence.empty()) sd.vertical = true;
     std::string why;
-    sd.fault_type = FaultType(trace, r, all, &why);
+    sd.fault_type = FaultCategoryName(FaultType(trace, r, all, &why));
     std::ostringstream x;
     x << "Step " << (sd.has_seq ? std::to_string(sd.seq) : "#" + std::to_string(sd.ordinal));
     if (!sd.kind.empty()) x << " (" << sd.kind << ")";
@@ -291,7 +290,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   std::map<std::pair<std::string, std::string>, Agg> agg;
   std::vector<std::pair<std::string, std::string>> key_of(loc.families.size());
   for (size_t f = 0; f < loc.families.size(); ++f) {
-    key_of[f] = {loc.families[f].name, std::string(reconstruct::LayerName(loc.families[f].layer))};
+    key_of[f] = {loc.families[f].name, std::string(LayerName(loc.families[f].layer))};
     Agg& a = agg[key_of[f]];
     a.instances += loc.families[f].count;
     a.median = std::max(a.median, loc.families[f].median_ns);
@@ -323,7 +322,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   for (const auto& [key, a] : agg) {
     TopOperator o;
     o.name = key.first;
-    o.layer = key.second;
+    ParseLayer(key.second, &o.layer);  // the key spells a Layer by its name
     const double mean_a = a.steps ? a.sum / a.steps : 0;
     const double share = total_excess > 0 ? a.excess / total_excess : 0;
     o.score = static_cast<float>(0.5 * mean_a + 0.5 * share);
@@ -335,8 +334,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   }
   // Ties (an operator range and the kernel that makes it slow score alike): the more
   // specific first, the kernel before the operators around it.
-  auto specificity = [](const std::string& layer) {
-    return layer == "GPU" ? 0 : layer == "COMM" ? 1 : layer == "BACKEND" ? 2 : 3;
+  auto specificity = [](Layer layer) {
+    return layer == Layer::kGpu ? 0 : layer == Layer::kComm ? 1 : layer == Layer::kBackend ? 2 : 3;
   };
   std::sort(ops.begin(), ops.end(), [&](const TopOperator& a, const TopOperator& b) {
     if (std::fabs(a.score - b.score) > 1e-4f) return a.score > b.score;
@@ -387,14 +386,14 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
         if (abnormal) {
           bool f2 = true;
           for (const Evidence& e : s.evidence) {
-            if ((e.layer == "COMM") != horizontal && horizontal) continue;
+            if ((e.layer == Layer::kComm) != horizontal && horizontal) continue;
             if (!f2) out += ',';
             f2 = false;
             JsonObjectWriter w(out);
-            w.Field("node", static_cast<uint64_t>(e.node)).Field("name", e.name).Field("layer", e.layer);
+            w.Field("node", static_cast<uint64_t>(e.node)).Field("name", e.name).Field("layer", LayerName(e.layer));
             w.Field("rank", static_cast<int64_t>(e.rank)).Field("pid", e.pid);
             w.Field("score", static_cast<double>(e.score)).Field("self_ns", e.self_ns).Field("expected_ns", e.expected_ns);
-            w.Field("feature", e.feature).Field("z", static_cast<double>(e.z));
+            w.Field("feature", FeatureName(e.feature)).Field("z", static_cast<double>(e.z));
             w.Close();
           }
         }
@@ -418,7 +417,7 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
     const TopOperator& o = d.top_operators[i];
     if (i) out += ",\n";
     JsonObjectWriter w(out);
-    w.Field("name", o.name).Field("layer", o.layer).Field("score", static_cast<double>(o.score));
+    w.Field("name", o.name).Field("layer", LayerName(o.layer)).Field("score", static_cast<double>(o.score));
     w.Field("count", static_cast<uint64_t>(o.count)).Field("instances", static_cast<uint64_t>(o.instances));
     w.Field("excess_ns", o.excess_ns);
     w.Field("median_ns", o.median_ns);
@@ -452,8 +451,8 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     o << "  " << s.explanation << "\n";
     for (const Evidence& e : s.evidence) {
       char line[256];
-      std::snprintf(line, sizeof line, "    %-5s rank %-2d a=%.2f  %10s (typ %10s)  %-15s %s\n", e.layer.c_str(), e.rank,
-                    e.score, Us(e.self_ns).c_str(), Us(e.expected_ns).c_str(), e.feature.c_str(), Short(e.name).c_str());
+      std::snprintf(line, sizeof line, "    %-5s rank %-2d a=%.2f  %10s (typ %10s)  %-15s %s\n", std::string(LayerName(e.layer)).c_str(), e.rank,
+                    e.score, Us(e.self_ns).c_str(), Us(e.expected_ns).c_str(), FeatureName(e.feature), Short(e.name).c_str());
       o << line;
     }
     size_t shown = 0;
@@ -469,7 +468,7 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
   o << "\ntop operators (most suspicious first):\n";
   for (const TopOperator& t : d.top_operators) {
     char line[256];
-    std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n", t.score, t.layer.c_str(),
+    std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n", t.score, std::string(LayerName(t.layer)).c_str(),
                   t.count, t.instances, Us(t.excess_ns).c_str(), Us(t.median_ns).c_str(), Short(t.name).c_str());
     o << line;
   }

@@ -15,7 +15,7 @@
 
 #include "simdjson.h"
 #include "teller/core/file_util.h"
-#include "teller/reconstruct/dataset_export.h"
+#include "teller/dataset/dataset_export.h"
 
 namespace teller::eval {
 namespace {
@@ -282,7 +282,7 @@ Status ReadExplanations(const std::string& setting_dir, std::vector<Unit>& units
   od::parser parser;
   for (const auto& [request, idx] : by_request) {
     const std::string path =
-        Join(Join(setting_dir, reconstruct::RequestDirName(request)), "annotation.json");
+        Join(Join(setting_dir, dataset::RequestDirName(request)), "annotation.json");
     auto text = Load(path);
     if (!text.ok()) return text.status();
     od::document doc;
@@ -331,7 +331,7 @@ Result<Dataset> LoadDataset(const std::string& dir, const LoadOptions& options) 
     s.source = entry.source;
     s.engine = ProfileOf(entry.source);
     if (s.engine.empty()) s.engine = s.name;
-    const std::string setting_dir = Join(dir, reconstruct::RequestDirName(s.name));
+    const std::string setting_dir = Join(dir, dataset::RequestDirName(s.name));
     if (options.columns)
       TELLER_RETURN_IF_ERROR(ReadNames(Join(setting_dir, "names.json"), &s.names));
     const size_t first = ds.units.size();

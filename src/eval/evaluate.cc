@@ -1,4 +1,5 @@
 // Splits, scoring per view, averaging and the tables (include/teller/eval/evaluate.h).
+#include "teller/core/vocabulary.h"
 #include "teller/eval/evaluate.h"
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <set>
 
 #include "teller/core/json_writer.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
 namespace teller::eval {
 namespace {
@@ -130,8 +131,8 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
 Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
                   const std::vector<uint32_t>& units, const ScoreOptions& options) {
   Scores out;
-  const std::vector<std::string> classes(std::begin(sim::kFaultCategories),
-                                         std::end(sim::kFaultCategories));
+  std::vector<std::string> classes;
+  for (const FaultCategory c : kAllFaultCategories) classes.emplace_back(FaultCategoryName(c));
   static const Prediction kNone;
   for (View v : kViews) {
     ViewScores& vs = out.views[static_cast<int>(v)];

@@ -8,11 +8,9 @@
 namespace teller::eval {
 namespace {
 
-constexpr const char* kTypeNames[kTypeTags] = {"step",   "fe",  "be",   "comm", "rt",       "drv",
-                                               "kernel", "mem", "sync", "mark", "gpu_annot"};
-constexpr const char* kLayerNames[kLayers] = {"STEP", "FRONTEND", "BACKEND", "COMM",
-                                              "HOST", "GPU",      "MARK"};
-constexpr uint8_t kTagRuntime = 4, kTagDriver = 5, kTagKernel = 6;
+constexpr uint8_t kTagRuntime = static_cast<uint8_t>(format::TypeTag::kRuntime);
+constexpr uint8_t kTagDriver = static_cast<uint8_t>(format::TypeTag::kDriver);
+constexpr uint8_t kTagKernel = static_cast<uint8_t>(format::TypeTag::kKernel);
 
 double Us(int64_t ns) { return static_cast<double>(std::max<int64_t>(ns, 0)) / 1000.0; }
 
@@ -65,12 +63,12 @@ std::vector<std::string> StatFeatureNames() {
   std::vector<std::string> names;
   for (int t = 0; t < kTypeTags; ++t) {
     for (const char* stat : {"count", "sum_us", "max_us", "mean_us"}) {
-      names.push_back(std::string("type.") + kTypeNames[t] + "." + stat);
+      names.push_back("type." + std::string(format::TypeTagShortName(static_cast<format::TypeTag>(t))) + "." + stat);
     }
   }
   for (int l = 0; l < kLayers; ++l) {
     for (const char* stat : {"count", "sum_us", "max_us", "mean_us"}) {
-      names.push_back(std::string("layer.") + kLayerNames[l] + "." + stat);
+      names.push_back("layer." + std::string(LayerName(static_cast<Layer>(l))) + "." + stat);
     }
   }
   for (const char* n : {"nodes", "ranks", "span_us", "step_max_us", "step_min_us", "step_spread_us",

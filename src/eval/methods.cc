@@ -1,4 +1,5 @@
 // Methods by name and how each predicts a fold (include/teller/eval/methods.h).
+#include "teller/core/vocabulary.h"
 #include "teller/eval/methods.h"
 
 #include <algorithm>
@@ -7,7 +8,7 @@
 
 #include "teller/eval/models.h"
 #include "teller/eval/numeric.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
 namespace teller::eval {
 namespace {
@@ -97,10 +98,8 @@ double BestThreshold(const std::vector<double>& scores, const std::vector<uint8_
 }
 
 int FaultClass(const std::string& name) {
-  for (int k = 0; k < 5; ++k) {
-    if (name == sim::kFaultCategories[k]) return k;
-  }
-  return -1;
+  FaultCategory c;
+  return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
 }
 
 }  // namespace
@@ -299,7 +298,8 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
     }
     std::vector<std::string> fault(fold.test.size());
     if (seen.size() == 1) {
-      std::fill(fault.begin(), fault.end(), sim::kFaultCategories[*seen.begin()]);
+      std::fill(fault.begin(), fault.end(),
+                std::string(FaultCategoryName(static_cast<FaultCategory>(*seen.begin()))));
     } else if (seen.size() > 1) {
       const Matrix x_faulty = f.Rows(ds, faulty);
       Result<Matrix> scores = Status::Error("unset");
@@ -331,7 +331,7 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
               scores->at(i, static_cast<size_t>(c)) > scores->at(i, static_cast<size_t>(best)))
             best = c;
         }
-        fault[i] = sim::kFaultCategories[best];
+        fault[i] = FaultCategoryName(static_cast<FaultCategory>(best));
       }
     }
     for (size_t i = 0; i < fold.test.size(); ++i) {

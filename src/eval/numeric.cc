@@ -101,7 +101,7 @@ Status PredictSetting(const Dataset& ds, uint32_t setting, const NumericOptions&
           continue;
         }
         all_nodes.push_back(static_cast<uint32_t>(local));
-        if (e.layer == "COMM") comm_nodes.push_back(static_cast<uint32_t>(local));
+        if (e.layer == Layer::kComm) comm_nodes.push_back(static_cast<uint32_t>(local));
       }
       for (uint32_t node : record.node) local_of_node[node] = -1;
     }

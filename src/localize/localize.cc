@@ -14,15 +14,10 @@
 
 namespace teller::localize {
 
-using reconstruct::Layer;
+
 using reconstruct::Nodes;
 using reconstruct::Reconstruction;
 
-const char* FeatureName(Feature f) {
-  static const char* kNames[kFeatureCount] = {"self_ns", "host_call_ns", "host_calls", "gpu_ops",
-                                              "gpu_ns", "launch_delay_ns", "bytes", "overlap_ns"};
-  return f < kFeatureCount ? kNames[f] : "?";
-}
 
 namespace {
 
@@ -243,7 +238,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
     const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
     if (IsHostCall(type)) {
       call_ns[i] += dur;
-      if (t.strings.Get(ev.name[e]).find("Synchronize") != std::string_view::npos) sync_ns[i] += dur;
+      if (ClassifyCall(t.strings.Get(ev.name[e])) == CallKind::kSynchronize) sync_ns[i] += dur;
       calls[i] += 1;
     } else if (IsGpuWork(type)) {
       ops[i] += 1;
@@ -326,7 +321,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         // GPU operations: the operation before them on their stream.
         const int64_t ctx = gpu_op ? prev_on_stream[i] : prev;
         const std::string before = ctx >= 0 ? FamilyName(t, r, static_cast<uint32_t>(ctx)) : "";
-        x.family_key.push_back(FamilyName(t, r, i) + '\x1f' + std::string(reconstruct::LayerName(n.layer[i])) + '\x1f' +
+        x.family_key.push_back(FamilyName(t, r, i) + '\x1f' + std::string(LayerName(n.layer[i])) + '\x1f' +
                                std::string(kind != 0 ? t.strings.Get(kind) : "") + '\x1f' + before);
       }
       // Children pushed last-first so that they are visited in order.

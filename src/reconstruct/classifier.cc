@@ -28,33 +28,7 @@ struct Classifier::Rule {
 
 Classifier::~Classifier() = default;
 
-std::string_view LayerName(Layer layer) {
-  switch (layer) {
-    case Layer::kStep: return "STEP";
-    case Layer::kFrontend: return "FRONTEND";
-    case Layer::kBackend: return "BACKEND";
-    case Layer::kComm: return "COMM";
-    case Layer::kHostCall: return "HOST";
-    case Layer::kGpu: return "GPU";
-    case Layer::kMark: return "MARK";
-  }
-  return "?";
-}
-
 namespace {
-
-bool ParseLayer(std::string_view text, Layer* layer) {
-  static const std::pair<std::string_view, Layer> kLayers[] = {
-      {"STEP", Layer::kStep}, {"FRONTEND", Layer::kFrontend}, {"BACKEND", Layer::kBackend},
-      {"COMM", Layer::kComm}, {"GPU", Layer::kGpu},           {"MARK", Layer::kMark}};
-  for (const auto& [name, value] : kLayers) {
-    if (text == name) {
-      *layer = value;
-      return true;
-    }
-  }
-  return false;
-}
 
 bool GlobMatches(const std::string& glob, std::string_view text) {
   if (glob == "*") return true;
@@ -83,7 +57,8 @@ Result<std::shared_ptr<Classifier>> Classifier::FromText(std::string_view text,
     while (!pattern.empty() && (pattern.back() == '\r' || pattern.back() == ' ')) pattern.pop_back();
     Layer layer;
     const std::string where = source + ":" + std::to_string(line_no) + ": ";
-    if (!ParseLayer(layer_text, &layer)) {
+    // HOST is the layer of every runtime/driver call, never a rule's choice.
+    if (!ParseLayer(layer_text, &layer) || layer == Layer::kHostCall) {
       return Status::Error(where + "unknown layer '" + layer_text +
                            "' (expected STEP, FRONTEND, BACKEND, COMM, GPU or MARK)");
     }
@@ -115,21 +90,15 @@ std::shared_ptr<Classifier> Classifier::BuiltIn() {
   return result.ok() ? result.value() : std::shared_ptr<Classifier>(new Classifier());
 }
 
-Layer Classifier::Classify(const Trace& trace, size_t event) {
-  const EventType type = trace.events.type[event];
+Layer Classifier::Classify(EventType type, std::string_view category,
+                           std::string_view name) const {
   if (IsHostCall(type)) return Layer::kHostCall;
-  const StringId name = trace.events.name[event];
-  const StringId category = trace.events.category[event];
-  const uint64_t key = (static_cast<uint64_t>(category) << 32) | name;
   const bool gpu = IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation;
-  const uint64_t cache_key = key ^ (gpu ? 0x8000000000000000ull : 0);
-  if (auto it = cache_.find(cache_key); it != cache_.end()) return it->second;
   Layer layer = gpu ? Layer::kGpu : (type == EventType::kMark ? Layer::kMark : Layer::kFrontend);
-  const std::string_view name_text = trace.strings.Get(name);
-  const std::string_view category_text = trace.strings.Get(category);
+  const std::string name_text(name);  // regexec needs a terminated string
   for (const Rule& rule : rules_) {
-    if (!GlobMatches(rule.category_glob, category_text)) continue;
-    if (regexec(&rule.name->re, std::string(name_text).c_str(), 0, nullptr, 0) != 0) continue;
+    if (!GlobMatches(rule.category_glob, category)) continue;
+    if (regexec(&rule.name->re, name_text.c_str(), 0, nullptr, 0) != 0) continue;
     // GPU work only takes the COMM layer from rules (a kernel is never a STEP).
     if (gpu && rule.layer != Layer::kComm) continue;
     if (type == EventType::kMark && rule.layer != Layer::kMark) continue;
@@ -137,7 +106,23 @@ Layer Classifier::Classify(const Trace& trace, size_t event) {
     layer = rule.layer;
     break;
   }
-  cache_.emplace(cache_key, layer);
+  return layer;
+}
+
+Layer LayerCache::Of(size_t event) {
+  const EventType type = trace_.events.type[event];
+  if (IsHostCall(type)) return Layer::kHostCall;
+  const StringId name = trace_.events.name[event];
+  const StringId category = trace_.events.category[event];
+  const bool gpu = IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation;
+  // Host ranges and GPU work of one name may take different layers; marks follow host rules.
+  const uint64_t key = ((static_cast<uint64_t>(category) << 32) | name) ^
+                       (gpu ? 0x8000000000000000ull : 0) ^
+                       (type == EventType::kMark ? 0x4000000000000000ull : 0);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const Layer layer =
+      classifier_.Classify(type, trace_.strings.Get(category), trace_.strings.Get(name));
+  cache_.emplace(key, layer);
   return layer;
 }
 

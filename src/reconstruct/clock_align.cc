@@ -3,12 +3,13 @@
 // collective ends at nearly the same instant on every rank (within microseconds, while
 // starts spread by milliseconds), so the median difference of matching collective
 // kernels' end times between a host and the reference host estimates that host's offset.
-// Matching: the k-th kernel of a given communication-kernel name on one process is paired
-// with the k-th of the same name on the other, for names that occur equally often on both.
+// Matching (collectives.h): the k-th kernel of a given communication-kernel name on one
+// process is paired with the k-th of the same name on the other, for names that occur
+// equally often on both.
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
+#include "teller/reconstruct/collectives.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::reconstruct {
@@ -16,24 +17,18 @@ namespace {
 
 constexpr size_t kMinPairs = 3;
 
-using EndsByName = std::map<StringId, std::vector<int64_t>>;
-
 }  // namespace
 
-void AlignHostClocks(Trace& trace, Classifier& classifier) {
+void AlignHostClocks(Trace& trace, const Classifier& classifier) {
+  LayerCache layers(classifier, trace);
+  AlignHostClocks(trace, layers);
+}
+
+void AlignHostClocks(Trace& trace, LayerCache& layers) {
   const EventTable& ev = trace.events;
-  // Communication-kernel end times per process and kernel name, in time order.
-  std::vector<EndsByName> ends(trace.processes.size());
   std::unordered_map<StringId, bool> has_events;
   for (size_t i = 0; i < ev.size(); ++i) has_events[trace.processes[ev.process[i]].host] = true;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] != EventType::kKernel) continue;
-    if (classifier.Classify(trace, i) != Layer::kComm) continue;
-    ends[ev.process[i]][ev.name[i]].push_back(ev.end_ns[i]);
-  }
-  for (auto& by_name : ends) {
-    for (auto& [name, times] : by_name) std::sort(times.begin(), times.end());
-  }
+  const CommKernelIndex index = IndexCommKernels(trace, layers);
   // Hosts in order of first appearance; the first is the reference.
   std::vector<StringId> hosts;
   for (const auto& p : trace.processes) {
@@ -50,11 +45,8 @@ void AlignHostClocks(Trace& trace, Classifier& classifier) {
       if (trace.processes[a].host != hosts[h]) continue;
       for (uint32_t b = 0; b < trace.processes.size(); ++b) {
         if (trace.processes[b].host != hosts[0]) continue;
-        for (const auto& [name, mine] : ends[a]) {
-          const auto it = ends[b].find(name);
-          if (it == ends[b].end() || it->second.size() != mine.size()) continue;
-          for (size_t k = 0; k < mine.size(); ++k) diffs.push_back(it->second[k] - mine[k]);
-        }
+        const std::vector<int64_t> d = EndDifferences(trace, index, b, a, true);
+        diffs.insert(diffs.end(), d.begin(), d.end());
       }
     }
     if (diffs.size() < kMinPairs) {

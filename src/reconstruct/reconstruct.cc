@@ -32,10 +32,11 @@ class Builder {
   Builder(Trace& trace, const Options& options, Reconstruction& out)
       : trace_(trace), ev_(trace.events), options_(options), out_(out), nodes_(out.nodes) {
     classifier_ = options.classifier ? options.classifier : Classifier::BuiltIn();
+    layers_ = std::make_unique<LayerCache>(*classifier_, trace_);
   }
 
   void Run() {
-    if (options_.align_clocks) AlignHostClocks(trace_, *classifier_);
+    if (options_.align_clocks) AlignHostClocks(trace_, *layers_);
     BuildHostForest();
     BindGpuWork();
     ComputeDepthAndChildren();
@@ -51,7 +52,7 @@ class Builder {
     nodes_.end_ns.push_back(end);
     nodes_.parent.push_back(parent);
     nodes_.process.push_back(ev_.process[event]);
-    nodes_.layer.push_back(classifier_->Classify(trace_, event));
+    nodes_.layer.push_back(layers_->Of(event));
     return static_cast<uint32_t>(nodes_.event.size() - 1);
   }
 
@@ -353,6 +354,7 @@ class Builder {
   std::unordered_map<StringId, StringId> log_alias_;  // API id -> engine id
   Nodes& nodes_;
   std::shared_ptr<Classifier> classifier_;
+  std::unique_ptr<LayerCache> layers_;  // of trace_, shared by clock alignment and the forest
   std::vector<uint32_t> ev_flags_synthetic_;
 };
 

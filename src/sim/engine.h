@@ -17,7 +17,7 @@
 #include "src/sim/sim_internal.h"
 #include "src/sim/world.h"
 #include "teller/sim/faults.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {

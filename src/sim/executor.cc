@@ -315,12 +315,12 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
         if (rng_.Chance(0.0008)) r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);  // GC
         if (straggler != nullptr && straggler->rank == r.rank && op.comm && rng_.Chance(0.45)) {
           // Host jitter on one rank right before it joins a collective.
-          r.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * 55.0, 0.5)));
+          r.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerUs, 0.5)));
           if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank);
         }
         if (alloc != nullptr && alloc->rank == r.rank && !op.comm && rng_.Chance(0.25)) {
           // A caching-allocator miss: cudaMalloc synchronizes and blocks the host.
-          const int64_t dur = static_cast<int64_t>(Micro(rng_.LogNormal(alloc->spec.magnitude * 180.0, 0.45)));
+          const int64_t dur = static_cast<int64_t>(Micro(rng_.LogNormal(alloc->spec.magnitude * MagnitudeUnits::kAllocatorStallUs, 0.45)));
           const int64_t at = std::max(r.host, r.gpu);
           const uint64_t c = r.Call("cudaMalloc", r.host, at + dur);
           r.host = at + dur;
@@ -419,7 +419,7 @@ int64_t Executor::Go(int64_t start) {
     int64_t ts = t;
     if (r != 0) ts += static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 22.0 : 85.0, 0.3)));
     if (static_cast<int>(r) == stalled) {
-      ts += static_cast<int64_t>(rng_.LogNormal(stall->spec.magnitude * 45.0, 0.35) * kMs);
+      ts += static_cast<int64_t>(rng_.LogNormal(stall->spec.magnitude * MagnitudeUnits::kWorkerStallMs, 0.35) * kMs);
       culprit_flag_[r] = true;  // its peers will wait for it in the first collective
       if (labels_->fault < 0) labels_->fault = stall->id;
     }
@@ -436,7 +436,7 @@ int64_t Executor::Go(int64_t start) {
     if (const ActiveFault* swap = run_.Active(Mechanism::kKvSwap, start)) {
       // Swapping blocks out to host memory: a large device-to-host copy the step waits for.
       const NodeLocator range = ro.Push("_C_cache_ops::swap_blocks", ro.host);
-      const double bytes = swap->spec.magnitude * rng_.LogNormal(96.0, 0.4) * 1024 * 1024 / run_.config().tp;
+      const double bytes = swap->spec.magnitude * rng_.LogNormal(MagnitudeUnits::kKvSwapMiB, 0.4) * 1024 * 1024 / run_.config().tp;
       const int64_t at = ro.host;
       const uint64_t c = ro.Call("cudaMemcpyAsync", at, at + static_cast<int64_t>(Micro(rng_.LogNormal(13.8, 0.2))));
       const int64_t gs = std::max(ro.gpu, at + 6 * kUs);
@@ -487,7 +487,7 @@ int64_t Executor::Go(int64_t start) {
       for (int r : ranks) {
         RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
         if (straggler != nullptr && straggler->rank == r) {
-          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * 90.0, 0.4)));
+          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerGraphUs, 0.4)));
         }
         const int kernels = stage_layers * 14;
         const int64_t call_start = ro.host;
@@ -554,7 +554,7 @@ int64_t Executor::Go(int64_t start) {
     }
     int64_t sync_end = std::max(ro.host, ro.gpu) + static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.3)));
     const bool stalled_sync = sync != nullptr && sync->rank == ro.rank;
-    if (stalled_sync) sync_end += static_cast<int64_t>(rng_.LogNormal(sync->spec.magnitude * 0.9, 0.4) * kMs);
+    if (stalled_sync) sync_end += static_cast<int64_t>(rng_.LogNormal(sync->spec.magnitude * MagnitudeUnits::kSyncStallMs, 0.4) * kMs);
     const uint64_t c = ro.Call("cudaStreamSynchronize", ro.host, sync_end);
     if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank);
     ro.host = sync_end;

@@ -43,7 +43,7 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
       // The scheduler's queue ordering skips this request (a priority or fairness bug):
       // later arrivals are served first.
       if (rng_.Chance(0.5)) {
-        r.hold_until = r.arrival + static_cast<int64_t>(rng_.LogNormal(f->spec.magnitude * 1.2, 0.3) * kSec);
+        r.hold_until = r.arrival + static_cast<int64_t>(rng_.LogNormal(f->spec.magnitude * MagnitudeUnits::kStarvationSec, 0.3) * kSec);
       }
     }
     LogArrival(r);

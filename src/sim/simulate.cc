@@ -427,7 +427,7 @@ GroundTruth Run::Truth() const {
     FaultRecord rec;
     rec.id = f.id;
     rec.mechanism = f.info->name;
-    rec.category = f.info->category;
+    rec.category = FaultCategoryName(f.info->category);
     rec.onset_ns = clocks_[0].Real(f.onset);
     rec.duration_ns = (f.end == INT64_MAX ? end_time_ : std::min(f.end, end_time_)) - f.onset;
     rec.magnitude = f.spec.magnitude;
@@ -452,7 +452,7 @@ GroundTruth Run::Truth() const {
       const ActiveFault& f = faults_[static_cast<size_t>(r.fault)];
       rt.is_fault = true;
       rt.fault = f.id;
-      rt.fault_type = f.info->category;
+      rt.fault_type = FaultCategoryName(f.info->category);
       rt.mechanism = f.info->name;
     }
     g.requests.push_back(std::move(rt));

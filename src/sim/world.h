@@ -11,10 +11,20 @@
 
 #include "src/sim/sim_internal.h"
 #include "teller/format/raw_format.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
+
+// The simulator writes the ground-truth format (format/ground_truth.h) throughout.
+using format::FaultRecord;
+using format::kGroundTruthFile;
+using format::GroundTruth;
+using format::NodeLocator;
+using format::ProcessTruth;
+using format::RequestTruth;
+using format::StepTruth;
+using format::ViewLabel;
 
 inline constexpr int64_t kUs = 1000;
 inline constexpr int64_t kMs = 1000 * kUs;

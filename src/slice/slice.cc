@@ -10,7 +10,7 @@
 
 namespace teller::slice {
 
-using reconstruct::Layer;
+
 using reconstruct::Nodes;
 
 Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const std::vector<uint32_t>& roots,

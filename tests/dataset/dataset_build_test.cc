@@ -19,7 +19,7 @@
 namespace teller::dataset {
 namespace {
 
-using sim::NodeLocator;
+using format::NodeLocator;
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -143,29 +143,29 @@ NodeLocator Gpu(const char* host, int64_t pid, uint64_t corr, uint32_t k) {
   return n;
 }
 
-sim::GroundTruth Truth() {
-  sim::GroundTruth t;
+format::GroundTruth Truth() {
+  format::GroundTruth t;
   t.setting = "synthetic";
-  sim::FaultRecord f;
+  format::FaultRecord f;
   f.id = 0;
   f.mechanism = "straggler_rank";
   f.category = "communication";
   t.faults = {f};
-  sim::RequestTruth a;
+  format::RequestTruth a;
   a.id = "a";
   a.is_fault = true;
   a.fault_type = "communication";
   a.mechanism = "straggler_rank";
   a.fault = 0;
   a.steps = {5};
-  sim::RequestTruth b;
+  format::RequestTruth b;
   b.id = "b";
   b.steps = {5, 6};
-  sim::RequestTruth c;
+  format::RequestTruth c;
   c.id = "c";
   c.steps = {6};
   t.requests = {a, b, c};
-  sim::StepTruth s5;
+  format::StepTruth s5;
   s5.seq = 5;
   s5.requests = {"a", "b"};
   s5.fault = 0;
@@ -177,7 +177,7 @@ sim::GroundTruth Truth() {
   s5.horizontal.nodes = {Range("node-1", 200, 200, "teller.comm op=all_reduce", 0),
                          Gpu("node-1", 200, 153, 0)};
   s5.explanation = "rank 1 waited in all_reduce";
-  sim::StepTruth s6;
+  format::StepTruth s6;
   s6.seq = 6;
   s6.requests = {"b", "c"};
   t.steps = {s5, s6};
@@ -393,9 +393,9 @@ TEST_F(DatasetBuildTest, ClockAlignmentMovesTimesNotRows) {
   const std::vector<EventType> types = s.trace().events.type;
   const std::vector<StringId> names = s.trace().events.name;
   const std::vector<int64_t> starts = s.trace().events.start_ns;
-  sim::GroundTruth truth = Truth();
+  format::GroundTruth truth = Truth();
   truth.requests[2].steps = {6, 7};
-  sim::StepTruth s7;
+  format::StepTruth s7;
   s7.seq = 7;
   s7.requests = {"c"};
   truth.steps.push_back(s7);
@@ -421,7 +421,7 @@ TEST_F(DatasetBuildTest, ClockAlignmentMovesTimesNotRows) {
 
 TEST_F(DatasetBuildTest, UnresolvableLocatorsFailTheBuildAboveTheLimit) {
   SyntheticTrace s;
-  sim::GroundTruth truth = Truth();
+  format::GroundTruth truth = Truth();
   truth.steps[0].vertical.nodes.push_back(Gpu("node-0", 100, 999, 0));  // 1 of 6
   auto failed = BuildSetting(s.trace(), truth, "synthetic", dir_, BuildOptions{});
   ASSERT_FALSE(failed.ok());
@@ -449,7 +449,7 @@ TEST_F(DatasetBuildTest, UnresolvableLocatorsFailTheBuildAboveTheLimit) {
 
 TEST_F(DatasetBuildTest, LabelsOutsideTheStepAndTruncationAreCounted) {
   SyntheticTrace s;
-  sim::GroundTruth truth = Truth();
+  format::GroundTruth truth = Truth();
   // The other thread's attention range is in no STEP subtree.
   truth.steps[0].vertical.nodes.push_back(Range("node-0", 100, 101, "attention", 0));
   BuildOptions options;

@@ -25,7 +25,7 @@
 #include "teller/core/trace.h"
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
 namespace teller {
 namespace {
@@ -142,9 +142,9 @@ DemoFacts ReadDemo(const std::string& raw) {
   return f;
 }
 
-sim::NodeLocator RangeAt(const DemoFacts& f, const std::string& name, uint32_t k) {
-  sim::NodeLocator n;
-  n.kind = sim::NodeLocator::Kind::kRange;
+format::NodeLocator RangeAt(const DemoFacts& f, const std::string& name, uint32_t k) {
+  format::NodeLocator n;
+  n.kind = format::NodeLocator::Kind::kRange;
   n.host = f.host;
   n.pid = f.pid;
   n.tid = f.tid;
@@ -155,11 +155,11 @@ sim::NodeLocator RangeAt(const DemoFacts& f, const std::string& name, uint32_t k
 
 // Step `slow` (an ordinal) is faulty for its whole batch: the vertical evidence is the
 // step range and its four attention ranges.
-sim::GroundTruth DemoTruth(const DemoFacts& f, const std::string& setting, uint64_t slow) {
-  sim::GroundTruth t;
+format::GroundTruth DemoTruth(const DemoFacts& f, const std::string& setting, uint64_t slow) {
+  format::GroundTruth t;
   t.setting = setting;
   t.profile = "demo";
-  sim::FaultRecord fault;
+  format::FaultRecord fault;
   fault.id = 0;
   fault.mechanism = "kernel_throttle";
   fault.category = "cuda_kernel";
@@ -167,7 +167,7 @@ sim::GroundTruth DemoTruth(const DemoFacts& f, const std::string& setting, uint6
   t.faults = {fault};
   const std::vector<std::string>& batch = f.step_batch[slow];
   for (const auto& q : f.requests) {
-    sim::RequestTruth r;
+    format::RequestTruth r;
     r.id = q;
     r.is_fault = std::find(batch.begin(), batch.end(), q) != batch.end();
     if (r.is_fault) {
@@ -179,7 +179,7 @@ sim::GroundTruth DemoTruth(const DemoFacts& f, const std::string& setting, uint6
     t.requests.push_back(r);
   }
   for (uint64_t k = 0; k < f.steps; ++k) {
-    sim::StepTruth s;
+    format::StepTruth s;
     s.seq = k;
     s.requests = f.step_batch[k];
     if (k == slow) {
@@ -214,7 +214,7 @@ TEST_F(DatasetCliTest, DemoCollectionLabelledByHand) {
   EXPECT_NE(unlabelled.err.find("dataset export"), std::string::npos) << unlabelled.err;
 
   ASSERT_TRUE(
-      sim::WriteGroundTruth(DemoTruth(facts, "demo", slow), raw + "/ground_truth.json").ok());
+      format::WriteGroundTruth(DemoTruth(facts, "demo", slow), raw + "/ground_truth.json").ok());
   const std::string ds = tmp_ + "/ds";
   Outcome build = Teller("dataset build '" + raw + "' --out '" + ds + "' --jobs 1");
   ASSERT_EQ(build.exit_code, 0) << build.err;
@@ -338,7 +338,7 @@ TEST_F(DatasetCliTest, PresetDirectoryInParallelAndIndexMerge) {
     ASSERT_EQ(
         std::system(("mkdir -p '" + preset + "' && cp -r '" + raw + "' '" + dir + "'").c_str()), 0);
     ASSERT_TRUE(
-        sim::WriteGroundTruth(DemoTruth(facts, setting, 1), dir + "/ground_truth.json").ok());
+        format::WriteGroundTruth(DemoTruth(facts, setting, 1), dir + "/ground_truth.json").ok());
   }
   // gamma is built on its own first; the preset build of the others must keep it.
   const std::string ds = tmp_ + "/ds";
@@ -370,9 +370,9 @@ TEST_F(DatasetCliTest, PresetDirectoryInParallelAndIndexMerge) {
   // A bad locator in a setting fails the build and says why.
   const std::string bad = tmp_ + "/bad";
   ASSERT_EQ(std::system(("cp -r '" + raw + "' '" + bad + "'").c_str()), 0);
-  sim::GroundTruth truth = DemoTruth(facts, "bad", 1);
+  format::GroundTruth truth = DemoTruth(facts, "bad", 1);
   truth.steps[1].vertical.nodes.push_back(RangeAt(facts, "no-such-range", 0));
-  ASSERT_TRUE(sim::WriteGroundTruth(truth, bad + "/ground_truth.json").ok());
+  ASSERT_TRUE(format::WriteGroundTruth(truth, bad + "/ground_truth.json").ok());
   Outcome failed = Teller("dataset build '" + bad + "' --out '" + tmp_ + "/ds2'");
   EXPECT_EQ(failed.exit_code, 1);
   EXPECT_NE(failed.err.find("1 of 6 ground-truth node locators"), std::string::npos) << failed.err;
@@ -388,10 +388,10 @@ TEST_F(DatasetCliTest, SimulatedSettingEndToEnd) {
       "'" +
       raw + "'");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
-  auto truth = sim::ReadGroundTruth(raw + "/ground_truth.json");
+  auto truth = format::ReadGroundTruth(raw + "/ground_truth.json");
   ASSERT_TRUE(truth.ok()) << truth.status().message();
   size_t truth_faulty = 0;
-  std::map<std::string, const sim::RequestTruth*> by_id;
+  std::map<std::string, const format::RequestTruth*> by_id;
   for (const auto& q : truth->requests) {
     truth_faulty += q.is_fault;
     by_id[q.id] = &q;
@@ -424,7 +424,7 @@ TEST_F(DatasetCliTest, SimulatedSettingEndToEnd) {
     auto ann = JsonFile(dir + "/annotation.json");
     const std::string id{std::string_view(ann["request"])};
     ASSERT_TRUE(by_id.count(id)) << id;
-    const sim::RequestTruth& q = *by_id[id];
+    const format::RequestTruth& q = *by_id[id];
     EXPECT_EQ(bool(ann["is_fault"]), q.is_fault) << id;
     if (q.is_fault) {
       ++faulty;

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
-namespace teller::sim {
+namespace teller::format {
 namespace {
 
 class GroundTruthReaderTest : public ::testing::Test {
@@ -274,4 +274,4 @@ TEST_F(GroundTruthReaderTest, NullNoneStringsAndUnknownKeysAreAccepted) {
 }
 
 }  // namespace
-}  // namespace teller::sim
+}  // namespace teller::format

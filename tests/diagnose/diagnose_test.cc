@@ -14,8 +14,8 @@
 #include "teller/diagnose/diagnose.h"
 #include "teller/ingest/ingest.h"
 #include "teller/localize/localize.h"
-#include "teller/sim/ground_truth.h"
-#include "teller/sim/inject.h"
+#include "teller/format/ground_truth.h"
+#include "teller/inject/inject.h"
 #include "teller/sim/sim.h"
 #include "teller/slice/slice.h"
 
@@ -26,7 +26,7 @@ struct Loaded {
   std::string dir;
   Trace trace;
   reconstruct::Reconstruction rec;
-  sim::GroundTruth truth;
+  format::GroundTruth truth;
 };
 
 std::string TempDir(const std::string& tag) {
@@ -42,7 +42,7 @@ void Simulate(sim::SimConfig c, Loaded* out) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(ingest::ImportPath(out->dir, out->trace).ok());
   out->rec = reconstruct::Reconstruct(out->trace);
-  auto t = sim::ReadGroundTruth(out->dir + "/" + sim::kGroundTruthFile);
+  auto t = format::ReadGroundTruth(out->dir + "/" + format::kGroundTruthFile);
   ASSERT_TRUE(t.ok()) << t.status().message();
   out->truth = t.value();
 }
@@ -60,9 +60,9 @@ sim::SimConfig Config(uint64_t seed) {
 struct Score {
   size_t tp = 0, fp = 0, fn = 0, abnormal = 0, steps = 0;
 };
-Score Compare(const diagnose::Diagnosis& d, const sim::GroundTruth& t) {
+Score Compare(const diagnose::Diagnosis& d, const format::GroundTruth& t) {
   std::set<uint64_t> fault;
-  for (const sim::StepTruth& s : t.steps) {
+  for (const format::StepTruth& s : t.steps) {
     if (s.fault >= 0) fault.insert(s.seq);
   }
   Score sc;
@@ -272,11 +272,11 @@ void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& targ
   Trace original, incident;
   ASSERT_TRUE(ingest::ImportPath(path, original).ok());
   ASSERT_TRUE(ingest::ImportPath(path, incident).ok());
-  sim::InjectOptions o;
+  inject::InjectOptions o;
   o.mechanism = "kernel_throttle";
   o.target = target;
   o.magnitude = 2.0;
-  auto injected = sim::InjectFault(incident, o);
+  auto injected = inject::InjectFault(incident, o);
   ASSERT_TRUE(injected.ok()) << injected.status().message();
   ASSERT_GT(injected->effect.modified, 0u);
   const auto base_rec = reconstruct::Reconstruct(original);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,10 +12,15 @@
 #include <gtest/gtest.h>
 
 #include "teller/ingest/ingest.h"
-#include "teller/sim/compare.h"
+#include "teller/core/stats.h"
+#include "teller/eval/realism.h"
 
-namespace teller::sim {
+namespace teller::eval {
 namespace {
+
+using reconstruct::ClassifyKernelName;
+using reconstruct::OpClassName;
+using reconstruct::OpClassPattern;
 
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;
 using C = OpClass;
@@ -68,7 +74,7 @@ TEST(CompareTest, KernelClassesOfRealNames) {
   for (const auto& [name, expected] : cases) {
     EXPECT_EQ(OpClassName(ClassifyKernelName(name)), OpClassName(expected)) << name;
   }
-  for (size_t c = 0; c + 1 < kOpClassCount; ++c) {
+  for (size_t c = 0; c + 1 < reconstruct::kOpClassCount; ++c) {
     if (static_cast<C>(c) != C::kOther) {
       EXPECT_FALSE(OpClassPattern(static_cast<C>(c)).empty());
     }
@@ -263,14 +269,12 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
 TEST(CompareRealTest, RunAgainstTheSimulator) {
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   if (!Exists(sglang)) GTEST_SKIP();
-  SimConfig config;
-  config.profile = "sglang";
-  config.nodes = config.gpus_per_node = config.tp = config.pp = 1;
-  config.requests = 4;
-  std::fflush(stdout);
-  EXPECT_EQ(RunRealismCompare(config, sglang, /*json=*/true), 0);
-  EXPECT_EQ(RunRealismCompare(config, Real("no_such_file.json"), false), 1);
+  const std::string cmd = std::string(TELLER_BIN) +
+                          " simulate --profile sglang --nodes 1 --gpus-per-node 1 --tp 1 --pp 1"
+                          " --requests 4 --compare ";
+  EXPECT_EQ(std::system((cmd + "'" + sglang + "' --json > /dev/null").c_str()), 0);
+  EXPECT_NE(std::system((cmd + "'" + Real("no_such_file.json") + "' > /dev/null 2>&1").c_str()), 0);
 }
 
 }  // namespace
-}  // namespace teller::sim
+}  // namespace teller::eval

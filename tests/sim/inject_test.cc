@@ -16,11 +16,19 @@
 
 #include "teller/format/trace_export.h"
 #include "teller/ingest/ingest.h"
-#include "teller/sim/ground_truth.h"
-#include "teller/sim/inject.h"
+#include "teller/format/ground_truth.h"
+#include "teller/inject/inject.h"
 
-namespace teller::sim {
+namespace teller::inject {
 namespace {
+
+using format::StepTruth;
+using format::ReadGroundTruth;
+using format::RequestTruth;
+using format::FaultRecord;
+
+using format::GroundTruth;
+using format::NodeLocator;
 
 constexpr int64_t kUs = 1000;
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // a plausible UTC time
@@ -652,4 +660,4 @@ TEST(InjectRealTest, TellerRunOfTheDemo) {
 }
 
 }  // namespace
-}  // namespace teller::sim
+}  // namespace teller::inject

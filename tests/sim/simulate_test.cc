@@ -18,11 +18,21 @@
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/sim/faults.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
 namespace {
+
+using format::StepTruth;
+using format::RequestTruth;
+using format::GroundTruth;
+using format::NodeLocator;
+using format::ReadGroundTruth;
+using format::FaultRecord;
+using format::kGroundTruthFile;
+using format::ViewLabel;
+using format::ProcessTruth;
 
 std::string TempDir(const std::string& tag) {
   static int counter = 0;
@@ -484,7 +494,7 @@ TEST(FaultSpecs, ParseAndReject) {
   EXPECT_FALSE(ParseFaultSpec("kernel_throttle:colour=red", &f, &error));
   // Five categories, at least three mechanisms each.
   std::map<std::string, int> per;
-  for (const MechanismInfo& m : Mechanisms()) ++per[m.category];
+  for (const MechanismInfo& m : Mechanisms()) ++per[std::string(FaultCategoryName(m.category))];
   ASSERT_EQ(per.size(), 5u);
   for (const auto& [cat, n] : per) EXPECT_GE(n, 3) << cat;
 }
@@ -496,7 +506,7 @@ TEST(Preset, PaperShape) {
   std::map<std::string, int> categories;
   for (const SimConfig& c : configs) {
     total += c.requests;
-    for (const FaultSpec& f : c.faults) ++categories[Info(f.mechanism).category];
+    for (const FaultSpec& f : c.faults) ++categories[std::string(FaultCategoryName(Info(f.mechanism).category))];
   }
   EXPECT_EQ(total, 300);
   EXPECT_EQ(configs[0].requests, 100);

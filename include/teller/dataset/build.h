@@ -25,7 +25,7 @@
 
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
 namespace teller::dataset {
 
@@ -38,10 +38,10 @@ namespace teller::dataset {
 // Rows count in table order, which importers keep in file order per process. Returns one
 // entry per locator: the event row, or -1 when nothing in the trace matches.
 std::vector<int64_t> ResolveLocators(const Trace& trace,
-                                     const std::vector<const sim::NodeLocator*>& locators);
+                                     const std::vector<const format::NodeLocator*>& locators);
 
 // A locator in one line, for messages: "range node-0/41000/41003 \"attention\" #3".
-std::string DescribeLocator(const sim::NodeLocator& locator);
+std::string DescribeLocator(const format::NodeLocator& locator);
 
 struct BuildOptions {
   int jobs = 0;                                 // settings built in parallel; 0 = hardware threads
@@ -76,7 +76,7 @@ struct BuildSummary {
 // <out_dir>/<setting>/... (the directory must not exist yet or be empty). Fails when
 // more than options.max_unresolved_fraction of the locators are unresolvable; the
 // message names the first few.
-Result<SettingSummary> BuildSetting(Trace& trace, const sim::GroundTruth& truth,
+Result<SettingSummary> BuildSetting(Trace& trace, const format::GroundTruth& truth,
                                     const std::string& setting, const std::string& out_dir,
                                     const BuildOptions& options);
 

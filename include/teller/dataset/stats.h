@@ -24,7 +24,7 @@ struct SettingStats {
 struct DatasetStats {
   std::vector<SettingStats> settings;  // by name
   SettingStats total;                  // name "total"
-  // Fraction of faulty requests per category: the five of sim::kFaultCategories always,
+  // Fraction of faulty requests per category: the five of kAllFaultCategories (core/vocabulary.h) always,
   // plus any other category the data names. All zero when nothing is faulty.
   std::map<std::string, double> fault_mix;
   bool from_index = false;  // read from index.json (else recounted)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "teller/core/trace.h"
+#include "teller/core/vocabulary.h"
 #include "teller/localize/localize.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/slice/slice.h"
@@ -30,13 +31,13 @@ struct Options {
 struct Evidence {
   uint32_t node = 0;
   std::string name;
-  std::string layer;
+  Layer layer = Layer::kFrontend;
   int rank = -1;
   int64_t pid = 0;
   float score = 0;          // a(x)
   int64_t self_ns = 0;      // the instance's time (GPU time, or own time without GPU work)
   int64_t expected_ns = 0;  // its family's median
-  std::string feature;      // what deviates most: "gpu_ns", "host_call_ns", ...
+  Feature feature = kSelfNs;  // what deviates most (FeatureName: "gpu_ns", ...)
   float z = 0;
 };
 
@@ -52,7 +53,7 @@ struct StepDiagnosis {
   int64_t start_ns = 0, end_ns = 0;
   float score = 0;
   bool abnormal = false, vertical = false, horizontal = false;
-  std::string fault_type;   // one of the five categories, "" when normal
+  std::string fault_type;   // FaultCategoryName of the category, "" when normal
   std::string explanation;
   std::vector<Evidence> evidence;  // suspicious instances, most anomalous first
   std::vector<uint32_t> logs;      // rows of Trace::logs
@@ -60,7 +61,8 @@ struct StepDiagnosis {
 };
 
 struct TopOperator {
-  std::string name, layer;
+  std::string name;
+  Layer layer = Layer::kFrontend;
   // 0.5 * (mean A_{s,t} over the steps that run the family) + 0.5 * (the family's share of
   // the excess time of all suspicious instances): suspicious and costly first.
   float score = 0;

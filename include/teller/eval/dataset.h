@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "teller/core/vocabulary.h"
+#include "teller/format/dataset_node.h"
 #include "teller/core/status.h"
 
 namespace teller::eval {
@@ -29,15 +31,15 @@ struct ViewLabel {
 struct StepColumns {
   uint64_t seq = 0;
   std::vector<uint8_t> type;   // type tag: 0 STEP, 1 FE, 2 BE, 3 COMM, 4 RT, 5 DRV, 6 K, 7 MEM, ...
-  std::vector<uint8_t> layer;  // reconstruct::Layer
+  std::vector<uint8_t> layer;  // Layer
   std::vector<uint32_t> name;  // index into Setting::names
   std::vector<int32_t> parent, rank;
   std::vector<int64_t> offset_ns, dur_ns;
   size_t size() const { return type.size(); }
 };
-inline constexpr int kTypeTags = 11;  // type tags 0..10
-inline constexpr int kLayers = 7;     // reconstruct::Layer 0..6
-inline constexpr uint8_t kLayerComm = 3;
+inline constexpr int kTypeTags = format::kNumTypeTags;  // format::TypeTag 0..10
+inline constexpr int kLayers = kLayerCount;             // Layer 0..6
+inline constexpr uint8_t kLayerComm = static_cast<uint8_t>(Layer::kComm);
 
 struct Setting {
   std::string name;

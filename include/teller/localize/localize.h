@@ -17,23 +17,13 @@
 #include <vector>
 
 #include "teller/core/trace.h"
+#include "teller/core/vocabulary.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::localize {
 
-// Features of one instance (method.md §3), before log(1+x) and standardization.
-enum Feature : uint8_t {
-  kSelfNs = 0,      // own time: a range minus its child ranges; a GPU operation's duration
-  kHostCallNs,      // runtime/driver time in the subtree
-  kHostCalls,       // runtime/driver calls in the subtree
-  kGpuOps,          // kernels / copies in the subtree
-  kGpuNs,           // their total time
-  kLaunchDelayNs,   // mean launch-to-start delay of those GPU operations
-  kBytes,           // bytes copied or set
-  kOverlapNs,       // time the subtree's GPU work overlaps other streams of its device
-  kFeatureCount
-};
-const char* FeatureName(Feature f);
+// Features of one instance: teller::Feature (core/vocabulary.h, docs/method.md §3).
+
 
 struct Options {
   double quantile = 0.1;          // q of A_{s,t}: mean of the floor(q*m) lowest rho (>= 1)
@@ -55,7 +45,7 @@ struct Options {
 struct Family {
   std::string key;   // name, layer, step kind and preceding operator (the family's identity)
   std::string name;  // normalized
-  reconstruct::Layer layer = reconstruct::Layer::kFrontend;
+  Layer layer = Layer::kFrontend;
   uint32_t count = 0;        // instances scored
   bool mixture = false;      // false: robust z-scores (too few instances)
   bool from_baseline = false;

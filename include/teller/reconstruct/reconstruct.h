@@ -19,24 +19,17 @@
 
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
+#include "teller/core/vocabulary.h"
 
 namespace teller::reconstruct {
 
-// What a node is, for the views and for localization (method.md §2 step 3).
-enum class Layer : uint8_t {
-  kStep = 0,      // an engine step (one scheduler decision and forward pass)
-  kFrontend = 1,  // framework op or module (aten::, nn.Module, Python functions)
-  kBackend = 2,   // library / custom op level (vllm::, _C::, sgl_kernel::, cuBLAS...)
-  kComm = 3,      // communication (collectives, their kernels)
-  kHostCall = 4,  // CUDA/HIP runtime or driver call
-  kGpu = 5,       // kernel, memcpy, memset, synchronization, GPU annotation
-  kMark = 6,      // instant annotation
-};
-std::string_view LayerName(Layer layer);
+// What a node is, for the views and for localization: teller::Layer (core/vocabulary.h).
+
 
 // Name rules per layer, kept in a data file (share/teller/classify.rules): lines
-// "LAYER CATEGORY-GLOB NAME-REGEX" (POSIX extended), the first matching rule wins; ranges matching none
-// are FRONTEND, GPU work matching none is GPU. Results are cached per (category, name).
+// "LAYER CATEGORY-GLOB NAME-REGEX" (POSIX extended), the first matching rule wins; ranges
+// matching none are FRONTEND, GPU work matching none is GPU. Immutable once built, so one
+// classifier may serve many traces and threads; per-trace caching is LayerCache's job.
 class Classifier {
  public:
   // The rules built into Teller (the same text as share/teller/classify.rules).
@@ -45,12 +38,26 @@ class Classifier {
   static Result<std::shared_ptr<Classifier>> FromFile(const std::string& path);
   static Result<std::shared_ptr<Classifier>> FromText(std::string_view text,
                                                       const std::string& source);
-  Layer Classify(const Trace& trace, size_t event);
+  Layer Classify(EventType type, std::string_view category, std::string_view name) const;
   ~Classifier();
 
  private:
   struct Rule;
   std::vector<Rule> rules_;
+};
+
+// The layers of one trace's events, memoized per (category, name) string id: ids belong to
+// one trace's string pool, so a cache never outlives or crosses its trace. Not thread-safe;
+// make one per thread.
+class LayerCache {
+ public:
+  LayerCache(const Classifier& classifier, const Trace& trace)
+      : classifier_(classifier), trace_(trace) {}
+  Layer Of(size_t event);
+
+ private:
+  const Classifier& classifier_;
+  const Trace& trace_;
   std::unordered_map<uint64_t, Layer> cache_;
 };
 
@@ -112,7 +119,8 @@ struct Reconstruction {
 // process, stores it in ProcessInfo::clock_offset_ns and shifts that host's events and log
 // lines. Hosts without at least 3 matching collectives keep their clock and are counted
 // ("reconstruct.clock_unaligned_hosts"). Idempotent.
-void AlignHostClocks(Trace& trace, Classifier& classifier);
+void AlignHostClocks(Trace& trace, const Classifier& classifier);
+void AlignHostClocks(Trace& trace, LayerCache& layers);
 
 // Builds the forest. Never fails on damaged input: what cannot be reconstructed is
 // counted in trace.counters ("reconstruct.*") and in Stats.

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "teller/core/vocabulary.h"
+
 namespace teller::sim {
 
 enum class Mechanism : uint8_t {
@@ -40,7 +42,7 @@ enum class Mechanism : uint8_t {
 struct MechanismInfo {
   Mechanism mechanism;
   const char* name;      // as spelled on the command line and in ground truth
-  const char* category;  // one of kFaultCategories (ground_truth.h)
+  FaultCategory category;
   const char* summary;   // one line for --help and reports
   double default_magnitude;
   bool request_scoped;   // acts on chosen requests, not on whole steps
@@ -48,6 +50,19 @@ struct MechanismInfo {
 };
 
 const std::vector<MechanismInfo>& Mechanisms();
+
+// What one unit of magnitude means for the mechanisms whose magnitude is not a duration
+// factor. The simulator and `teller inject` both read them here, so that one magnitude
+// means the same in simulated and injected datasets (docs/simulator.md, docs/inject.md).
+struct MagnitudeUnits {
+  static constexpr double kSyncStallMs = 0.9;        // a synchronization blocks m x 0.9 ms longer
+  static constexpr double kAllocatorStallUs = 180;   // a caching-allocator miss blocks m x 180 us
+  static constexpr double kStragglerUs = 55;         // late at each eager collective by m x 55 us
+  static constexpr double kStragglerGraphUs = 90;    // late at each graph replay by m x 90 us
+  static constexpr double kWorkerStallMs = 45;       // the worker stops for m x 45 ms
+  static constexpr double kKvSwapMiB = 96;           // m x 96 MiB swapped per step (over TP ranks)
+  static constexpr double kStarvationSec = 1.2;      // the request waits m x 1.2 s
+};
 // nullptr when unknown.
 const MechanismInfo* FindMechanism(std::string_view name);
 const MechanismInfo& Info(Mechanism m);

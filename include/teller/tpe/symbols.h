@@ -16,13 +16,13 @@
 #include <string>
 #include <string_view>
 
-#include "teller/dataset/type_tags.h"
+#include "teller/format/dataset_node.h"
 
 namespace teller::tpe {
 
 // Type tags, as numbered in steps.jsonl's `type` column.
-using dataset::TypeTag;
-using dataset::kNumTypeTags;
+using format::TypeTag;
+using format::kNumTypeTags;
 
 // "[STEP]", "[FE]", "[BE]", "[COMM]", "[RT]", "[DRV]", "[K]", "[MEM]", "[SYNC]", "[MARK]",
 // "[GANN]". These bare tags are also vocabulary entries: the encoder maps a name it has

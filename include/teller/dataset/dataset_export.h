@@ -1,8 +1,8 @@
 // Per-request examples in the dataset layout of method.md §7 (docs/dataset-format.md):
 // <out>/<setting>/<request_id>/{trace.json, log.txt, annotation.json}. The annotation
 // holds empty labels (to be filled by a person or by the simulator's ground truth).
-#ifndef TELLER_RECONSTRUCT_DATASET_EXPORT_H_
-#define TELLER_RECONSTRUCT_DATASET_EXPORT_H_
+#ifndef TELLER_DATASET_DATASET_EXPORT_H_
+#define TELLER_DATASET_DATASET_EXPORT_H_
 
 #include <string>
 
@@ -10,7 +10,7 @@
 #include "teller/core/trace.h"
 #include "teller/reconstruct/reconstruct.h"
 
-namespace teller::reconstruct {
+namespace teller::dataset {
 
 struct ExportOptions {
   std::string setting = "default";  // the setting (engine/workload) directory name
@@ -23,12 +23,12 @@ struct ExportSummary {
 
 // Writes one directory per request. Request ids become directory names with every
 // character outside [A-Za-z0-9._-] percent-encoded.
-Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
+Result<ExportSummary> ExportDataset(const Trace& trace, const reconstruct::Reconstruction& r,
                                     const std::string& out_dir, const ExportOptions& options);
 
 // The directory name used for a request id.
 std::string RequestDirName(std::string_view request);
 
-}  // namespace teller::reconstruct
+}  // namespace teller::dataset
 
-#endif  // TELLER_RECONSTRUCT_DATASET_EXPORT_H_
+#endif  // TELLER_DATASET_DATASET_EXPORT_H_

@@ -1,4 +1,4 @@
-// Serialisation of ground truth (layout in include/teller/sim/ground_truth.h). Written by
+// Serialisation of ground truth (layout in include/teller/format/ground_truth.h). Written by
 // hand in a fixed field order so that the same truth always gives the same bytes (the
 // simulator's determinism test compares files).
 #include <cerrno>
@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "teller/core/json_writer.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
-namespace teller::sim {
+namespace teller::format {
 namespace {
 
 void AppendInt(std::string& out, int64_t v) { out += std::to_string(v); }
@@ -196,4 +196,4 @@ Status WriteGroundTruth(const GroundTruth& truth, const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace teller::sim
+}  // namespace teller::format

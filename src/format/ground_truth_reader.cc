@@ -1,4 +1,4 @@
-// Reader of ground_truth.json (layout in include/teller/sim/ground_truth.h), for
+// Reader of ground_truth.json (layout in include/teller/format/ground_truth.h), for
 // `teller dataset build`.
 //
 // simdjson On Demand over the whole file: ground truth is small (a few MB: one record per
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "simdjson.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
-namespace teller::sim {
+namespace teller::format {
 namespace {
 
 namespace od = simdjson::ondemand;
@@ -578,4 +578,4 @@ Result<GroundTruth> ReadGroundTruth(const std::string& path) {
   return Reader(path, json).Run();
 }
 
-}  // namespace teller::sim
+}  // namespace teller::format

@@ -1,4 +1,4 @@
-#include "teller/reconstruct/dataset_export.h"
+#include "teller/dataset/dataset_export.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,8 +11,12 @@
 
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
+#include "teller/format/dataset_node.h"
 
-namespace teller::reconstruct {
+namespace teller::dataset {
+using reconstruct::Nodes;
+using reconstruct::Reconstruction;
+using reconstruct::Step;
 namespace {
 
 Status WriteFile(const std::string& path, const std::string& text) {
@@ -41,6 +45,7 @@ void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, siz
   const Nodes& n = r.nodes;
   const EventTable& ev = t.events;
   std::vector<std::pair<uint32_t, int64_t>> todo = {{root, -1}};  // (node, local parent)
+  std::string name_json;
   out += '[';
   int64_t local = 0;
   while (!todo.empty()) {
@@ -52,23 +57,14 @@ void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, siz
     todo.pop_back();
     const uint32_t e = n.event[node];
     if (local > 0) out += ',';
-    JsonObjectWriter w(out);
-    w.Field("id", local)
-        .Field("parent", parent)
-        .Field("depth", static_cast<int64_t>(n.depth[node] - n.depth[root]))
-        .Field("layer", LayerName(n.layer[node]))
-        .Field("type", EventTypeName(ev.type[e]))
-        .Field("name", t.strings.Get(ev.name[e]))
-        .Field("start_ns", n.start_ns[node])
-        .Field("dur_ns", n.end_ns[node] - n.start_ns[node]);
-    if (IsGpuWork(ev.type[e]) || ev.type[e] == EventType::kSync) {
-      w.Field("device", static_cast<uint64_t>(ev.device[e])).Field("stream", static_cast<uint64_t>(ev.stream[e]));
-    } else {
-      w.Field("thread", static_cast<uint64_t>(ev.thread[e]));
-    }
-    if (ev.correlation[e] != 0) w.Field("correlation", ev.correlation[e]);
-    if (ev.bytes[e] != 0) w.Field("bytes", ev.bytes[e]);
-    w.Close();
+    name_json.clear();
+    AppendJsonString(name_json, t.strings.Get(ev.name[e]));
+    format::DatasetNode dn =
+        format::DatasetNodeOf(t, e, n.layer[node], n.start_ns[node], n.end_ns[node], name_json);
+    dn.id = local;
+    dn.parent = parent;
+    dn.depth = static_cast<uint64_t>(n.depth[node] - n.depth[root]);
+    format::AppendDatasetNode(out, dn);
     const int64_t me = local++;
     for (uint32_t c = n.child_begin[node + 1]; c > n.child_begin[node]; --c) {
       todo.emplace_back(n.child_index[c - 1], me);
@@ -173,4 +169,4 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
   return summary;
 }
 
-}  // namespace teller::reconstruct
+}  // namespace teller::dataset

@@ -35,8 +35,8 @@
 // scheduler steps; `seq` is the `seq=` value of the `teller.step` ranges that every rank
 // records for it. Healthy steps have "fault":-1, empty affected_requests and both views
 // false with no nodes.
-#ifndef TELLER_SIM_GROUND_TRUTH_H_
-#define TELLER_SIM_GROUND_TRUTH_H_
+#ifndef TELLER_FORMAT_GROUND_TRUTH_H_
+#define TELLER_FORMAT_GROUND_TRUTH_H_
 
 #include <cstdint>
 #include <string>
@@ -44,11 +44,7 @@
 
 #include "teller/core/status.h"
 
-namespace teller::sim {
-
-// The five fault categories of method.md §7, as spelled in every file Teller writes.
-inline constexpr const char* kFaultCategories[5] = {
-    "memory_resource", "cuda_kernel", "runtime_driver", "communication", "scheduling_software"};
+namespace teller::format {
 
 struct NodeLocator {
   enum class Kind : uint8_t { kRange = 0, kCall = 1, kGpu = 2 };
@@ -69,7 +65,7 @@ struct ViewLabel {
 struct FaultRecord {
   int id = 0;
   std::string mechanism;
-  std::string category;  // one of kFaultCategories
+  std::string category;  // FaultCategoryName of a category (core/vocabulary.h)
   int64_t onset_ns = 0;  // UTC
   int64_t duration_ns = 0;
   double magnitude = 1.0;
@@ -115,14 +111,14 @@ struct GroundTruth {
 
 inline constexpr const char* kGroundTruthFile = "ground_truth.json";
 
-// Serialises (src/sim/ground_truth.cc). Deterministic: the same truth gives the same bytes.
+// Serialises (src/format/ground_truth_writer.cc). Deterministic: the same truth gives the same bytes.
 std::string GroundTruthToJson(const GroundTruth& truth);
 Status WriteGroundTruth(const GroundTruth& truth, const std::string& path);
 
-// Parses ground_truth.json (src/sim/ground_truth_reader.cc); errors name the file and the
+// Parses ground_truth.json (src/format/ground_truth_reader.cc); errors name the file and the
 // byte offset or the missing field.
 Result<GroundTruth> ReadGroundTruth(const std::string& path);
 
-}  // namespace teller::sim
+}  // namespace teller::format
 
-#endif  // TELLER_SIM_GROUND_TRUTH_H_
+#endif  // TELLER_FORMAT_GROUND_TRUTH_H_

@@ -21,8 +21,8 @@
 // The replay sweeps the events in time order and repeats until nothing moves (dependency
 // chains that run backwards in recorded time, e.g. clock skew between ranks, need a
 // second sweep).
-#ifndef TELLER_SIM_INJECT_H_
-#define TELLER_SIM_INJECT_H_
+#ifndef TELLER_INJECT_INJECT_H_
+#define TELLER_INJECT_INJECT_H_
 
 #include <cstdint>
 #include <string>
@@ -32,10 +32,9 @@
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
 #include "teller/format/trace_export.h"
-#include "teller/sim/faults.h"
-#include "teller/sim/ground_truth.h"
+#include "teller/format/ground_truth.h"
 
-namespace teller::sim {
+namespace teller::inject {
 
 // Replay constants (see the file comment).
 inline constexpr int64_t kQueuedGapNs = 4'000;          // back-to-back kernels on a stream
@@ -68,7 +67,7 @@ struct InjectEffect {
 
 struct InjectResult {
   InjectEffect effect;
-  GroundTruth truth;
+  format::GroundTruth truth;
 };
 
 // Applies the fault to `trace` in place (times change; allocator_stall adds host calls at
@@ -108,8 +107,8 @@ uint64_t CountRoundTripDifferences(const Trace& written, const Trace& read, std:
 
 // Index of the event row a locator names in `trace` (counting as ExportTrace writes and
 // the raw importer reads), or -1.
-int64_t ResolveLocator(const Trace& trace, const NodeLocator& locator);
+int64_t ResolveLocator(const Trace& trace, const format::NodeLocator& locator);
 
-}  // namespace teller::sim
+}  // namespace teller::inject
 
-#endif  // TELLER_SIM_INJECT_H_
+#endif  // TELLER_INJECT_INJECT_H_

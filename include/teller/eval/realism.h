@@ -1,5 +1,5 @@
 // Realism report: how close a simulated trace is to a real one (docs/realism.md).
-// `teller simulate --profile P --compare REAL_TRACE [--json]` runs RunRealismCompare.
+// `teller simulate --profile P --compare REAL_TRACE [--json]` shows it (src/cli).
 //
 // Two views, both on GPU work mapped to operator classes (OpClass, by the name patterns
 // of serving-reference.md §2.1-§2.5, listed in docs/realism.md):
@@ -15,8 +15,8 @@
 //     1-Wasserstein distance of log10(duration in ns), with counts and medians.
 // When the real trace's steps are mostly of one kind (decode, prefill) and the simulated
 // trace has steps of that kind, both sides are restricted to steps of that kind.
-#ifndef TELLER_SIM_COMPARE_H_
-#define TELLER_SIM_COMPARE_H_
+#ifndef TELLER_EVAL_REALISM_H_
+#define TELLER_EVAL_REALISM_H_
 
 #include <cstdint>
 #include <string>
@@ -25,26 +25,11 @@
 
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
-#include "teller/sim/sim.h"
+#include "teller/reconstruct/op_class.h"
 
-namespace teller::sim {
+namespace teller::eval {
 
-enum class OpClass : uint8_t {
-  kNorm, kGemm, kRotary, kKvWrite, kAttention, kAttentionReduce, kAllReduce, kAllGather,
-  kActivation, kMoeRouting, kSampling, kCopy, kElementwise, kOther, kCount
-};
-inline constexpr size_t kOpClassCount = static_cast<size_t>(OpClass::kCount);
-std::string_view OpClassName(OpClass c);
-// The POSIX extended, case-insensitive pattern that selects the class (docs/realism.md).
-// Patterns are tried in a fixed order (comm, attention_reduce, attention, kv_write,
-// rotary, norm, moe_routing, gemm, activation, sampling, copy, elementwise) and the
-// first match wins; kOther has none.
-std::string_view OpClassPattern(OpClass c);
-// Class of a kernel name.
-OpClass ClassifyKernelName(std::string_view name);
-// Class of a GPU row: kernels by name, memcpy -> copy, memset -> elementwise; kOther for
-// anything that is not GPU work.
-OpClass ClassifyGpuEvent(const Trace& trace, size_t event);
+using reconstruct::OpClass;
 
 // One trace's repeating decoder layer.
 struct LayerPattern {
@@ -98,12 +83,6 @@ std::string RealismReportText(const RealismReport& report, std::string_view simu
 std::string RealismReportJson(const RealismReport& report, std::string_view simulated_label,
                               std::string_view real_label);
 
-// The whole `simulate --compare`: simulates `config` (capped to kCompareRequests
-// requests) into a temporary directory that is removed afterwards, imports it and
-// `real_path`, compares and prints the report on stdout (errors on stderr). Returns the
-// process exit code: 0, or 1 on an error.
-inline constexpr int kCompareRequests = 16;
-int RunRealismCompare(const SimConfig& config, const std::string& real_path, bool json);
 
 // Building blocks, exposed for tests.
 // Smallest period p >= 2 (at most n/3) whose self-match share is within 0.03 of the best
@@ -111,10 +90,7 @@ int RunRealismCompare(const SimConfig& config, const std::string& real_path, boo
 uint32_t FindPeriod(const std::vector<OpClass>& seq, double* periodicity);
 // Edit distance minimised over the rotations of `b`.
 uint32_t CyclicEditDistance(const std::vector<OpClass>& a, const std::vector<OpClass>& b);
-// Two-sample KS statistic and 1-Wasserstein distance of two samples (sorted in place).
-double KsStatistic(std::vector<double>& a, std::vector<double>& b);
-double Wasserstein1(std::vector<double>& a, std::vector<double>& b);
 
-}  // namespace teller::sim
+}  // namespace teller::eval
 
-#endif  // TELLER_SIM_COMPARE_H_
+#endif  // TELLER_EVAL_REALISM_H_

@@ -1,10 +1,6 @@
-// Realism report (include/teller/sim/compare.h, docs/realism.md).
-#include "teller/sim/compare.h"
+// Realism report (include/teller/eval/realism.h, docs/realism.md).
+#include "teller/eval/realism.h"
 
-#include <ftw.h>
-#include <regex.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,10 +11,17 @@
 #include <unordered_map>
 
 #include "teller/core/json_writer.h"
+#include "teller/core/stats.h"
 #include "teller/ingest/ingest.h"
+#include "teller/reconstruct/op_class.h"
 #include "teller/reconstruct/reconstruct.h"
 
-namespace teller::sim {
+namespace teller::eval {
+using reconstruct::ClassifyGpuEvent;
+using reconstruct::ClassifyKernelName;
+using reconstruct::kOpClassCount;
+using reconstruct::OpClass;
+using reconstruct::OpClassName;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -31,73 +34,7 @@ constexpr size_t kMaxSegments = 32;
 // Segments shorter than this cannot show three layers of a real model.
 constexpr size_t kMinSegment = 12;
 
-// Patterns per class (POSIX ERE, case-insensitive), in the order they are tried. Kernel
-// names are from serving-reference.md §2.1, §2.2 and the measured tables §2.5; the order
-// settles names that fit two classes: "_matmul_ogs_..._swiglu" is a GEMM (gemm before
-// activation), "_finalize_matmul_scatter" is MoE bookkeeping (moe_routing before gemm),
-// "paged_attention_ll4mi_reduce_kernel" is attention_reduce (before attention),
-// "elementwise_kernel<...direct_copy...>" is a copy (copy before elementwise).
-struct ClassRule {
-  OpClass op_class;
-  const char* pattern;
-};
-constexpr ClassRule kRules[] = {
-    {OpClass::kAllReduce,
-     "all_?reduce|reduce_?scatter|cross_device_reduce|one_shot|two_shot|custom_ar"},
-    {OpClass::kAllGather, "all_?gather"},
-    {OpClass::kAttentionReduce,
-     "(attention|attn|fmha|flash).*(reduce|combine|merge)|merge_?states|reduce_segments"},
-    {OpClass::kAttention,
-     "attention|attn|fmha|flash_fwd|flash_attn|batch_?decode_?with_?paged|"
-     "batch_?prefill|paged_?kv|mha_|mla_|sdpa|xformers|decode_?attention"},
-    {OpClass::kKvWrite,
-     "reshape_and_cache|store_?kv_?cache|append_?paged_?kv|concat_and_cache|set_kv_buffer|"
-     "store_cache|kv_?cache_?(write|store|update)"},
-    {OpClass::kRotary, "rotary|(^|[^a-z])rope([^a-z]|$)|_rope|rope_|pos_encoding"},
-    {OpClass::kNorm,
-     "rms_?norm|layer_?norm|group_?norm|_norm_kernel|norm_fwd|triton_[a-z0-9_]*rsqrt"},
-    {OpClass::kMoeRouting,
-     "moe::dev|moe_align|moe_sum|routing|topk_?gating|topk_?softmax|_topk_forward|"
-     "bitmatrix|finalize|gating"},
-    {OpClass::kGemm,
-     "gemm|gemv|cijk_|nvjet|matmul|bmm_|cublas|cutlass|s16816|s1688|xmma|fused_moe|splitk|"
-     "mm_kernel|wgrad|dgrad"},
-    {OpClass::kActivation, "act_and_mul|silu|gelu|swiglu|swish|relu|activation"},
-    {OpClass::kSampling,
-     "argmax|topk|top_k|top_p|topp|sampl|softmax|multinomial|radix_?sort|sort_|cub::|logit"},
-    {OpClass::kCopy,
-     "copy|memcpy|gather|scatter|index_?select|catarray|cat_|transpose|embedding|embed"},
-    {OpClass::kElementwise,
-     "elementwise|vectorized|unrolled|triton_|fill|quant|neg|clamp|cast|convert|resolve_future|"
-     "multi_tensor_apply|reduce_kernel|fused|add|mul"},
-};
 
-struct CompiledRules {
-  std::vector<std::pair<OpClass, regex_t>> rules;
-  CompiledRules() {
-    for (const ClassRule& r : kRules) {
-      regex_t re;
-      // The patterns are constants of this file: failing to compile is a programming
-      // error, caught by the unit tests; such a rule is skipped.
-      if (regcomp(&re, r.pattern, REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0) {
-        rules.emplace_back(r.op_class, re);
-      }
-    }
-  }
-  ~CompiledRules() {
-    for (auto& [c, re] : rules) regfree(&re);
-  }
-};
-
-const CompiledRules& Rules() {
-  static const CompiledRules rules;
-  return rules;
-}
-
-std::string Basename(std::string_view path) {
-  const size_t slash = path.find_last_of('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
-}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -133,6 +70,7 @@ struct Prepared {
 std::vector<Prepared::StepInfo> FindSteps(const Trace& trace) {
   const EventTable& ev = trace.events;
   auto classifier = reconstruct::Classifier::BuiltIn();
+  reconstruct::LayerCache layers(*classifier, trace);
   struct Candidate {
     uint32_t process;
     int64_t start, end;
@@ -147,7 +85,7 @@ std::vector<Prepared::StepInfo> FindSteps(const Trace& trace) {
     }
   }
   auto add = [&](uint32_t e, int64_t end) {
-    if (classifier->Classify(trace, e) != reconstruct::Layer::kStep) return;
+    if (layers.Of(e) != Layer::kStep) return;
     const std::string_view name = trace.strings.Get(ev.name[e]);
     std::string kind, seq;
     std::vector<std::string> reqs;
@@ -406,54 +344,9 @@ std::string LayerText(const LayerPattern& l) {
   return s;
 }
 
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
 
 }  // namespace
 
-std::string_view OpClassName(OpClass c) {
-  switch (c) {
-    case OpClass::kNorm: return "norm";
-    case OpClass::kGemm: return "gemm";
-    case OpClass::kRotary: return "rotary";
-    case OpClass::kKvWrite: return "kv_write";
-    case OpClass::kAttention: return "attention";
-    case OpClass::kAttentionReduce: return "attention_reduce";
-    case OpClass::kAllReduce: return "allreduce";
-    case OpClass::kAllGather: return "allgather";
-    case OpClass::kActivation: return "activation";
-    case OpClass::kMoeRouting: return "moe_routing";
-    case OpClass::kSampling: return "sampling";
-    case OpClass::kCopy: return "copy";
-    case OpClass::kElementwise: return "elementwise";
-    case OpClass::kOther:
-    case OpClass::kCount: break;
-  }
-  return "other";
-}
-
-std::string_view OpClassPattern(OpClass c) {
-  for (const ClassRule& r : kRules) {
-    if (r.op_class == c) return r.pattern;
-  }
-  return "";
-}
-
-OpClass ClassifyKernelName(std::string_view name) {
-  const std::string text(name);
-  for (const auto& [c, re] : Rules().rules) {
-    if (regexec(&re, text.c_str(), 0, nullptr, 0) == 0) return c;
-  }
-  return OpClass::kOther;
-}
-
-OpClass ClassifyGpuEvent(const Trace& trace, size_t event) {
-  switch (trace.events.type[event]) {
-    case EventType::kKernel: return ClassifyKernelName(trace.strings.Get(trace.events.name[event]));
-    case EventType::kMemcpy: return OpClass::kCopy;
-    case EventType::kMemset: return OpClass::kElementwise;
-    default: return OpClass::kOther;
-  }
-}
 
 uint32_t FindPeriod(const std::vector<OpClass>& seq, double* periodicity) {
   *periodicity = 0;
@@ -500,44 +393,6 @@ uint32_t CyclicEditDistance(const std::vector<OpClass>& a, const std::vector<OpC
   return best;
 }
 
-double KsStatistic(std::vector<double>& a, std::vector<double>& b) {
-  if (a.empty() || b.empty()) return kNaN;
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  size_t i = 0, j = 0;
-  double d = 0;
-  while (i < a.size() || j < b.size()) {
-    // Consume every value equal to the smallest remaining one on both sides.
-    const double x = j >= b.size() || (i < a.size() && a[i] <= b[j]) ? a[i] : b[j];
-    while (i < a.size() && a[i] <= x) ++i;
-    while (j < b.size() && b[j] <= x) ++j;
-    const double fa = static_cast<double>(i) / static_cast<double>(a.size());
-    const double fb = static_cast<double>(j) / static_cast<double>(b.size());
-    d = std::max(d, std::fabs(fa - fb));
-  }
-  return d;
-}
-
-double Wasserstein1(std::vector<double>& a, std::vector<double>& b) {
-  if (a.empty() || b.empty()) return kNaN;
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  // Integral of |F_a - F_b|: between consecutive sample points both CDFs are constant.
-  size_t i = 0, j = 0;
-  double area = 0;
-  double x = std::min(a[0], b[0]);
-  while (i < a.size() || j < b.size()) {
-    while (i < a.size() && a[i] <= x) ++i;
-    while (j < b.size() && b[j] <= x) ++j;
-    if (i >= a.size() && j >= b.size()) break;
-    const double next = j >= b.size() || (i < a.size() && a[i] <= b[j]) ? a[i] : b[j];
-    const double fa = static_cast<double>(i) / static_cast<double>(a.size());
-    const double fb = static_cast<double>(j) / static_cast<double>(b.size());
-    area += std::fabs(fa - fb) * (next - x);
-    x = next;
-  }
-  return area;
-}
 
 Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) {
   const Prepared sim = Prepare(simulated);
@@ -786,53 +641,5 @@ std::string RealismReportJson(const RealismReport& r, std::string_view simulated
   return out;
 }
 
-int RunRealismCompare(const SimConfig& config, const std::string& real_path, bool json) {
-  // The real trace first: a wrong path should not cost a simulation.
-  Trace real;
-  if (Status s = ingest::ImportPath(real_path, real); !s.ok()) {
-    std::fprintf(stderr, "teller simulate --compare: %s\n", s.message().c_str());
-    return 1;
-  }
-  SimConfig small = config;
-  if (small.requests > kCompareRequests) small.requests = kCompareRequests;
-  char tmpl[] = "/tmp/teller-realism-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
-    std::fprintf(stderr, "teller simulate --compare: cannot create a temporary directory in /tmp\n");
-    return 1;
-  }
-  const std::string tmp = tmpl;
-  const std::string sim_dir = tmp + "/sim";
-  auto cleanup = [&tmp]() { nftw(tmp.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS); };
-  auto simulated = Simulate(small, sim_dir);
-  if (!simulated.ok()) {
-    std::fprintf(stderr, "teller simulate --compare: simulation failed: %s\n",
-                 simulated.status().message().c_str());
-    cleanup();
-    return 1;
-  }
-  Trace sim;
-  const Status imported = ingest::ImportPath(sim_dir, sim);
-  cleanup();
-  if (!imported.ok()) {
-    std::fprintf(stderr, "teller simulate --compare: cannot read the simulated trace: %s\n",
-                 imported.message().c_str());
-    return 1;
-  }
-  auto report = CompareRealism(sim, real);
-  if (!report.ok()) {
-    std::fprintf(stderr, "teller simulate --compare: %s\n", report.status().message().c_str());
-    return 1;
-  }
-  char label[256];
-  std::snprintf(label, sizeof label, "%s, %d requests, seed %llu, tp %d pp %d (%d node(s) x %d GPU)",
-                small.profile.c_str(), small.requests,
-                static_cast<unsigned long long>(small.seed), small.tp, small.pp, small.nodes,
-                small.gpus_per_node);
-  const std::string real_label = Basename(real_path);
-  const std::string text = json ? RealismReportJson(report.value(), label, real_label)
-                                : RealismReportText(report.value(), label, real_label);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
-}
 
-}  // namespace teller::sim
+}  // namespace teller::eval
