@@ -1,7 +1,9 @@
 #include "teller/core/counters.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +12,9 @@
 #include <vector>
 
 #include "teller/core/counter_registry.h"
+#include "teller/core/trace.h"
+#include "teller/format/raw_writer.h"
+#include "teller/ingest/ingest.h"
 
 namespace teller {
 namespace {
@@ -206,6 +211,52 @@ TEST(CounterRegistryTest, DocsListEveryCounter) {
     EXPECT_EQ(rows[i][2], CounterSeverityName(c.severity)) << c.name;
     EXPECT_EQ(rows[i][3], c.description) << c.name;
   }
+}
+
+// Collector counters travel through the raw file by name: the importer maps the two it
+// reports, ignores the other known ones (`teller dump --stats` shows them) and keeps a
+// name it does not know, so that a newer collector's counter is not lost.
+TEST(CountersTest, RawImportKeepsCollectorCountersItDoesNotKnow) {
+  char tmpl[] = "/tmp/teller-counters-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/p.tlr";
+  {
+    auto w = raw::RawFileWriter::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    raw::PayloadBuilder info;
+    info.AddKeyValue("pid", "7");
+    info.AddKeyValue("host", "node-0");
+    ASSERT_TRUE(w.value()->WritePayload(raw::ChunkType::kProcessInfo, info).ok());
+    ASSERT_TRUE(w.value()->WriteClockAnchor({1'700'000'000'000'000'000, 1'000, 30}).ok());
+    raw::PayloadBuilder periodic;  // an earlier value, replaced by the end chunk's
+    periodic.AddKeyValue("gpu_widgets_lost", "1");
+    ASSERT_TRUE(w.value()->WritePayload(raw::ChunkType::kCounters, periodic).ok());
+    raw::PayloadBuilder end;
+    end.AddKeyValue(CounterName(CounterId::kCuptiRecords), "1234");
+    end.AddKeyValue("gpu_widgets_lost", "5");
+    end.AddKeyValue("another_new_one", "0");
+    end.AddKeyValue(CounterName(CounterId::kEventsDropped), "3");
+    end.AddKeyValue(CounterName(CounterId::kStringsDropped), "0");
+    ASSERT_TRUE(w.value()->WritePayload(raw::ChunkType::kEnd, end).ok());
+  }
+  Trace trace;
+  const Status st = ingest::ImportPath(path, trace);
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+  ASSERT_TRUE(st.ok()) << st.message();
+
+  EXPECT_EQ(trace.counters.Get(CounterId::kRawEventsDroppedByCollector), 3u);
+  EXPECT_EQ(trace.counters.Get(CounterId::kRawStringsDroppedByCollector), 0u);
+  EXPECT_EQ(trace.counters.Get(CounterId::kRawUncleanEnd), 0u);
+  EXPECT_EQ(trace.counters.Get(CounterId::kCuptiRecords), 0u);  // known: left to dump
+  EXPECT_EQ(trace.counters.Get(CounterId::kRawUnknownCollectorCounters), 2u);
+  EXPECT_EQ(trace.counters.Get("raw.unknown_collector_counters:gpu_widgets_lost"), 5u);
+  Items nonzero;
+  for (const auto& item : trace.counters.items()) {
+    if (item.second != 0) nonzero.push_back(item);
+  }
+  EXPECT_EQ(nonzero, (Items{{"raw.events_dropped_by_collector", 3},
+                            {"raw.unknown_collector_counters", 2},
+                            {"raw.unknown_collector_counters:gpu_widgets_lost", 5}}));
 }
 
 }  // namespace
