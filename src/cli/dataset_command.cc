@@ -216,7 +216,7 @@ int BuildCommand(const std::vector<std::string>& args) {
     std::string counters;
     for (const auto& [name, value] : s.counters) {
       // Always show the locator counts; the rest only when they say something.
-      if (value == 0 && name != "locators_unresolved") continue;
+      if (value == 0 && name != CounterName(CounterId::kLocatorsUnresolved)) continue;
       counters += (counters.empty() ? "" : ", ") + name + "=" + std::to_string(value);
     }
     std::printf("  counters: %s\n", counters.c_str());

@@ -293,9 +293,10 @@ int EvalCommand(const std::vector<std::string>& args) {
     }
     results.push_back(std::move(sr));
   }
-  for (const auto& [name, value] : runner.counters()) {
+  for (const auto& [name, value] : runner.counters().items()) {
     if (!quiet)
-      std::fprintf(stderr, "  %s=%llu\n", name.c_str(), static_cast<unsigned long long>(value));
+      std::fprintf(stderr, "  %.*s=%llu\n", static_cast<int>(name.size()), name.data(),
+                   static_cast<unsigned long long>(value));
   }
   if (!write_predictions.empty()) {
     if (Status st = WriteText(write_predictions, predictions_out); !st.ok()) {
@@ -358,10 +359,10 @@ int EvalCommand(const std::vector<std::string>& args) {
       all_mean.insert(all_mean.end(), sr.mean_rows.begin(), sr.mean_rows.end());
       all_folds.insert(all_folds.end(), sr.fold_rows.begin(), sr.fold_rows.end());
     }
-    if (!runner.counters().empty()) {
+    if (const auto counters = runner.counters().items(); !counters.empty()) {
       md += "\n## Counters\n\n";
-      for (const auto& [name, value] : runner.counters())
-        md += "- `" + name + "` = " + std::to_string(value) + "\n";
+      for (const auto& [name, value] : counters)
+        md += "- `" + std::string(name) + "` = " + std::to_string(value) + "\n";
     }
     for (const auto& [file, body] : std::vector<std::pair<std::string, std::string>>{
              {"report.md", md},

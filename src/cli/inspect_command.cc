@@ -284,7 +284,7 @@ int InspectCommand(const std::vector<std::string>& args) {
     if (v == 0) continue;
     if (!damage) std::printf("counters (importers and reconstruction; damaged input shows here):\n");
     damage = true;
-    std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    std::printf("  %-40s %llu\n", std::string(k).c_str(), static_cast<unsigned long long>(v));
   }
   if (!request.empty()) {
     const StringId rid = trace.strings.Find(request);

@@ -11,6 +11,7 @@
 #endif
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "teller/collect/process_info.h"
+#include "teller/core/counter_registry.h"
 #include "teller/format/raw_writer.h"
 
 namespace teller::collect {
@@ -58,6 +60,7 @@ void ReadTscPair(int64_t& tsc, int64_t& mono) {
 }
 #endif
 
+// A counter whose name is not a row of the counter registry (none of ours today).
 struct NamedCounter {
   std::string name;
   std::atomic<uint64_t> value{0};
@@ -77,7 +80,9 @@ struct Global {
   std::vector<ThreadBuffer*> free_pool;
   std::vector<std::pair<uint32_t, std::string>> global_strings;
   size_t global_strings_written = 0;
-  std::vector<std::unique_ptr<NamedCounter>> counters;
+  // The registry's collector counters by CounterId: adding needs no lock.
+  std::array<std::atomic<uint64_t>, kCounterCount> counters{};
+  std::vector<std::unique_ptr<NamedCounter>> other_counters;
   pthread_t flusher{};
   bool flusher_running = false;
   std::atomic<bool> stop{false};
@@ -115,19 +120,21 @@ void* MapPopulated(size_t bytes) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-NamedCounter* CounterLocked(std::string_view name) {
+std::atomic<uint64_t>& Counter(CounterId id) { return G().counters[static_cast<size_t>(id)]; }
+
+NamedCounter* OtherCounterLocked(std::string_view name) {
   Global& g = G();
-  for (auto& c : g.counters) {
+  for (auto& c : g.other_counters) {
     if (c->name == name) return c.get();
   }
-  g.counters.push_back(std::make_unique<NamedCounter>());
-  g.counters.back()->name = std::string(name);
-  return g.counters.back().get();
+  g.other_counters.push_back(std::make_unique<NamedCounter>());
+  g.other_counters.back()->name = std::string(name);
+  return g.other_counters.back().get();
 }
 
 void ReportWriteError(const Status& status) {
   Global& g = G();
-  CounterLocked("write_errors")->value.fetch_add(1, std::memory_order_relaxed);
+  Counter(CounterId::kWriteErrors).fetch_add(1, std::memory_order_relaxed);
   if (!g.write_error_reported) {
     g.write_error_reported = true;
     std::fprintf(stderr, "teller: %s (further trace data of this process may be lost)\n",
@@ -237,14 +244,22 @@ void WriteCountersLocked(raw::ChunkType type) {
   }
   raw::PayloadBuilder payload;
   // Counters of retired threads were folded into the named counters when recycled.
-  dropped_events += CounterLocked("events_dropped")->value.load();
-  dropped_strings += CounterLocked("strings_dropped")->value.load();
-  for (auto& c : g.counters) {
-    if (c->name == "events_dropped" || c->name == "strings_dropped") continue;
+  dropped_events += Counter(CounterId::kEventsDropped).load();
+  dropped_strings += Counter(CounterId::kStringsDropped).load();
+  for (const CounterInfo& c : kCounterTable) {
+    if (c.stage != CounterStage::kCollector || c.id == CounterId::kEventsDropped ||
+        c.id == CounterId::kStringsDropped) {
+      continue;
+    }
+    const uint64_t value = Counter(c.id).load(std::memory_order_relaxed);
+    if (value != 0) payload.AddKeyValue(c.name, std::to_string(value));
+  }
+  for (auto& c : g.other_counters) {
     payload.AddKeyValue(c->name, std::to_string(c->value.load(std::memory_order_relaxed)));
   }
-  payload.AddKeyValue("events_dropped", std::to_string(dropped_events));
-  payload.AddKeyValue("strings_dropped", std::to_string(dropped_strings));
+  // Always written, so that a reader can tell "nothing dropped" from "not counted".
+  payload.AddKeyValue(CounterName(CounterId::kEventsDropped), std::to_string(dropped_events));
+  payload.AddKeyValue(CounterName(CounterId::kStringsDropped), std::to_string(dropped_strings));
   WriteLocked(g.writer->WritePayload(type, payload));
 }
 
@@ -335,8 +350,8 @@ void FlushCycleLocked() {
     ThreadBuffer* b = g.active[i];
     if (b->retired.load(std::memory_order_acquire) &&
         b->head.load(std::memory_order_acquire) == b->tail.load(std::memory_order_relaxed)) {
-      CounterLocked("events_dropped")->value.fetch_add(b->dropped_events.load());
-      CounterLocked("strings_dropped")->value.fetch_add(b->dropped_strings.load());
+      Counter(CounterId::kEventsDropped).fetch_add(b->dropped_events.load());
+      Counter(CounterId::kStringsDropped).fetch_add(b->dropped_strings.load());
       g.active[i] = g.active.back();
       g.active.pop_back();
       g.free_pool.push_back(b);
@@ -405,7 +420,8 @@ void AtForkChild() {
   g.writer.reset();
   g.flusher_running = false;
   g.write_error_reported = false;
-  for (auto& c : g.counters) c->value.store(0);
+  for (auto& c : g.counters) c.store(0);
+  for (auto& c : g.other_counters) c->value.store(0);
   sem_destroy(&g.wake);
   sem_init(&g.wake, 0, 0);
   g.mu.unlock();
@@ -524,9 +540,15 @@ uint32_t InternGlobal(std::string_view text) {
 }
 
 void AddCounter(std::string_view name, uint64_t delta) {
+  // Callers pass the registry's names (CounterName(id)): a compile-time sorted lookup and
+  // a relaxed add, no lock and no allocation.
+  if (const auto id = FindCounter(name)) {
+    Counter(*id).fetch_add(delta, std::memory_order_relaxed);
+    return;
+  }
   Global& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
-  CounterLocked(name)->value.fetch_add(delta, std::memory_order_relaxed);
+  OtherCounterLocked(name)->value.fetch_add(delta, std::memory_order_relaxed);
 }
 
 void SetPreCloseHook(void (*hook)()) {

@@ -46,40 +46,6 @@ double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The counters of one build, in the order index.json prints them.
-struct BuildCounters {
-  uint64_t locators = 0;
-  uint64_t locators_unresolved = 0;
-  uint64_t locators_outside_step = 0;
-  uint64_t truth_steps_missing = 0;
-  uint64_t truth_anomalous_steps_missing = 0;
-  uint64_t truth_requests_missing = 0;
-  uint64_t requests_without_truth = 0;
-  uint64_t affected_requests_not_in_step = 0;
-  uint64_t step_requests_mismatch = 0;
-  uint64_t steps_without_seq = 0;
-  uint64_t duplicate_seq = 0;
-  uint64_t truncated_steps = 0;
-  uint64_t faulty_requests_without_anomalous_step = 0;
-  uint64_t healthy_requests_with_anomalous_step = 0;
-
-  std::vector<std::pair<std::string, uint64_t>> Items() const {
-    return {{"locators", locators},
-            {"locators_unresolved", locators_unresolved},
-            {"locators_outside_step", locators_outside_step},
-            {"truth_steps_missing", truth_steps_missing},
-            {"truth_anomalous_steps_missing", truth_anomalous_steps_missing},
-            {"truth_requests_missing", truth_requests_missing},
-            {"requests_without_truth", requests_without_truth},
-            {"affected_requests_not_in_step", affected_requests_not_in_step},
-            {"step_requests_mismatch", step_requests_mismatch},
-            {"steps_without_seq", steps_without_seq},
-            {"duplicate_seq", duplicate_seq},
-            {"truncated_steps", truncated_steps},
-            {"faulty_requests_without_anomalous_step", faulty_requests_without_anomalous_step},
-            {"healthy_requests_with_anomalous_step", healthy_requests_with_anomalous_step}};
-  }
-};
 
 // One engine step across ranks (step_record.h).
 using Group = EngineStep;
@@ -131,7 +97,7 @@ class SettingBuilder {
   const BuildOptions& options_;
   std::string root_;
   Reconstruction r_;
-  BuildCounters c_;
+  Counters c_;  // the registry's dataset counters
   SettingSummary summary_;
 
   // Ground truth: locator rows per (truth step, view), the indexes by id and seq.
@@ -170,25 +136,27 @@ Status SettingBuilder::ResolveTruth() {
   }
   view_begin_.push_back(static_cast<uint32_t>(locators.size()));
   locator_rows_ = ResolveLocators(trace_, locators);
-  c_.locators = locators.size();
+  const uint64_t total = locators.size();
+  uint64_t unresolved = 0;
   std::string examples;
   int shown = 0;
   for (size_t i = 0; i < locators.size(); ++i) {
     if (locator_rows_[i] >= 0) continue;
-    ++c_.locators_unresolved;
+    ++unresolved;
     if (shown++ < 3) examples += (examples.empty() ? "" : "; ") + DescribeLocator(*locators[i]);
   }
-  Progress(std::to_string(c_.locators - c_.locators_unresolved) + " of " +
-           std::to_string(c_.locators) + " ground-truth locators resolved");
-  if (c_.locators_unresolved > 0 &&
-      static_cast<double>(c_.locators_unresolved) >
-          options_.max_unresolved_fraction * static_cast<double>(c_.locators)) {
+  c_.Add(CounterId::kLocators, total);
+  c_.Add(CounterId::kLocatorsUnresolved, unresolved);
+  Progress(std::to_string(total - unresolved) + " of " + std::to_string(total) +
+           " ground-truth locators resolved");
+  if (unresolved > 0 && static_cast<double>(unresolved) >
+                            options_.max_unresolved_fraction * static_cast<double>(total)) {
     char pct[32];
-    std::snprintf(pct, sizeof(pct), "%.3g%%", 100.0 * c_.locators_unresolved / c_.locators);
+    std::snprintf(pct, sizeof(pct), "%.3g%%", 100.0 * unresolved / total);
     char limit[32];
     std::snprintf(limit, sizeof(limit), "%.3g%%", 100.0 * options_.max_unresolved_fraction);
-    return Status::Error(setting_ + ": " + std::to_string(c_.locators_unresolved) + " of " +
-                         std::to_string(c_.locators) + " ground-truth node locators (" + pct +
+    return Status::Error(setting_ + ": " + std::to_string(unresolved) + " of " +
+                         std::to_string(total) + " ground-truth node locators (" + pct +
                          ") match no event of the trace (limit " + limit +
                          "); the ground truth does not describe these traces. First: " + examples);
   }
@@ -198,8 +166,8 @@ Status SettingBuilder::ResolveTruth() {
 void SettingBuilder::BuildGroups() {
   GroupCounts counts;
   groups_ = GroupEngineSteps(trace_, r_, &counts);
-  c_.steps_without_seq += counts.steps_without_seq;
-  c_.duplicate_seq += counts.duplicate_seq;
+  c_.Add(CounterId::kStepsWithoutSeq, counts.steps_without_seq);
+  c_.Add(CounterId::kDuplicateSeq, counts.duplicate_seq);
 }
 
 void SettingBuilder::IndexTruth() {
@@ -234,7 +202,7 @@ uint32_t SettingBuilder::NameId(StringId id) {
 void SettingBuilder::BuildRecord(const Group& group) {
   BuildStepRecord(trace_, r_, group, options_.max_nodes_per_step, &rec_);
   for (size_t i = 0; i < rec_.size(); ++i) local_of_node_[rec_.node[i]] = static_cast<int32_t>(i);
-  if (rec_.truncated) ++c_.truncated_steps;
+  if (rec_.truncated) c_.Add(CounterId::kTruncatedSteps);
 }
 
 // Serialises the record once: node objects for trace.json and columns for steps.jsonl.
@@ -349,7 +317,7 @@ void SettingBuilder::LabelView(const format::ViewLabel& view, size_t truth_step,
     if (locator_node_[i] == kNone) continue;  // unresolved: counted already
     const int32_t id = local_of_node_[locator_node_[i]];
     if (id < 0) {
-      ++c_.locators_outside_step;
+      c_.Add(CounterId::kLocatorsOutsideStep);
       continue;
     }
     local->push_back(static_cast<uint32_t>(id));
@@ -424,7 +392,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
       const StringId id = trace_.strings.Find(q);
       if (id == StringPool::kNotFound ||
           std::find(group.requests.begin(), group.requests.end(), id) == group.requests.end()) {
-        ++c_.affected_requests_not_in_step;
+        c_.Add(CounterId::kAffectedRequestsNotInStep);
       }
     }
     bool same = truth->requests.size() == group.requests.size();
@@ -433,7 +401,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
       same = id != StringPool::kNotFound &&
              std::find(group.requests.begin(), group.requests.end(), id) != group.requests.end();
     }
-    if (!same) ++c_.step_requests_mismatch;
+    if (!same) c_.Add(CounterId::kStepRequestsMismatch);
   }
 
   // Log rows of the record: lines aligned to any rank's step, once each, by time (lines
@@ -556,8 +524,10 @@ Status SettingBuilder::FinishRequest(RequestOut& out) {
   TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/annotation.json", annotation));
   TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/log.txt", out.log));
   if (out.truth != nullptr) {
-    if (out.truth->is_fault && !out.any_anomalous) ++c_.faulty_requests_without_anomalous_step;
-    if (!out.truth->is_fault && out.any_anomalous) ++c_.healthy_requests_with_anomalous_step;
+    if (out.truth->is_fault && !out.any_anomalous)
+      c_.Add(CounterId::kFaultyRequestsWithoutAnomalousStep);
+    if (!out.truth->is_fault && out.any_anomalous)
+      c_.Add(CounterId::kHealthyRequestsWithAnomalousStep);
   }
   std::string().swap(out.annotation_steps);
   std::string().swap(out.log);
@@ -634,12 +604,12 @@ Result<SettingSummary> SettingBuilder::Run() {
     }
     const auto it = truth_request_.find(trace_.strings.Get(out.id));
     out.truth = it == truth_request_.end() ? nullptr : it->second;
-    if (out.truth == nullptr) ++c_.requests_without_truth;
+    if (out.truth == nullptr) c_.Add(CounterId::kRequestsWithoutTruth);
   }
   for (const format::RequestTruth& q : truth_.requests) {
     const StringId id = trace_.strings.Find(q.id);
     if (id == StringPool::kNotFound || request_index_.find(id) == request_index_.end())
-      ++c_.truth_requests_missing;
+      c_.Add(CounterId::kTruthRequestsMissing);
   }
   for (uint32_t g = 0; g < groups_.size(); ++g) {
     for (StringId q : groups_[g].requests) requests_[request_index_.at(q)].last_group = g;
@@ -665,8 +635,8 @@ Result<SettingSummary> SettingBuilder::Run() {
   // Ground-truth steps that no trace step carries: their labels are lost.
   for (size_t i = 0; i < truth_.steps.size(); ++i) {
     if (truth_step_used_[i]) continue;
-    ++c_.truth_steps_missing;
-    if (!truth_.steps[i].affected_requests.empty()) ++c_.truth_anomalous_steps_missing;
+    c_.Add(CounterId::kTruthStepsMissing);
+    if (!truth_.steps[i].affected_requests.empty()) c_.Add(CounterId::kTruthAnomalousStepsMissing);
   }
 
   std::string names = "{\"format\":\"teller-dataset-names\",\"version\":1,\"names\":[";
@@ -678,7 +648,10 @@ Result<SettingSummary> SettingBuilder::Run() {
   TELLER_RETURN_IF_ERROR(internal::WriteFile(root_ + "/names.json", names));
   summary_.write_seconds = Since(t0);
 
-  summary_.counters = c_.Items();
+  for (const CounterInfo& info : kCounterTable) {
+    if (info.stage == CounterStage::kDataset)
+      summary_.counters.emplace_back(info.name, c_.Get(info.id));
+  }
   for (const auto& [name, value] : trace_.counters.items()) {
     if (value != 0) summary_.input_counters.emplace_back(name, value);
   }

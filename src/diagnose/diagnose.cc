@@ -423,7 +423,14 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
     w.Field("median_ns", o.median_ns);
     w.Close();
   }
-  out += "]}\n";
+  // Damaged or surprising input behind the diagnosis, as `teller inspect --json` has them.
+  out += "],\n\"counters\":";
+  JsonObjectWriter counters(out);
+  for (const auto& [name, value] : trace.counters.items()) {
+    if (value != 0) counters.Field(name, value);
+  }
+  counters.Close();
+  out += "}\n";
   return out;
 }
 
@@ -470,6 +477,17 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     char line[256];
     std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n", t.score, std::string(LayerName(t.layer)).c_str(),
                   t.count, t.instances, Us(t.excess_ns).c_str(), Us(t.median_ns).c_str(), Short(t.name).c_str());
+    o << line;
+  }
+  bool damage = false;
+  for (const CounterEntry& c : trace.counters.entries()) {
+    if (c.value == 0) continue;
+    if (!damage) o << "\ncounters (damaged or surprising input):\n";
+    damage = true;
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-40s %12llu  %s\n", std::string(c.name).c_str(),
+                  static_cast<unsigned long long>(c.value),
+                  std::string(CounterSeverityName(c.severity)).c_str());
     o << line;
   }
   return o.str();

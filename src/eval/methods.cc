@@ -168,12 +168,13 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
       auto p = PredictTellerNumeric(ds, o, &st);
       if (!p.ok()) return p.status();
       numeric_ = std::move(p).value();
-      counters_["teller-numeric.engine_steps"] = st.engine_steps;
-      counters_["teller-numeric.abnormal_engine_steps"] = st.abnormal_steps;
-      counters_["teller-numeric.evidence"] = st.evidence;
-      counters_["teller-numeric.evidence_outside_record"] = st.evidence_outside_record;
-      counters_["teller-numeric.unmatched_requests"] = st.unmatched_requests;
-      counters_["teller-numeric.units_without_diagnosis"] = st.units_without_diagnosis;
+      // In name order, as reports have always listed them.
+      counters_.Add(CounterId::kNumericAbnormalEngineSteps, st.abnormal_steps);
+      counters_.Add(CounterId::kNumericEngineSteps, st.engine_steps);
+      counters_.Add(CounterId::kNumericEvidence, st.evidence);
+      counters_.Add(CounterId::kNumericEvidenceOutsideRecord, st.evidence_outside_record);
+      counters_.Add(CounterId::kNumericUnitsWithoutDiagnosis, st.units_without_diagnosis);
+      counters_.Add(CounterId::kNumericUnmatchedRequests, st.unmatched_requests);
     }
     // Predictions are the same whatever the fold (no training); only test units count.
     return *numeric_;

@@ -1253,30 +1253,30 @@ Status Importer::Finish(size_t first_row) {
   for (size_t i = 1; i < ids.size(); ++i) duplicates += ids[i] == ids[i - 1];
 
   Counters& out = trace_.counters;
-  auto add = [&out](std::string_view counter, uint64_t v) {
-    if (v != 0) out.Add(counter, v);
+  auto add = [&out](CounterId id, uint64_t v) {
+    if (v != 0) out.Add(id, v);
   };
-  add("kineto.flow_events", c.flow_events);
-  add("kineto.missing_field", c.missing_field);
-  add("kineto.missing_duration", c.missing_duration);
-  add("kineto.wrong_type", c.wrong_type);
-  add("kineto.negative_duration", c.negative_duration);
-  add("kineto.unsupported_phase", c.unsupported_phase);
-  add("kineto.hashed_tid", c.hashed_tid);
-  add("kineto.nonnumeric_pid", c.nonnumeric_pid);
-  add("kineto.non_object_event", c.non_object_event);
-  add("kineto.time_overflow", c.time_overflow);
-  add("kineto.duplicate_correlation", duplicates);
+  add(CounterId::kKinetoFlowEvents, c.flow_events);
+  add(CounterId::kKinetoMissingField, c.missing_field);
+  add(CounterId::kKinetoMissingDuration, c.missing_duration);
+  add(CounterId::kKinetoWrongType, c.wrong_type);
+  add(CounterId::kKinetoNegativeDuration, c.negative_duration);
+  add(CounterId::kKinetoUnsupportedPhase, c.unsupported_phase);
+  add(CounterId::kKinetoHashedTid, c.hashed_tid);
+  add(CounterId::kKinetoNonnumericPid, c.nonnumeric_pid);
+  add(CounterId::kKinetoNonObjectEvent, c.non_object_event);
+  add(CounterId::kKinetoTimeOverflow, c.time_overflow);
+  add(CounterId::kKinetoDuplicateCorrelation, duplicates);
   uint64_t unknown_total = 0;
   for (size_t i = 0; i < categories_.size(); ++i) {
     const uint64_t n = i < state_.unknown_per_category.size() ? state_.unknown_per_category[i] : 0;
     if (n == 0) continue;
     unknown_total += n;
-    add("kineto.unknown_category:" +
-            (categories_[i].text.empty() ? std::string("(none)") : categories_[i].text),
-        n);
+    out.AddNamed(std::string(CounterName(CounterId::kKinetoUnknownCategory)) + ":" +
+                     (categories_[i].text.empty() ? std::string("(none)") : categories_[i].text),
+                 n);
   }
-  add("kineto.unknown_category", unknown_total);
+  add(CounterId::kKinetoUnknownCategory, unknown_total);
   trace_.sources.push_back(name_);
   return Status::Ok();
 }

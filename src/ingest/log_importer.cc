@@ -486,22 +486,22 @@ class LogImporter {
 
   void Flush() {
     Counters& c = trace_.counters;
-    auto add = [&c](std::string_view name, uint64_t v) {
-      if (v != 0) c.Add(name, v);
+    auto add = [&c](CounterId id, uint64_t v) {
+      if (v != 0) c.Add(id, v);
     };
-    add("logs.lines", rows_);
-    add("logs.no_timestamp", no_timestamp_);
-    add("logs.empty_lines", empty_lines_);
-    add("logs.assumed_utc", assumed_utc_ ? 1 : 0);
-    add("logs.year_unknown", year_unknown_ ? 1 : 0);
-    add("logs.invalid_time", invalid_time_);
-    add("logs.truncated_lines", truncated_lines_);
-    add("logs.progress_lines", progress_lines_);
-    add("logs.multi_request_lines", multi_request_lines_);
-    add("logs.rank_without_process", rank_without_process_);
-    add("logs.capture_without_clock", capture_without_clock_);
-    add("logs.capture_line_without_ns", capture_line_without_ns_);
-    add("logs.capture_time_mismatch", capture_time_mismatch_);
+    add(CounterId::kLogsLines, rows_);
+    add(CounterId::kLogsNoTimestamp, no_timestamp_);
+    add(CounterId::kLogsEmptyLines, empty_lines_);
+    add(CounterId::kLogsAssumedUtc, assumed_utc_ ? 1 : 0);
+    add(CounterId::kLogsYearUnknown, year_unknown_ ? 1 : 0);
+    add(CounterId::kLogsInvalidTime, invalid_time_);
+    add(CounterId::kLogsTruncatedLines, truncated_lines_);
+    add(CounterId::kLogsProgressLines, progress_lines_);
+    add(CounterId::kLogsMultiRequestLines, multi_request_lines_);
+    add(CounterId::kLogsRankWithoutProcess, rank_without_process_);
+    add(CounterId::kLogsCaptureWithoutClock, capture_without_clock_);
+    add(CounterId::kLogsCaptureLineWithoutNs, capture_line_without_ns_);
+    add(CounterId::kLogsCaptureTimeMismatch, capture_time_mismatch_);
   }
 
   const LogOptions& options_;
@@ -534,7 +534,7 @@ Status ImportLogBytes(std::string_view data, const std::string& file_name, int64
       static_cast<unsigned char>(data[1]) == 0x8b) {
     uint64_t trailing = 0;
     TELLER_RETURN_IF_ERROR(Gunzip(data, file_name, &inflated, &trailing));
-    if (trailing != 0) trace.counters.Add("logs.gzip_trailing_bytes", trailing);
+    if (trailing != 0) trace.counters.Add(CounterId::kLogsGzipTrailingBytes, trailing);
     data = inflated;
   }
   trace.sources.push_back(file_name);

@@ -918,28 +918,28 @@ void NsysImporter::ImportGpu(const TableInfo& t, EventType type) {
 }
 
 void NsysImporter::FlushCounters() {
-  const std::pair<std::string_view, uint64_t> items[] = {
-      {"nsys.missing_table", tallies_.missing_table},
-      {"nsys.missing_column", tallies_.missing_column},
-      {"nsys.corrupt_table", tallies_.corrupt_table},
-      {"nsys.corrupt_schema", tallies_.corrupt_schema},
-      {"nsys.query_error", tallies_.query_error},
-      {"nsys.interrupted", tallies_.interrupted},
-      {"nsys.no_session_start", tallies_.no_session_start},
-      {"nsys.null_start", tallies_.null_start},
-      {"nsys.null_process", tallies_.null_process},
-      {"nsys.null_end", tallies_.null_end},
-      {"nsys.null_field", tallies_.null_field},
-      {"nsys.negative_duration", tallies_.negative_duration},
-      {"nsys.unknown_string_id", tallies_.unknown_string_id},
-      {"nsys.runtime_backtrace_skipped", tallies_.runtime_backtrace_skipped},
-      {"nsys.runtime_unknown_class", tallies_.runtime_unknown_class},
-      {"nsys.nvtx_skipped", tallies_.nvtx_skipped},
-      {"nsys.nvtx_open_range", tallies_.nvtx_open_range},
-      {"nsys.nvtx_unknown_domain", tallies_.nvtx_unknown_domain},
+  const std::pair<CounterId, uint64_t> items[] = {
+      {CounterId::kNsysMissingTable, tallies_.missing_table},
+      {CounterId::kNsysMissingColumn, tallies_.missing_column},
+      {CounterId::kNsysCorruptTable, tallies_.corrupt_table},
+      {CounterId::kNsysCorruptSchema, tallies_.corrupt_schema},
+      {CounterId::kNsysQueryError, tallies_.query_error},
+      {CounterId::kNsysInterrupted, tallies_.interrupted},
+      {CounterId::kNsysNoSessionStart, tallies_.no_session_start},
+      {CounterId::kNsysNullStart, tallies_.null_start},
+      {CounterId::kNsysNullProcess, tallies_.null_process},
+      {CounterId::kNsysNullEnd, tallies_.null_end},
+      {CounterId::kNsysNullField, tallies_.null_field},
+      {CounterId::kNsysNegativeDuration, tallies_.negative_duration},
+      {CounterId::kNsysUnknownStringId, tallies_.unknown_string_id},
+      {CounterId::kNsysRuntimeBacktraceSkipped, tallies_.runtime_backtrace_skipped},
+      {CounterId::kNsysRuntimeUnknownClass, tallies_.runtime_unknown_class},
+      {CounterId::kNsysNvtxSkipped, tallies_.nvtx_skipped},
+      {CounterId::kNsysNvtxOpenRange, tallies_.nvtx_open_range},
+      {CounterId::kNsysNvtxUnknownDomain, tallies_.nvtx_unknown_domain},
   };
-  for (const auto& [name, value] : items) {
-    if (value > 0) trace_.counters.Add(name, value);
+  for (const auto& [id, value] : items) {
+    if (value > 0) trace_.counters.Add(id, value);
   }
 }
 

@@ -86,21 +86,32 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
   trace.sources.push_back(t.path);
 
   // Damage and collector losses become counters that every report prints.
-  trace.counters.Add("raw.damaged_regions", t.stats.damaged_regions);
-  trace.counters.Add("raw.dropped_bytes", t.stats.dropped_bytes);
-  trace.counters.Add("raw.bad_records", t.stats.bad_records);
-  trace.counters.Add("raw.unknown_chunks", t.stats.unknown_chunks);
-  if (!t.stats.clean_end) trace.counters.Add("raw.unclean_end");
-  trace.counters.Add("raw.events_dropped_by_collector", t.Counter("events_dropped"));
-  trace.counters.Add("raw.strings_dropped_by_collector", t.Counter("strings_dropped"));
-  if (t.anchors.empty()) trace.counters.Add("raw.no_clock_anchor");
+  trace.counters.Add(CounterId::kRawDamagedRegions, t.stats.damaged_regions);
+  trace.counters.Add(CounterId::kRawDroppedBytes, t.stats.dropped_bytes);
+  trace.counters.Add(CounterId::kRawBadRecords, t.stats.bad_records);
+  trace.counters.Add(CounterId::kRawUnknownChunks, t.stats.unknown_chunks);
+  if (!t.stats.clean_end) trace.counters.Add(CounterId::kRawUncleanEnd);
+  trace.counters.Add(CounterId::kRawEventsDroppedByCollector,
+                     t.Counter(CounterName(CounterId::kEventsDropped)));
+  trace.counters.Add(CounterId::kRawStringsDroppedByCollector,
+                     t.Counter(CounterName(CounterId::kStringsDropped)));
+  if (t.anchors.empty()) trace.counters.Add(CounterId::kRawNoClockAnchor);
+  // The collector's other counters are read with `teller dump --stats`; one this version
+  // does not know (a newer collector wrote it) is kept, so that no report hides it.
+  for (const auto& [name, value] : t.counters) {
+    const auto id = FindCounter(name);
+    if (id && CounterInfoOf(*id).stage == CounterStage::kCollector) continue;
+    trace.counters.Add(CounterId::kRawUnknownCollectorCounters);
+    trace.counters.AddNamed(
+        std::string(CounterName(CounterId::kRawUnknownCollectorCounters)) + ":" + name, value);
+  }
 
   AnchorClock clock(t.anchors);
   // File string ids -> pool ids, resolved once per id.
   std::vector<StringId> ids(t.strings.size(), StringPool::kNotFound);
   auto intern = [&](uint32_t id) -> StringId {
     if (id >= ids.size()) {
-      if (id != 0) trace.counters.Add("raw.unknown_string_id");
+      if (id != 0) trace.counters.Add(CounterId::kRawUnknownStringId);
       return 0;
     }
     if (ids[id] == StringPool::kNotFound) ids[id] = trace.strings.Intern(t.strings[id]);
@@ -141,7 +152,7 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
       case EventKind::kNvtxEnd: {
         const auto it = open_ranges.find(e.correlation);
         if (it == open_ranges.end()) {
-          trace.counters.Add("raw.nvtx_end_without_start");
+          trace.counters.Add(CounterId::kRawNvtxEndWithoutStart);
         } else {
           trace.events.end_ns[it->second] = row.start_ns;
           open_ranges.erase(it);
@@ -181,7 +192,7 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
   }
   // A start/end range whose end never came (process killed) is closed at its start and
   // counted, so it stays visible.
-  trace.counters.Add("raw.nvtx_start_without_end", open_ranges.size());
+  trace.counters.Add(CounterId::kRawNvtxStartWithoutEnd, open_ranges.size());
 }
 
 }  // namespace

@@ -50,12 +50,12 @@ void AlignHostClocks(Trace& trace, LayerCache& layers) {
       }
     }
     if (diffs.size() < kMinPairs) {
-      trace.counters.Add("reconstruct.clock_unaligned_hosts");
+      trace.counters.Add(CounterId::kReconstructClockUnalignedHosts);
       continue;
     }
     std::nth_element(diffs.begin(), diffs.begin() + diffs.size() / 2, diffs.end());
     offset_of_host[hosts[h]] = diffs[diffs.size() / 2];
-    trace.counters.Add("reconstruct.clock_aligned_hosts");
+    trace.counters.Add(CounterId::kReconstructClockAlignedHosts);
   }
   // Apply: shift every event and log line of the host's processes.
   std::vector<int64_t> shift(trace.processes.size(), 0);

@@ -107,12 +107,12 @@ class Builder {
         const int32_t parent = stack.empty() ? -1 : static_cast<int32_t>(stack.back());
         const bool push = ev_.type[e] == EventType::kPush;
         int64_t end = push ? kOpen : std::max(ev_.end_ns[e], start);
-        if (ev_.end_ns[e] < start) trace_.counters.Add("reconstruct.negative_duration");
+        if (ev_.end_ns[e] < start) trace_.counters.Add(CounterId::kReconstructNegativeDuration);
         if (parent >= 0 && end != kOpen && nodes_.end_ns[parent] != kOpen &&
             end > nodes_.end_ns[parent]) {
           // Starts inside its parent but ends after it (clock rounding, async ends):
           // keep it under the parent, counted.
-          trace_.counters.Add("reconstruct.overlapping_ranges");
+          trace_.counters.Add(CounterId::kReconstructOverlappingRanges);
         }
         const uint32_t node = AddNode(e, start, end, parent);
         if (ev_.type[e] != EventType::kMark) {
@@ -150,7 +150,7 @@ class Builder {
         if ((ev_.flags[other] & kEventNestedCall) && !(ev_.flags[e] & kEventNestedCall)) {
           it->second = n;
         } else if (!((ev_.flags[e] & kEventNestedCall) && !(ev_.flags[other] & kEventNestedCall))) {
-          trace_.counters.Add("reconstruct.duplicate_correlation");
+          trace_.counters.Add(CounterId::kReconstructDuplicateCorrelation);
         }
       }
     }
@@ -342,9 +342,9 @@ class Builder {
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
       if (nodes_.layer[n] == Layer::kHostCall) ++s.host_calls;
     }
-    trace_.counters.Add("reconstruct.unmatched_push", s.unmatched_push);
-    trace_.counters.Add("reconstruct.unmatched_pop", s.unmatched_pop);
-    trace_.counters.Add("reconstruct.orphan_gpu_events", s.gpu_orphan);
+    trace_.counters.Add(CounterId::kReconstructUnmatchedPush, s.unmatched_push);
+    trace_.counters.Add(CounterId::kReconstructUnmatchedPop, s.unmatched_pop);
+    trace_.counters.Add(CounterId::kReconstructOrphanGpuEvents, s.gpu_orphan);
   }
 
   Trace& trace_;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "teller/core/counters.h"
 #include "teller/core/status.h"
 #include "teller/eval/dataset.h"
 #include "teller/eval/evaluate.h"
@@ -59,7 +60,7 @@ class MethodRunner {
   Result<Predictions> Predict(const MethodSpec& method, const Fold& fold);
 
   // Counters worth printing (evidence without a local id, units without a diagnosis...).
-  const std::map<std::string, uint64_t>& counters() const { return counters_; }
+  const Counters& counters() const { return counters_; }
 
  private:
   const Features& FeaturesFor(FeatureSet set);
@@ -70,7 +71,7 @@ class MethodRunner {
   std::optional<Predictions> numeric_;
   std::map<FeatureSet, std::unique_ptr<Features>> features_;
   std::unique_ptr<NodeDeviations> deviations_;
-  std::map<std::string, uint64_t> counters_;
+  Counters counters_;
 };
 
 }  // namespace teller::eval

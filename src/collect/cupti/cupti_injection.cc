@@ -31,6 +31,7 @@
 #include "src/collect/cupti/cupti_records.h"
 #include "src/collect/recorder.h"
 #include "teller/core/clock.h"
+#include "teller/core/counter_registry.h"
 
 namespace teller::collect::cupti {
 namespace {
@@ -124,16 +125,16 @@ bool CuptiNow(uint64_t* out_ns) {
 
 int64_t EventNow() { return EventClockNs(); }
 
-void ReportDelta(std::string_view name, uint64_t total, std::atomic<uint64_t>& reported) {
+void ReportDelta(CounterId id, uint64_t total, std::atomic<uint64_t>& reported) {
   uint64_t prev = reported.load(std::memory_order_relaxed);
   while (total > prev && !reported.compare_exchange_weak(prev, total)) {
   }
-  if (total > prev) AddCounter(name, total - prev);
+  if (total > prev) AddCounter(CounterName(id), total - prev);
 }
 
 void ReportCounters(State& s) {
-  ReportDelta("cupti_buffers_refused", s.pool->refused(), s.reported_refused);
-  ReportDelta("cupti_api_unmatched_exits", s.unmatched_exits.load(std::memory_order_relaxed),
+  ReportDelta(CounterId::kCuptiBuffersRefused, s.pool->refused(), s.reported_refused);
+  ReportDelta(CounterId::kCuptiApiUnmatchedExits, s.unmatched_exits.load(std::memory_order_relaxed),
               s.reported_unmatched_exits);
 }
 
@@ -213,10 +214,11 @@ void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* 
     // MAX_LIMIT_REACHED is the normal end of a buffer; anything else lost its rest.
     if (status != CUPTI_ERROR_MAX_LIMIT_REACHED) {
       CheckCupti(status, "cuptiActivityGetNextRecord", OnError::kLog);
-      AddCounter("cupti_buffer_parse_errors", 1);
+      AddCounter(CounterName(CounterId::kCuptiBufferParseErrors), 1);
     }
-    if (counts.converted != 0) AddCounter("cupti_records", counts.converted);
-    if (counts.unknown != 0) AddCounter("cupti_records_unknown", counts.unknown);
+    if (counts.converted != 0) AddCounter(CounterName(CounterId::kCuptiRecords), counts.converted);
+    if (counts.unknown != 0)
+      AddCounter(CounterName(CounterId::kCuptiRecordsUnknown), counts.unknown);
 
     // Our own cost, so that diagnosis can tell collector time from the program's.
     raw::EventRecord overhead{};
@@ -232,7 +234,7 @@ void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* 
   if (TELLER_CUPTI(cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped)) ==
           CUPTI_SUCCESS &&
       dropped != 0 && b != nullptr) {
-    AddCounter("cupti_records_dropped", dropped);
+    AddCounter(CounterName(CounterId::kCuptiRecordsDropped), dropped);
   }
   s.pool->Release(buffer);
   if (b != nullptr) ReportCounters(s);
@@ -361,7 +363,7 @@ int Start() {
   if (s.pool == nullptr || TELLER_CUPTI_OR_DISABLE(cuptiSubscribe(&s.subscriber, &OnApiCallback,
                                                                   nullptr)) != CUPTI_SUCCESS) {
     s.subscriber = nullptr;
-    AddCounter("cupti_unavailable", 1);
+    AddCounter(CounterName(CounterId::kCuptiUnavailable), 1);
     s.phase.store(kFailed);
     return 1;
   }
@@ -396,7 +398,7 @@ int Start() {
   if (!ok) {
     s.phase.store(kFailed, std::memory_order_release);
     TearDown(s, enabled_kinds, overhead_enabled);
-    AddCounter("cupti_unavailable", 1);
+    AddCounter(CounterName(CounterId::kCuptiUnavailable), 1);
     return 1;
   }
 
@@ -405,7 +407,7 @@ int Start() {
   if (s.flush_ms != 0) {
     s.flusher_running = pthread_create(&s.flusher, nullptr, &FlushLoop, nullptr) == 0;
   }
-  AddCounter("cupti_active", 1);
+  AddCounter(CounterName(CounterId::kCuptiActive), 1);
   return 0;
 }
 
