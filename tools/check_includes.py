@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the stage layering of Teller's sources (docs/architecture.md).
+"""Checks the stage layering of Teller's sources (docs/architecture.md, "Rules the build checks").
 
 Every stage is a folder src/<stage>/ with public headers in include/teller/<stage>/. Data
 flows one way, so a stage may include only core, the stages before it and the side modules

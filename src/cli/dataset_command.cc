@@ -20,7 +20,7 @@ constexpr const char* kDatasetUsage =
     "       teller dataset build RAW... --out DIR [--jobs N] [--max-nodes-per-step N]\n"
     "       teller dataset stats [--json] DIR\n"
     "\n"
-    "The dataset layout of docs/dataset-format.md (method.md §7):\n"
+    "The dataset layout of docs/dataset-format.md (docs/method.md §7):\n"
     "DIR/<setting>/<request>/{trace.json, log.txt, annotation.json}.\n"
     "\n"
     "  export   unlabelled examples from any trace (labels empty)\n"

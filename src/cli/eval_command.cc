@@ -1,5 +1,5 @@
 // `teller eval`: scores methods (Teller's numeric diagnosis, classical baselines) or a
-// predictions file against a labelled dataset, per view, with the metrics of method.md
+// predictions file against a labelled dataset, per view, with the metrics of docs/method.md
 // §8 and the splits of docs/eval.md.
 #include <algorithm>
 #include <chrono>
@@ -26,7 +26,7 @@ constexpr const char* kHelp =
     "                   [--write-predictions FILE] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
-    "(method.md 8) on the dataset steps of DIR (from `teller dataset build`), separately\n"
+    "(docs/method.md §8) on the dataset steps of DIR (from `teller dataset build`), separately\n"
     "in the vertical and horizontal view, and prints the paper's Table 2.\n"
     "\n"
     "  --data DIR             the labelled dataset\n"

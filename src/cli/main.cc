@@ -44,7 +44,7 @@ constexpr const char* kUsage =
     "  simulate --profile P --compare REAL_TRACE    realism report against a real trace\n"
     "  inject TRACE --fault MECHANISM --out OUT     apply a fault to an existing trace\n"
     "Learn:\n"
-    "  tpe train|encode|stats ...   Trace Pair Encoding of dataset steps (method.md 5)\n"
+    "  tpe train|encode|stats ...   Trace Pair Encoding of dataset steps (docs/method.md §5)\n"
     "  eval --data DIR --method NAME|--predictions FILE [--split request|engine|run]\n"
     "                     score methods or predictions on a labelled dataset (Table 2)\n"
     "\n"

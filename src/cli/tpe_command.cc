@@ -1,4 +1,4 @@
-// `teller tpe`: Trace Pair Encoding (method.md §5, docs/tpe.md).
+// `teller tpe`: Trace Pair Encoding (docs/method.md §5, docs/tpe.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,7 +20,7 @@ constexpr const char* kTpeUsage =
     "       teller tpe encode --model MODEL_DIR --data DIR [--out FILE] [--step K]\n"
     "       teller tpe stats --data DIR [--vocab 256,512,1024] [--json]\n"
     "\n"
-    "Trace Pair Encoding (method.md §5): call-tree steps serialized depth-first, one symbol\n"
+    "Trace Pair Encoding (docs/method.md §5): call-tree steps serialized depth-first, one symbol\n"
     "per node (type tag + normalized name), compressed by merging frequent adjacent pairs.\n"
     "DIR is a dataset from `teller dataset build`: its root (all settings) or one setting\n"
     "directory (it reads <setting>/steps.jsonl and names.json).\n"

@@ -3,7 +3,7 @@
 // ranks, labels, and the per-request and compact outputs, in one pass over the steps.
 //
 // Output volume is the cost to watch: every request of a batch gets its own copy of the
-// step's trees (C_q(s) is shared work, method.md §2 step 5), so the paper preset writes
+// step's trees (C_q(s) is shared work, docs/method.md §2 step 5), so the paper preset writes
 // ~5.6 M nodes for ~1 M distinct ones. Each step record is therefore serialised once
 // (its node objects for trace.json, its columns for steps.jsonl) and written from that one
 // buffer into the file of every request of the batch (large pieces go to the file
@@ -481,7 +481,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     TELLER_RETURN_IF_ERROR(steps_sink_.Append(rec_columns_json_));
     steps_sink_.buffer() += "}\n";
 
-    // log.txt: L_q(s) = lines naming q, or naming no request (method.md §2 step 6).
+    // log.txt: L_q(s) = lines naming q, or naming no request (docs/method.md §2 step 6).
     const LogTable& logs = trace_.logs;
     for (uint32_t row : rows) {
       if (logs.request[row] != 0 && logs.request[row] != q && logs.request[row] != out.log_id)

@@ -1,4 +1,4 @@
-// The metrics of method.md §8 (include/teller/eval/metrics.h).
+// The metrics of docs/method.md §8 (include/teller/eval/metrics.h).
 #include "teller/eval/metrics.h"
 
 #include <algorithm>
@@ -38,7 +38,7 @@ SetScores ScoreSets(std::span<const uint32_t> predicted, std::span<const uint32_
   const std::vector<uint32_t> p = SortedUnique(predicted), o = SortedUnique(labelled);
   SetScores s;
   if (p.empty() && o.empty()) {
-    // method.md §8: agreement on "no evidence" is a perfect set match but no precision.
+    // docs/method.md §8: agreement on "no evidence" is a perfect set match but no precision.
     s.f1 = s.jaccard = 1;
     return s;
   }

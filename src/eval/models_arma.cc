@@ -28,7 +28,7 @@ Status KMeansDetector::Fit(const Matrix& x, int k, int iterations) {
   k = std::max(1, std::min<int>(k, static_cast<int>(x.rows)));
   try {
     arma::mat means;
-    // static_spread: deterministic seeding (random_subset can get stuck, dependencies.md).
+    // static_spread: deterministic seeding (random_subset can get stuck, docs/localization.md).
     if (!arma::kmeans(means, ToArma(x), static_cast<arma::uword>(k), arma::static_spread,
                       static_cast<arma::uword>(iterations), false)) {
       return Status::Error("KMeans: Armadillo's kmeans failed to converge");

@@ -76,7 +76,7 @@ constexpr int64_t kStragglerUnitNs = static_cast<int64_t>(MagnitudeUnits::kStrag
 // allocator_stall on a trace without steps: misses inserted into at most this many ranges.
 constexpr size_t kMaxInsertedWithoutSteps = 16;
 // gpu_throttle: the slowdown ramps up over min(kThrottleRampNs, window / 4)
-// (serving-reference.md §4.3 R3: 30-120 s ramps); memory-bound kernels feel a quarter of
+// (docs/serving-notes.md §4.3 R3: 30-120 s ramps); memory-bound kernels feel a quarter of
 // it, kernels of unknown kind half, communication none (it slows by waiting).
 constexpr int64_t kThrottleRampNs = 60 * kSec;
 constexpr double kMemoryBoundShare = 0.25;

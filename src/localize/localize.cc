@@ -1,4 +1,4 @@
-// Candidate localization (include/teller/localize/localize.h, method.md §3).
+// Candidate localization (include/teller/localize/localize.h, docs/method.md §3).
 #include "teller/localize/localize.h"
 
 #include <algorithm>
@@ -314,7 +314,7 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         // where the time goes); a synchronization call itself keeps its time.
         x.total.push_back(static_cast<int64_t>(ops[i] > 0 ? op_ns[i] : bare_call ? v[kSelfNs] : std::max(0.0, dur - sync_ns[i])));
         // Operators of prefill, decode and mixed steps work on batches of very different
-        // sizes: each step kind is its own family (our refinement of method.md §3).
+        // sizes: each step kind is its own family (our refinement of docs/method.md §3).
         const StringId kind = units[s].kind;
         // The same kernel or op name often serves several shapes (the four GEMMs of a
         // layer): the operator that precedes it among its siblings tells them apart.

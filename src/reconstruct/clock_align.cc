@@ -1,4 +1,4 @@
-// Cross-host clock alignment (method.md §2 step 1; serving-reference.md §5.3, §5.5).
+// Cross-host clock alignment (docs/method.md §2 step 1; docs/serving-notes.md §5.3, §5.5).
 // Processes on one host share its clock; hosts differ by their NTP/PTP offset. A
 // collective ends at nearly the same instant on every rank (within microseconds, while
 // starts spread by milliseconds), so the median difference of matching collective

@@ -11,7 +11,7 @@ namespace teller::reconstruct {
 namespace {
 
 // Patterns per class (POSIX ERE, case-insensitive), in the order they are tried. Kernel
-// names are from serving-reference.md §2.1, §2.2 and the measured tables §2.5; the order
+// names are from docs/serving-notes.md §2.1, §2.2 and the measured tables §2.5; the order
 // settles names that fit two classes: "_matmul_ogs_..._swiglu" is a GEMM (gemm before
 // activation), "_finalize_matmul_scatter" is MoE bookkeeping (moe_routing before gemm),
 // "paged_attention_ll4mi_reduce_kernel" is attention_reduce (before attention),

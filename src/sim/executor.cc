@@ -30,7 +30,7 @@ double Micro(double us) { return us * 1000.0; }
 }  // namespace
 
 // Duration of one kernel in ns before noise and faults (H100-class numbers; see
-// serving-reference.md §2.3 for the measurements these are fitted to).
+// docs/serving-notes.md §2.3 for the measurements these are fitted to).
 static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Shape& s, int tp,
                            bool cross_node) {
   constexpr double kBw = 2.2e6;       // HBM bytes per us
@@ -199,7 +199,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   std::vector<int64_t> end(ranks.size());
   if (comm) {
     // Collectives start apart and end together: every rank waits for the last arriver
-    // (serving-reference.md §5.3).
+    // (docs/serving-notes.md §5.3).
     const int64_t last = *std::max_element(start.begin(), start.end());
     const double xfer = KernelCostNs(p_, k, shape_[static_cast<size_t>(ranks[0])], tp, cross) *
                         comm_factor * Noise();

@@ -1,5 +1,5 @@
 // The service log of a simulated run, in each engine's own format
-// (serving-reference.md §3): start-up lines, per-request lines, periodic statistics,
+// (docs/serving-notes.md §3): start-up lines, per-request lines, periodic statistics,
 // batch lines and the warnings some faults produce. Lines are stamped later, when the
 // file is written, with the capture time `teller run` would have given them.
 #include <cstdio>

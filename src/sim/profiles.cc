@@ -1,5 +1,5 @@
 // The five engine profiles. Names of ranges, kernels and launch APIs are the ones real
-// engines produce (serving-reference.md §1-§2, the tracelens traces): cpu-op names as
+// engines produce (docs/serving-notes.md §1-§2, the tracelens traces): cpu-op names as
 // PyTorch's NVTX emission records them, Teller's hook ranges (docs/python-hooks.md),
 // and CUDA kernel names as CUPTI reports them on Hopper.
 #include <cstdio>

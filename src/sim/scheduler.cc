@@ -1,7 +1,7 @@
 // The engine's scheduler: continuous batching under a token budget with chunked prefill
 // (vLLM v1), prefill-first batching (vLLM v0, SGLang) or static batches (plain PyTorch),
 // KV-cache blocks with preemption by recomputation when they run out
-// (serving-reference.md §1). Scheduling faults (starvation, misrouting, KV pressure) act
+// (docs/serving-notes.md §1). Scheduling faults (starvation, misrouting, KV pressure) act
 // here.
 #include <algorithm>
 #include <cstdio>
@@ -145,7 +145,7 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
       if (r.needs_recompute) plan->recompute.push_back(idx);
       if (misroute) {
         // The request's prompt is treated as already computed: it is run as a decode of
-        // one token over state it never filled (method.md §9).
+        // one token over state it never filled (docs/method.md §9).
         r.computed = r.prompt;
         r.misrouted = true;
         misrouted_one = true;

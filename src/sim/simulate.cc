@@ -680,7 +680,7 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
 }
 
 std::vector<SimConfig> PaperPreset(uint64_t seed) {
-  // method.md §7: SGLang 100, Torch FSDP 50, vLLM v0 50, vLLM v1 offline 50, vLLM v1
+  // docs/method.md §7: SGLang 100, Torch FSDP 50, vLLM v0 50, vLLM v1 offline 50, vLLM v1
   // online 50 requests; about 42% faulty; the five categories about equally often. Every
   // setting gets one fault of each category, each over about a twelfth of its requests,
   // with mechanisms rotating across settings so that all of them appear.

@@ -1,4 +1,4 @@
-// Causal-context slices (include/teller/slice/slice.h, method.md §4).
+// Causal-context slices (include/teller/slice/slice.h, docs/method.md §4).
 #include "teller/slice/slice.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The metrics of method.md §8 against hand-computed cases, including the empty-empty
+// The metrics of docs/method.md §8 against hand-computed cases, including the empty-empty
 // rule and degenerate inputs.
 #include "teller/eval/metrics.h"
 

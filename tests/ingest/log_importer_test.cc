@@ -1,5 +1,5 @@
 // Tests of the log importer (docs/ingest-logs.md): the verbatim samples of
-// serving-reference.md §3.2, three real vLLM logs with golden counts, `teller run` capture
+// docs/serving-notes.md §3.2, three real vLLM logs with golden counts, `teller run` capture
 // files, year and zone handling, noise (tqdm, ANSI, CRLF, long lines, binary), errors.
 #include "src/ingest/log_importer.h"
 
@@ -116,7 +116,7 @@ LevelCounts Count(const Trace& t) {
 }
 
 // ---------------------------------------------------------------------------------------
-// serving-reference.md §3.2, verbatim, one per line in sample order.
+// docs/serving-notes.md §3.2, verbatim, one per line in sample order.
 const char* const kSamples[] = {
     "INFO 06-10 06:16:31 [config.py:2118] Chunked prefill is enabled with "
     "max_num_batched_tokens=2048.",

@@ -1,7 +1,7 @@
 // Reconstruction golden tests on real third-party traces (../shared/data/real; see its
 // MANIFEST.md). Expected values come from the MANIFEST's per-file statistics (category
 // counts, "linked to runtime/driver via args.correlation", "comm kernels") and from
-// serving-reference.md §1.2/§2.8 (graph launch fan-out), as noted at each check.
+// docs/serving-notes.md §1.2/§2.8 (graph launch fan-out), as noted at each check.
 #include <cstdlib>
 #include <string>
 
@@ -68,7 +68,7 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
   }
   EXPECT_EQ(std::count(ranks.begin(), ranks.end(), true), 8);
   EXPECT_EQ(r.stats.comm_kernels, 64u);
-  // One node: collective ends agree to <= 7 us (serving-reference.md §5.3), so aligning
+  // One node: collective ends agree to <= 7 us (docs/serving-notes.md §5.3), so aligning
   // the rank files on them moves no rank by more than that.
   for (const auto& p : t.processes) EXPECT_LE(std::abs(p.clock_offset_ns), 7000) << "rank " << p.rank;
   EXPECT_EQ(r.stats.gpu_orphan, 128u);
@@ -90,7 +90,7 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
 TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
   Trace t;
   const Reconstruction r = Load("tracelens/inference__vllm_decode_full__graph_execution.json.gz", t);
-  // serving-reference.md §1.2: "Measured FULL decode: 1 launch -> 421 kernels".
+  // docs/serving-notes.md §1.2: "Measured FULL decode: 1 launch -> 421 kernels".
   EXPECT_EQ(r.stats.graph_launches, 1u);
   EXPECT_EQ(LargestFanOut(t, r), 421u);
   EXPECT_EQ(r.stats.kernels_orphan, 0u);
@@ -99,7 +99,7 @@ TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
 TEST(RealTracesTest, SglangDecodeGraphLaunch) {
   Trace t;
   const Reconstruction r = Load("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t);
-  // serving-reference.md §1.6: a graph launch call owning 544 kernels (MI300X).
+  // docs/serving-notes.md §1.6: a graph launch call owning 544 kernels (MI300X).
   EXPECT_EQ(LargestFanOut(t, r), 544u);
   EXPECT_GE(r.steps.size(), 1u) << "SGLang's step[DECODE bs=..] annotation is a step";
 }

@@ -32,7 +32,7 @@ bool Exists(const std::string& path) {
 }
 
 TEST(CompareTest, KernelClassesOfRealNames) {
-  // Names from serving-reference.md §2.1 and §2.5.
+  // Names from docs/serving-notes.md §2.1 and §2.5.
   const std::pair<const char*, C> cases[] = {
       {"void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long)", C::kNorm},
       {"_ZN7ck_tile6kentryILi1ENS_13Rmsnorm2dFwdINS_21Rmsnorm2dFwdPipeline", C::kNorm},
@@ -241,7 +241,7 @@ TEST(CompareRealTest, ARealTraceAgainstItself) {
 }
 
 TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
-  // serving-reference.md §2.5: SGLang decode, 15 kernels x 36 layers; vLLM FULL graph of
+  // docs/serving-notes.md §2.5: SGLang decode, 15 kernels x 36 layers; vLLM FULL graph of
   // gpt-oss-20b, 24 layers; b200 prefill, one layer of gpt-oss-120b per period.
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string b200 = Real("b200__eager_trace.json.gz");

@@ -1,4 +1,4 @@
-// The merge rule of method.md §5 on hand-made trees (side channels, parent remapping,
+// The merge rule of docs/method.md §5 on hand-made trees (side channels, parent remapping,
 // spans), serialization, and the fast encoder against the literal rule.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Request ids as engines print them. vLLM's engine-internal id of a chat request is the
-// API id plus "-<8 hex>" (serving-reference.md §3.3): logs print both forms, step ranges
+// API id plus "-<8 hex>" (docs/serving-notes.md §3.3): logs print both forms, step ranges
 // carry the internal one. Both stages that join on ids (log parsing, log alignment) use
 // this one rule.
 #ifndef TELLER_CORE_REQUEST_ID_H_

@@ -1,5 +1,5 @@
 // The normalized trace every importer produces and every later stage reads
-// (method.md §2 step 1): interned strings, a columnar event table, a process table and a
+// (docs/method.md §2 step 1): interned strings, a columnar event table, a process table and a
 // log table, plus counters for damaged input.
 //
 // Time base: all timestamps are nanoseconds since the Unix epoch (UTC) as seen by the
@@ -106,7 +106,7 @@ struct ProcessInfo {
 enum class LogLevel : uint8_t { kUnknown = 0, kDebug, kInfo, kWarning, kError, kCritical };
 std::string_view LogLevelName(LogLevel level);
 
-// One row per log line (method.md §2 step 6: l = (ts, rid, level, msg)).
+// One row per log line (docs/method.md §2 step 6: l = (ts, rid, level, msg)).
 struct LogTable {
   static constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> ts_ns;       // UTC ns, kNoTime when the line has no usable time

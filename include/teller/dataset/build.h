@@ -1,7 +1,7 @@
-// Labelled datasets (method.md §7) from simulated or fault-injected traces:
+// Labelled datasets (docs/method.md §7) from simulated or fault-injected traces:
 // `teller dataset build`. For every setting (one `teller simulate` output directory with
 // its ground_truth.json) it imports the raw traces, resolves the ground truth's node
-// locators to events, reconstructs the call trees (method.md §2), and writes
+// locators to events, reconstructs the call trees (docs/method.md §2), and writes
 //   <out>/<setting>/<request>/{trace.json, log.txt, annotation.json}
 //   <out>/<setting>/steps.jsonl, names.json   (compact step records for training)
 //   <out>/index.json                          (per-setting summary and build counters)

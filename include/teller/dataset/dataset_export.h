@@ -1,4 +1,4 @@
-// Per-request examples in the dataset layout of method.md §7 (docs/dataset-format.md):
+// Per-request examples in the dataset layout of docs/method.md §7 (docs/dataset-format.md):
 // <out>/<setting>/<request_id>/{trace.json, log.txt, annotation.json}. The annotation
 // holds empty labels (to be filled by a person or by the simulator's ground truth).
 #ifndef TELLER_DATASET_DATASET_EXPORT_H_

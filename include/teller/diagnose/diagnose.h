@@ -1,4 +1,4 @@
-// The first, numeric diagnosis (`teller diagnose`): localization (method.md §3) and
+// The first, numeric diagnosis (`teller diagnose`): localization (docs/method.md §3) and
 // causal-context slices (§4) decide which engine steps are abnormal, which operators are
 // the evidence, a likely fault category from rules over that evidence, and a sentence
 // that says why, with the log lines aligned to the step. No training data is needed.

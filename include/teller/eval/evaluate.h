@@ -1,5 +1,5 @@
 // Experiments: splits of a dataset into folds, scoring a method's predictions on a fold's
-// test units per view (method.md §8), averaging over folds, and the tables of
+// test units per view (docs/method.md §8), averaging over folds, and the tables of
 // `teller eval` (docs/eval.md).
 #ifndef TELLER_EVAL_EVALUATE_H_
 #define TELLER_EVAL_EVALUATE_H_

@@ -1,4 +1,4 @@
-// The metrics of method.md §8, each a pure function of labels and predictions so that
+// The metrics of docs/method.md §8, each a pure function of labels and predictions so that
 // they can be checked against hand-computed cases (tests/eval/metrics_test.cc).
 //
 // Conventions for degenerate inputs (docs/eval.md, "Metrics"): a ratio whose denominator
@@ -44,7 +44,7 @@ struct SetScores {
   double precision = 0, recall = 0, f1 = 0, jaccard = 0;
 };
 // Set precision, recall, F1 and Jaccard. Inputs need not be sorted; duplicates count once.
-// Both empty: f = j = 1 and precision = recall = 0 (method.md §8), so that a normal step
+// Both empty: f = j = 1 and precision = recall = 0 (docs/method.md §8), so that a normal step
 // predicted normal adds to F1 and Jaccard but cannot inflate precision.
 SetScores ScoreSets(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled);
 
@@ -117,7 +117,7 @@ double Auroc(std::span<const double> scores, std::span<const uint8_t> labels);
 // neither rewarded nor punished by input order). 0 with no positives.
 double Auprc(std::span<const double> scores, std::span<const uint8_t> labels);
 
-// ---- Low prior: resampling to rarer faults (method.md §8) -------------------------------
+// ---- Low prior: resampling to rarer faults (docs/method.md §8) -------------------------------
 
 struct LowPriorOptions {
   std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};

@@ -2,7 +2,7 @@
 // `teller simulate --profile P --compare REAL_TRACE [--json]` shows it (src/cli).
 //
 // Two views, both on GPU work mapped to operator classes (OpClass, by the name patterns
-// of serving-reference.md §2.1-§2.5, listed in docs/realism.md):
+// of docs/serving-notes.md §2.1-§2.5, listed in docs/realism.md):
 //   - structure: the per-decoder-layer class sequence. Within one step (or one graph
 //     launch) the class sequence of a transformer repeats once per layer; its period is
 //     found by self-matching (the smallest shift under which the sequence agrees with

@@ -14,7 +14,7 @@
 //     delay; blocking calls (synchronizations, blocking copies) end no earlier than the
 //     GPU work they waited for now ends, plus their original return latency; enclosing
 //     ranges end later by whatever happened inside them;
-//   - a collective ends on every rank when its last rank arrives (serving-reference.md
+//   - a collective ends on every rank when its last rank arrives (docs/serving-notes.md
 //     §0.4): the k-th communication kernel of one name on each rank is one collective
 //     when their end times agree (after a constant clock offset), and a late arrival on
 //     one rank delays the end on all of them.

@@ -1,4 +1,4 @@
-// Candidate localization (method.md §3): which operator instances of which steps look
+// Candidate localization (docs/method.md §3): which operator instances of which steps look
 // abnormal, from a feature vector per instance scored by a Gaussian mixture per operator
 // family. Works on a single trace (the mixture is fitted on the trace itself) or against
 // healthy baseline traces (fitted on the baseline, then used to score the incident).

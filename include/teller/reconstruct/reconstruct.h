@@ -1,4 +1,4 @@
-// Cross-layer call-chain reconstruction (method.md §2, Algorithm 1): per-thread ranges,
+// Cross-layer call-chain reconstruction (docs/method.md §2, Algorithm 1): per-thread ranges,
 // classification into STEP / FRONTEND / BACKEND / COMM, host calls attached to the
 // innermost range, GPU work bound to its host call by correlation id (one call may own
 // many kernels: graph launches), orphans kept and counted, per-request projection from
@@ -62,7 +62,7 @@ class LayerCache {
 };
 
 struct Options {
-  int64_t log_tolerance_ns = 50'000'000;  // method.md §2 step 6: default 50 ms
+  int64_t log_tolerance_ns = 50'000'000;  // docs/method.md §2 step 6: default 50 ms
   // Put every host on the first host's clock using collective end times
   // (AlignHostClocks) before building the forest.
   bool align_clocks = true;
@@ -108,7 +108,7 @@ struct Reconstruction {
   std::vector<StringId> request_order;             // requests in order of first step
   Stats stats;
 
-  // Horizontal view (method.md §2): for the step of each process with the given
+  // Horizontal view (docs/method.md §2): for the step of each process with the given
   // ordinal, the COMM nodes of that process issued during the step (on any thread),
   // ordered by start; one vector per process.
   std::vector<std::vector<uint32_t>> CommAcrossRanks(uint32_t ordinal) const;
@@ -133,7 +133,7 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
                       std::string* kind, std::string* seq);
 
 // The step kind (prefill / decode / mixed / idle) that real engines' own step markers
-// imply through their counts (serving-reference.md §2.7): SGLang "step[DECODE bs=32]",
+// imply through their counts (docs/serving-notes.md §2.7): SGLang "step[DECODE bs=32]",
 // vLLM "execute_new_2_cached_30" and "execute_32_context_0(..)_generation_32(..)".
 // These markers carry no request ids. "" when the name is not such a marker.
 std::string StepKindFromEngineMarker(std::string_view name);

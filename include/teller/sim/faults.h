@@ -1,6 +1,6 @@
 // The fault mechanisms Teller can simulate (`teller simulate`) and inject into existing
-// traces (`teller inject`), in the five categories of method.md §7. Each is modelled on
-// real cases (serving-reference.md §4) and shows itself only through timestamps,
+// traces (`teller inject`), in the five categories of docs/method.md §7. Each is modelled on
+// real cases (docs/serving-notes.md §4) and shows itself only through timestamps,
 // structure and, for some, log lines. docs/simulator.md describes each one.
 #ifndef TELLER_SIM_FAULTS_H_
 #define TELLER_SIM_FAULTS_H_

@@ -18,7 +18,7 @@
 namespace teller::sim {
 
 // Engine profiles: step structure, range names, kernel names, log formats and request id
-// formats of one real serving system (serving-reference.md §1-§3).
+// formats of one real serving system (docs/serving-notes.md §1-§3).
 inline constexpr const char* kProfiles[5] = {"sglang", "torch-fsdp", "vllm-v0",
                                              "vllm-v1-offline", "vllm-v1-online"};
 bool IsProfile(std::string_view name);
@@ -62,7 +62,7 @@ struct SimSummary {
 Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
                             const std::function<void(std::string_view)>& progress = {});
 
-// The paper preset (method.md §7): five settings with 100/50/50/50/50 requests, about
+// The paper preset (docs/method.md §7): five settings with 100/50/50/50/50 requests, about
 // 42% faulty, the five fault categories about equally often. One sub-directory per
 // setting under out_dir, simulated in parallel on `jobs` threads.
 std::vector<SimConfig> PaperPreset(uint64_t seed);

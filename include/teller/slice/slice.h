@@ -1,4 +1,4 @@
-// Causal-context slices (method.md §4): around the suspicious instances of a step, the
+// Causal-context slices (docs/method.md §4): around the suspicious instances of a step, the
 // nodes that explain them — their parents and children, temporally nearby events of the
 // step, and the communication they are coupled with — and nothing else.
 //

@@ -4,7 +4,7 @@
 // names interned in DIR/<setting>/names.json.
 //
 // Steps are held as columns over all steps (offsets delimit them), already serialized in
-// depth-first order (method.md §5), with every node's symbol, "<tag> <normalized name>"
+// depth-first order (docs/method.md §5), with every node's symbol, "<tag> <normalized name>"
 // (symbols.h), interned in a corpus-local table in first-seen order. Model ids are
 // assigned later: by the trainer's alphabet, or by a trained model.
 #ifndef TELLER_TPE_CORPUS_H_

@@ -1,5 +1,5 @@
 // A trained TPE model: the vocabulary (special tokens, base symbols, merged tokens) and
-// the ordered merges, with their files and the encoder (method.md §5).
+// the ordered merges, with their files and the encoder (docs/method.md §5).
 //
 // Token ids: 0 [PAD], 1 [UNK], 2..12 the bare type tags ([STEP] ... [GANN], in TypeTag
 // order: the token of a name the model has never seen), then the observed symbols in

@@ -1,4 +1,4 @@
-// Serialized trees and the merge rule of Trace Pair Encoding (method.md §5).
+// Serialized trees and the merge rule of Trace Pair Encoding (docs/method.md §5).
 //
 // A Sequence is a call tree (one step, or a slice of one) in depth-first order: one symbol
 // per position plus the three side channels of the paper, parent index P, duration D (ns)

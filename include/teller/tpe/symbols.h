@@ -1,4 +1,4 @@
-// TPE symbols (method.md §5): one symbol per call-tree node, "<type tag> <normalized name>",
+// TPE symbols (docs/method.md §5): one symbol per call-tree node, "<type tag> <normalized name>",
 // e.g. "[K] flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<#, #, #, #, ...>, ...>".
 //
 // The type tags are the classes of the `type` column of steps.jsonl (src/dataset,

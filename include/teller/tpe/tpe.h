@@ -1,4 +1,4 @@
-// Trace Pair Encoding end to end (method.md §5; docs/tpe.md): train a model on a dataset's
+// Trace Pair Encoding end to end (docs/method.md §5; docs/tpe.md): train a model on a dataset's
 // steps, encode steps with it, and measure compression (the paper's Table 6). What
 // `teller tpe train|encode|stats` run; the pieces are in symbols.h, sequence.h, corpus.h,
 // trainer.h and model.h.

@@ -1,4 +1,4 @@
-// The TPE trainer (method.md §5): byte-pair-encoding-style merges over symbol sequences.
+// The TPE trainer (docs/method.md §5): byte-pair-encoding-style merges over symbol sequences.
 //
 // Start from the base alphabet (special tags plus observed symbols, ids [0, base_size)),
 // then repeatedly merge the most frequent adjacent pair (a, b) into a new symbol

@@ -47,7 +47,7 @@ enum class OnError {
   kQuiet,     // expected (end of buffer) or already reported (clean-up after a failure)
 };
 
-// The one wrapper for CUPTI calls (style.md, rule 6): returns the status and, when
+// The one wrapper for CUPTI calls (docs/cupti.md): returns the status and, when
 // TELLER_VERBOSE is set, prints one line naming the call and CUPTI's error string.
 CUptiResult CheckCupti(CUptiResult status, const char* call, OnError on_error) {
   if (status != CUPTI_SUCCESS && on_error != OnError::kQuiet && Verbose()) {
