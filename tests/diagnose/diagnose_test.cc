@@ -1,5 +1,5 @@
 // Localization, slices and the numeric diagnosis on simulated traces with known faults
-// and on real traces.
+// and on real traces (TELLER_REAL_DATA_DIR; skipped when absent).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 #include <simdjson.h>
 #include <string>
 
+#include "real_data.h"
 #include "teller/diagnose/diagnose.h"
 #include "teller/ingest/ingest.h"
 #include "teller/localize/localize.h"
@@ -233,8 +234,9 @@ TEST(Diagnose, JsonReportHasTheDocumentedShape) {
 }
 
 TEST(Diagnose, RealKinetoTraceGetsAReport) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   Trace t;
-  ASSERT_TRUE(ingest::ImportPath(std::string(TELLER_REAL_DATA) + "/tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t).ok());
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"), t).ok());
   const auto r = reconstruct::Reconstruct(t);
   ASSERT_FALSE(r.steps.empty());
   const auto d = diagnose::Diagnose(t, r, {});
@@ -245,9 +247,10 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
 }
 
 TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
+  TELLER_REQUIRE_REAL_DATA("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz");
   const std::string db = TempDir("nsys") + ".sqlite";
-  ASSERT_EQ(std::system(("gzip -dc '" + std::string(TELLER_REAL_DATA) +
-                         "/nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz' > '" + db + "'").c_str()),
+  ASSERT_EQ(std::system(("gzip -dc '" + real_data::Path("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz") +
+                         "' > '" + db + "'").c_str()),
             0);
   Trace t;
   ASSERT_TRUE(ingest::ImportPath(db, t).ok());
@@ -268,7 +271,7 @@ TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
 // must be among the three most suspicious operators.
 void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& target, const std::string& needle) {
   SCOPED_TRACE(file + " ~ " + target);
-  const std::string path = std::string(TELLER_REAL_DATA) + "/tracelens/" + file;
+  const std::string path = real_data::Path("tracelens/" + file);
   Trace original, incident;
   ASSERT_TRUE(ingest::ImportPath(path, original).ok());
   ASSERT_TRUE(ingest::ImportPath(path, incident).ok());
@@ -290,12 +293,14 @@ void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& targ
 }
 
 TEST(Diagnose, InjectedSlowdownInRealB200TraceRanksTop3) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fused_add_rms_norm", "fused_add_rms_norm");
   ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "^nvjet_tst_64x64", "nvjet_tst_64x64");
   ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fmhaSm100", "fmhaSm100");
 }
 
 TEST(Diagnose, InjectedSlowdownInRealH100TraceRanksTop3) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
   ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "pytorch_flash::flash_fwd", "flash_fwd");
   ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "^sm90_xmma_gemm", "sm90_xmma_gemm");
   ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rsqrt_kernel", "rsqrt");

@@ -1,8 +1,6 @@
 // Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
-// CompareRealism on hand-built traces and on real traces (../shared/data/real/tracelens),
+// CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -10,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "real_data.h"
 #include "teller/ingest/ingest.h"
 #include "teller/sim/compare.h"
 
@@ -19,11 +18,7 @@ namespace {
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;
 using C = OpClass;
 
-std::string Real(const std::string& name) { return std::string(TELLER_REAL_DATA) + "/tracelens/" + name; }
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
+std::string Real(const std::string& name) { return real_data::Path("tracelens/" + name); }
 
 TEST(CompareTest, KernelClassesOfRealNames) {
   // Names from serving-reference.md §2.1 and §2.5.
@@ -218,8 +213,8 @@ void Load(const std::string& path, Trace& t) {
 TEST(CompareRealTest, ARealTraceAgainstItself) {
   for (const char* name : {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
                            "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
+    TELLER_REQUIRE_REAL_DATA("tracelens/" + std::string(name));
     const std::string path = Real(name);
-    if (!Exists(path)) GTEST_SKIP() << path;
     Trace t;
     Load(path, t);
     auto r = CompareRealism(t, t);
@@ -239,7 +234,8 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
   // gpt-oss-20b, 24 layers; b200 prefill, one layer of gpt-oss-120b per period.
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string b200 = Real("b200__eager_trace.json.gz");
-  if (!Exists(sglang) || !Exists(b200)) GTEST_SKIP();
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   Trace s, b;
   Load(sglang, s);
   Load(b200, b);
@@ -261,8 +257,8 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
 }
 
 TEST(CompareRealTest, RunAgainstTheSimulator) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
-  if (!Exists(sglang)) GTEST_SKIP();
   SimConfig config;
   config.profile = "sglang";
   config.nodes = config.gpus_per_node = config.tp = config.pp = 1;
