@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "real_data.h"
 #include "teller/format/trace_export.h"
 #include "teller/ingest/ingest.h"
+#include "teller/sim/compare.h"
 #include "teller/sim/ground_truth.h"
 #include "teller/sim/inject.h"
 
@@ -534,22 +537,155 @@ TEST(InjectRealTest, KernelThrottleOnSglangDecode) {
   }
 }
 
+// Rows of each process in table order, GPU annotations left out (the export does not
+// carry them): the rows of an input and of its `teller inject` output pair up by position.
+std::vector<std::vector<size_t>> RowsByProcess(const Trace& t) {
+  std::vector<std::vector<size_t>> r(t.processes.size());
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.type[i] != EventType::kGpuAnnotation) r[t.events.process[i]].push_back(i);
+  }
+  return r;
+}
+
+// What each mechanism does to the durations of the one-process b200 trace, checked row by
+// row against the rules of docs/inject.md with the documented default magnitudes.
 TEST(InjectRealTest, EveryMechanismOnTheB200Trace) {
   TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   const std::string path = RealData("tracelens/b200__eager_trace.json.gz");
-  for (const char* m : {"kernel_throttle", "kernel_slow_one_gpu", "gpu_throttle", "launch_latency",
-                        "sync_stall", "allocator_stall"}) {
+  Trace original;
+  ASSERT_TRUE(ingest::ImportPath(path, original).ok());
+  ASSERT_EQ(original.processes.size(), 1u);
+  const std::vector<size_t> rows0 = RowsByProcess(original)[0];
+  const EventTable& e0 = original.events;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (size_t i = 0; i < e0.size(); ++i) {
+    first = std::min(first, e0.start_ns[i]);
+    last = std::max(last, e0.end_ns[i]);
+  }
+  std::set<uint64_t> kernel_correlations;
+  std::map<uint64_t, int64_t> copy_end;  // correlation -> end of the GPU copy
+  for (size_t i = 0; i < e0.size(); ++i) {
+    if (e0.type[i] == EventType::kKernel) kernel_correlations.insert(e0.correlation[i]);
+    if (e0.type[i] == EventType::kMemcpy) copy_end[e0.correlation[i]] = e0.end_ns[i];
+  }
+  const std::map<std::string, double> kDefaultMagnitude = {
+      {"kernel_throttle", 2.5}, {"kernel_slow_one_gpu", 3}, {"gpu_throttle", 1.35},
+      {"launch_latency", 6},    {"sync_stall", 4},          {"allocator_stall", 3}};
+  // The default target of kernel_throttle and kernel_slow_one_gpu is the compute class
+  // with the most GPU time (communication and unclassified kernels aside): the GEMMs here.
+  std::map<OpClass, int64_t> class_ns;
+  for (size_t i = 0; i < e0.size(); ++i) {
+    if (e0.type[i] != EventType::kKernel) continue;
+    const OpClass c = ClassifyKernelName(original.strings.Get(e0.name[i]));
+    if (c != OpClass::kOther && c != OpClass::kAllReduce && c != OpClass::kAllGather) {
+      class_ns[c] += e0.end_ns[i] - e0.start_ns[i];
+    }
+  }
+  OpClass busiest = OpClass::kOther;
+  for (const auto& [c, ns] : class_ns) {
+    if (busiest == OpClass::kOther || ns > class_ns[busiest]) busiest = c;
+  }
+  ASSERT_EQ(OpClassName(busiest), "gemm");
+  for (const auto& [m, magnitude] : kDefaultMagnitude) {
+    SCOPED_TRACE(m);
     TempDir dir;
     InjectOptions o;
     o.mechanism = m;
     raw::ExportOptions eo;
     auto run = InjectIntoTrace(path, dir.path() + "/out", o, eo);
     ASSERT_TRUE(run.ok()) << m << ": " << run.status().message();
-    EXPECT_GT(run->result.effect.modified, 0u) << m;
-    EXPECT_TRUE(run->result.effect.converged) << m;
-    EXPECT_EQ(run->verify_mismatches, 0u) << m;
-    EXPECT_EQ(run->locators_unresolved, 0u) << m;
-    EXPECT_GT(run->locators, 0u) << m;
+    const InjectEffect& effect = run->result.effect;
+    EXPECT_DOUBLE_EQ(effect.magnitude, magnitude);
+    EXPECT_TRUE(effect.converged);
+    EXPECT_EQ(run->verify_mismatches, 0u);
+    EXPECT_EQ(run->locators_unresolved, 0u);
+    EXPECT_GT(run->locators, 0u);
+    Trace out;
+    ASSERT_TRUE(ingest::ImportPath(dir.path() + "/out", out).ok());
+    const std::vector<size_t> rows1 = RowsByProcess(out)[0];
+    ASSERT_EQ(rows1.size(), rows0.size() + effect.inserted);
+    const EventTable& e1 = out.events;
+    // The kernel factor mechanisms name the regex they applied in the ground truth,
+    // "kernels ~ REGEX (class gemm, ...)": matched here with <regex>, independently.
+    std::regex target;
+    if (m == "kernel_throttle" || m == "kernel_slow_one_gpu") {
+      const std::string prefix = "kernels ~ ", suffix = " (class gemm, the most GPU time)";
+      ASSERT_EQ(effect.target.rfind(prefix, 0), 0u) << effect.target;
+      const size_t end = effect.target.find(suffix);
+      ASSERT_NE(end, std::string::npos) << effect.target;
+      target = std::regex(effect.target.substr(prefix.size(), end - prefix.size()),
+                          std::regex::extended | std::regex::icase);
+    }
+    // Every row against the documented rule of the mechanism; `changed` rows of the kind
+    // the mechanism acts on must be the `modified` ones.
+    size_t changed = 0;
+    for (size_t k = 0; k < rows0.size(); ++k) {
+      const size_t i = rows0[k], j = rows1[k];
+      ASSERT_EQ(e0.type[i], e1.type[j]);
+      const int64_t d0 = e0.end_ns[i] - e0.start_ns[i], d1 = e1.end_ns[j] - e1.start_ns[j];
+      const std::string name(original.strings.Get(e0.name[i]));
+      const bool kernel = e0.type[i] == EventType::kKernel;
+      const bool call = IsHostCall(e0.type[i]);
+      EXPECT_GE(d1, d0) << name;  // no mechanism makes anything faster
+      if (m == "kernel_throttle" || m == "kernel_slow_one_gpu" || m == "gpu_throttle") {
+        if (!kernel) continue;
+        changed += d1 != d0;
+        double f = 1.0;
+        if (m == "gpu_throttle") {
+          // Compute-bound x f, unknown x (1 + (f-1)/2), communication x 1, the rest
+          // (memory-bound) x (1 + (f-1)/4); f ramps up over a quarter of the trace.
+          const OpClass c = ClassifyKernelName(name);
+          double share = 0.25;
+          if (c == OpClass::kGemm || c == OpClass::kAttention || c == OpClass::kAttentionReduce) share = 1;
+          if (c == OpClass::kOther) share = 0.5;
+          if (c == OpClass::kAllReduce || c == OpClass::kAllGather) share = 0;
+          const double ramp = static_cast<double>(last - first) / 4;
+          f = 1 + (magnitude - 1) * std::min(1.0, static_cast<double>(e0.start_ns[i] - first) / ramp) * share;
+          if (f <= 1.0005) f = 1;  // too small a change to count as acted on
+        } else if (std::regex_search(name, target)) {
+          f = magnitude;
+        }
+        EXPECT_LE(std::llabs(d1 - std::llround(f * static_cast<double>(d0))), 1)
+            << name << ": " << d0 << " ns -> " << d1 << " ns, expected x" << f;
+      } else if (m == "launch_latency") {
+        // Calls that launched a kernel (or are named *Launch*) last x 6.
+        if (!call) continue;
+        changed += d1 != d0;
+        const bool launch = kernel_correlations.count(e0.correlation[i]) > 0 ||
+                            name.find("Launch") != std::string::npos;
+        EXPECT_EQ(d1, launch ? 6 * d0 : d0) << name;
+      } else if (m == "sync_stall") {
+        // The trace has no *Synchronize* call: its blocking copies (a copy call whose
+        // transfer ended inside it) block 4 x 0.9 ms longer, and nothing else does.
+        if (!call) continue;
+        EXPECT_EQ(name.find("Synchronize"), std::string::npos) << name;
+        const auto copy = copy_end.find(e0.correlation[i]);
+        const bool blocking = name.find("Memcpy") != std::string::npos && copy != copy_end.end() &&
+                              copy->second <= e0.end_ns[i];
+        changed += blocking;
+        if (blocking) {
+          EXPECT_GE(d1 - d0, 3'600'000) << name;
+        } else {
+          EXPECT_LT(d1 - d0, 3'600'000) << name;
+        }
+      } else if (m == "allocator_stall") {
+        // No allocator call in the trace: the misses are added ones.
+        if (call) EXPECT_EQ(d1, d0) << name;
+      }
+    }
+    if (m == "allocator_stall") {
+      // One cudaMalloc of 3 x 180 us per step, after the input's rows.
+      EXPECT_EQ(effect.inserted, run->result.truth.steps.size());
+      changed = 0;
+      for (size_t k = rows0.size(); k < rows1.size(); ++k) {
+        const size_t j = rows1[k];
+        EXPECT_EQ(out.strings.Get(e1.name[j]), "cudaMalloc");
+        EXPECT_EQ(e1.end_ns[j] - e1.start_ns[j], 540'000);
+        ++changed;
+      }
+    }
+    EXPECT_EQ(changed, effect.modified);
+    EXPECT_GT(changed, 0u);
   }
 }
 
