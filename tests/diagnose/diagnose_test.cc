@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -138,27 +139,106 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   EXPECT_NE(d.top_operators[0].name.find("flash_fwd"), std::string::npos) << d.top_operators[0].name;
 }
 
-TEST(Localize, SmallFamiliesFallBackToRobustZ) {
-  Loaded l;
-  sim::SimConfig c = Config(5);
-  c.requests = 6;
-  Simulate(c, &l);
-  const auto r = localize::Localize(l.trace, l.rec);
-  size_t small = 0, mixtures = 0;
-  for (const auto& f : r.families) {
-    if (f.count < localize::Options{}.min_mixture) {
-      EXPECT_FALSE(f.mixture) << f.name;
-      ++small;
-    }
-    mixtures += f.mixture;
+// Seven decode steps (seq 0..6) of one process, each a step range holding two operator
+// ranges: aten::mm of `mm_us` and aten::add of `add_us` microseconds.
+void AddSmallFamilySteps(Trace& t, const std::vector<int>& mm_us, const std::vector<int>& add_us) {
+  const uint32_t p = t.ProcessIndex("h", 1);
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  auto add = [&](const std::string& name, int64_t start, int64_t end) {
+    EventRow r;
+    r.type = EventType::kRange;
+    r.name = t.strings.Intern(name);
+    r.process = p;
+    r.thread = 1;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  };
+  for (size_t s = 0; s < mm_us.size(); ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    add("teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
+    const int64_t mm_end = at + 10'000 + mm_us[s] * 1000;
+    add("aten::mm", at + 10'000, mm_end);
+    add("aten::add", mm_end + 1000, mm_end + 1000 + add_us[s] * 1000);
   }
-  EXPECT_GT(small, 0u);
-  EXPECT_GT(mixtures, 0u);
-  // Every instance's anomaly is 1 - rho, in [0, 1].
-  for (const auto& in : r.instances) {
-    EXPECT_GE(in.anomaly, 0.0f);
-    EXPECT_LE(in.anomaly, 1.0f);
-    EXPECT_FLOAT_EQ(in.anomaly, 1.0f - in.rho);
+}
+
+TEST(Localize, SmallFamiliesFallBackToRobustZ) {
+  {
+    // On a simulated run: families below min_mixture instances are scored by robust
+    // z-scores, larger ones by mixtures; both kinds occur.
+    Loaded l;
+    sim::SimConfig c = Config(5);
+    c.requests = 6;
+    Simulate(c, &l);
+    const auto r = localize::Localize(l.trace, l.rec);
+    size_t small = 0, mixtures = 0;
+    for (const auto& f : r.families) {
+      if (f.count < localize::Options{}.min_mixture) {
+        EXPECT_FALSE(f.mixture) << f.name;
+        ++small;
+      }
+      mixtures += f.mixture;
+    }
+    EXPECT_GT(small, 0u);
+    EXPECT_GT(mixtures, 0u);
+  }
+  // By hand (docs/localization.md, smaller families): x = log(1 + own ns) per instance,
+  // z = |x - median| / max(1.4826 MAD, 0.08), rho = exp(-(max(0, z - 4))^2 / 2).
+  // aten::mm, 100 104 96 102 98 100 150 us: median 100 us; MAD = |log(98001/100001)| =
+  // 0.0202, so the scale is the floor 0.08; the 150 us instance has
+  // z = log(150001/100001) / 0.08 = 5.0683, rho = exp(-1.0683^2 / 2) = 0.5652; the others
+  // z <= 0.51, rho = 1. One instance per step: A = 1 - 0.5652 = 0.4348 < 0.5, no candidate.
+  // aten::add, 50 51 49 50 52 48 100 us: median 50 us, the same scale, so the 100 us one has
+  // z = log(100001/50001) / 0.08 = 8.664, rho = exp(-4.664^2 / 2) = 1.9e-5: A = 1.0 > 0.5,
+  // a candidate, and its one instance is suspicious.
+  Trace t;
+  AddSmallFamilySteps(t, {100, 104, 96, 102, 98, 100, 150}, {50, 51, 49, 50, 52, 48, 100});
+  const auto rec = reconstruct::Reconstruct(t);
+  ASSERT_EQ(rec.steps.size(), 7u);
+  const auto r = localize::Localize(t, rec);
+  ASSERT_EQ(r.families.size(), 2u);
+  ASSERT_EQ(r.instances.size(), 14u);
+  const float kRho150 = 0.56518f;
+  for (const localize::Instance& in : r.instances) {
+    const localize::Family& f = r.families[in.family];
+    EXPECT_EQ(f.count, 7u);
+    EXPECT_FALSE(f.mixture);
+    const int64_t own = rec.nodes.end_ns[in.node] - rec.nodes.start_ns[in.node];
+    EXPECT_EQ(in.total_ns, own);
+    EXPECT_EQ(in.top_feature, localize::kSelfNs);
+    if (f.name == "aten::mm") {
+      EXPECT_EQ(in.expected_ns, 100'000);
+      EXPECT_NEAR(in.rho, own == 150'000 ? kRho150 : 1.0f, 1e-4) << own;
+      if (own == 150'000) EXPECT_NEAR(in.top_z, 5.0683f, 1e-3);
+      if (own == 96'000) EXPECT_NEAR(in.top_z, std::log(96001.0 / 100001.0) / 0.08, 1e-3);
+    } else {
+      ASSERT_EQ(f.name, "aten::add");
+      EXPECT_EQ(in.expected_ns, 50'000);
+      EXPECT_NEAR(in.rho, own == 100'000 ? 1.9e-5f : 1.0f, 1e-5) << own;
+    }
+  }
+  // Step 6 (group 6): mm is suspicious at 0.4348 but no candidate, add is a candidate.
+  size_t seen = 0;
+  for (const localize::StepFamily& sf : r.step_families) {
+    const std::string& name = r.families[sf.family].name;
+    EXPECT_EQ(sf.m, 1u);
+    if (sf.step != r.group_of_step[6]) {
+      EXPECT_FLOAT_EQ(sf.suspiciousness, 0.0f) << name << " step " << sf.step;
+      EXPECT_FALSE(sf.candidate);
+      continue;
+    }
+    ++seen;
+    EXPECT_NEAR(sf.suspiciousness, name == "aten::mm" ? 1.0f - kRho150 : 1.0f, 1e-4) << name;
+    EXPECT_EQ(sf.candidate, name == "aten::add") << name;
+  }
+  EXPECT_EQ(seen, 2u);
+  const uint32_t g6 = r.group_of_step[6];
+  ASSERT_EQ(r.suspicious[g6].size(), 1u);
+  EXPECT_EQ(r.families[r.instances[r.suspicious[g6][0]].family].name, "aten::add");
+  EXPECT_NEAR(r.group_score[g6], 1.0f, 1e-4);
+  for (uint32_t g = 0; g < r.suspicious.size(); ++g) {
+    if (g != g6) EXPECT_TRUE(r.suspicious[g].empty()) << g;
   }
 }
 
