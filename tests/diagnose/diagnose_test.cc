@@ -320,10 +320,47 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   const auto r = reconstruct::Reconstruct(t);
   ASSERT_FALSE(r.steps.empty());
   const auto d = diagnose::Diagnose(t, r, {});
-  EXPECT_EQ(d.steps.size(), r.steps.size());
-  EXPECT_FALSE(d.top_operators.empty());
+  EXPECT_EQ(d.mode, "self");
+  ASSERT_EQ(d.steps.size(), r.steps.size());
+  // The step annotations of the file (tests/golden_scripts/kineto_golden.py): the engine's
+  // execute_32_context_0(...)_generation_32(...) and SGLang's step[DECODE bs=32] inside
+  // it, at baseTimeNanoseconds + ts: [1779988464216204635, +465716634 ns] and
+  // [1779988464216408420, +465248054 ns]. A decode step each.
+  const std::set<std::pair<int64_t, int64_t>> kAnnotations = {
+      {1779988464216204635, 1779988464216204635 + 465716634},
+      {1779988464216408420, 1779988464216408420 + 465248054}};
+  std::set<std::pair<int64_t, int64_t>> bounds;
+  for (const diagnose::StepDiagnosis& s : d.steps) {
+    bounds.insert({s.start_ns, s.end_ns});
+    EXPECT_EQ(s.kind, "decode");
+    // A healthy trace: nothing abnormal, nothing to show as evidence.
+    EXPECT_FALSE(s.abnormal);
+    EXPECT_LE(s.score, diagnose::Options{}.step_threshold);
+    EXPECT_TRUE(s.evidence.empty());
+    EXPECT_EQ(s.fault_type, "");
+  }
+  EXPECT_EQ(bounds, kAnnotations);
+  EXPECT_EQ(d.abnormal_steps, 0u);
+  // Top operators: the ten most suspicious first, none with a suspicious instance.
+  ASSERT_EQ(d.top_operators.size(), diagnose::Options{}.top_k);
+  for (size_t i = 0; i < d.top_operators.size(); ++i) {
+    const diagnose::TopOperator& o = d.top_operators[i];
+    EXPECT_EQ(o.count, 0u) << o.name;
+    EXPECT_EQ(o.excess_ns, 0) << o.name;
+    EXPECT_GT(o.instances, 0u) << o.name;
+    if (i > 0) EXPECT_LE(o.score, d.top_operators[i - 1].score) << o.name;
+  }
+  // The text report says so and lists them in that order.
   const std::string text = diagnose::ToText(t, d, 5);
-  EXPECT_NE(text.find("top operators"), std::string::npos);
+  EXPECT_NE(text.find("0 of " + std::to_string(d.steps.size()) + " steps abnormal"), std::string::npos) << text;
+  size_t at = text.find("top operators");
+  ASSERT_NE(at, std::string::npos) << text;
+  for (const diagnose::TopOperator& o : d.top_operators) {
+    // Names are shortened there: Python frames to their file, kernels to 80 characters.
+    const size_t next = text.find(o.name.substr(0, std::min<size_t>(o.name.find('('), 40)), at);
+    ASSERT_NE(next, std::string::npos) << o.name << "\n" << text;
+    at = next;
+  }
 }
 
 TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Expected values of the Kineto importer's golden tests (tests/ingest/kineto_importer_test.cc),
-derived from the real traces with Python's json and gzip only, independently of the importer.
+"""Expected values of the Kineto importer's golden tests (tests/ingest/kineto_importer_test.cc)
+and of a few other tests on the same traces (named in their sections), derived from the
+real traces with Python's json and gzip only, independently of the importer.
 
 Usage: python3 tests/golden_scripts/kineto_golden.py [REAL_DATA_DIR]
 REAL_DATA_DIR defaults to ../shared/data/real beside the repository (the default of the
@@ -109,6 +110,14 @@ def main():
     d = load(p("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"))
     print("graph launch correlation %s kernels %d" % graph_launch(d))
     print("counts %s unknown %s rows %d" % counts(d))
+
+    section("tests/diagnose/diagnose_test.cc RealKinetoTraceGetsAReport: the step annotations of that file")
+    base = int(d["baseTimeNanoseconds"])
+    for e in d["traceEvents"]:
+        if e.get("cat") == "user_annotation":
+            print(e["name"], "start_ns", base + ns(e["ts"]), "dur_ns", ns(e["dur"]))
+    section("tests/sim/inject_test.cc KernelThrottleOnSglangDecode: kernels named Cijk_* in that file")
+    print(sum(e.get("cat") == "kernel" and e["name"].startswith("Cijk_") for e in d["traceEvents"]))
 
     section("Resnet50Legacy2021Categories: kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz")
     d = load(p("kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))

@@ -516,7 +516,7 @@ TEST(InjectRealTest, KernelThrottleOnSglangDecode) {
     }
     moved += out.events.start_ns[i] != original.events.start_ns[i];
   }
-  EXPECT_EQ(gemms, 145u);
+  EXPECT_EQ(gemms, 145u);  // the Cijk_ kernels of the file: tests/golden_scripts/kineto_golden.py
   EXPECT_GT(others, 400u);
   EXPECT_GT(moved, 500u);
   // The ground truth reads back and names the decode step.
