@@ -1,8 +1,11 @@
 // Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
 // CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
+#include <stdlib.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
 #include "teller/sim/compare.h"
+#include "teller/sim/sim.h"
 
 namespace teller::sim {
 namespace {
@@ -210,21 +214,45 @@ void Load(const std::string& path, Trace& t) {
   EXPECT_TRUE(s.ok()) << s.message();
 }
 
+// A real trace against itself is the same in every respect; against a copy whose GPU
+// work all takes twice as long, the structure and the mix are the same and every class's
+// durations are shifted by log10(2) in log space, which is its W1 distance.
 TEST(CompareRealTest, ARealTraceAgainstItself) {
   for (const char* name : {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
                            "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
+    SCOPED_TRACE(name);
     TELLER_REQUIRE_REAL_DATA("tracelens/" + std::string(name));
     const std::string path = Real(name);
-    Trace t;
+    Trace t, slow;
     Load(path, t);
+    Load(path, slow);
+    for (size_t i = 0; i < slow.events.size(); ++i) {
+      if (IsGpuWork(slow.events.type[i])) slow.events.end_ns[i] += slow.events.end_ns[i] - slow.events.start_ns[i];
+    }
     auto r = CompareRealism(t, t);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_TRUE(r->real_layer.found) << name;
-    EXPECT_DOUBLE_EQ(r->layer_agreement, 1.0) << name;
-    EXPECT_NEAR(r->step_mix_overlap, 1.0, 1e-9) << name;
+    EXPECT_TRUE(r->real_layer.found);
+    EXPECT_DOUBLE_EQ(r->layer_agreement, 1.0);
+    EXPECT_NEAR(r->step_mix_overlap, 1.0, 1e-9);
+    ASSERT_FALSE(r->classes.empty());
     for (const ClassDistance& d : r->classes) {
-      EXPECT_DOUBLE_EQ(d.ks, 0.0) << name << " " << OpClassName(d.op_class);
-      EXPECT_DOUBLE_EQ(d.w1_log10, 0.0) << name << " " << OpClassName(d.op_class);
+      EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
+      EXPECT_DOUBLE_EQ(d.w1_log10, 0.0) << OpClassName(d.op_class);
+      EXPECT_EQ(d.simulated_count, d.real_count) << OpClassName(d.op_class);
+    }
+    auto twice = CompareRealism(slow, t);
+    ASSERT_TRUE(twice.ok()) << twice.status().message();
+    EXPECT_EQ(twice->simulated_layer.classes, r->real_layer.classes);
+    EXPECT_EQ(twice->simulated_layer.period, r->real_layer.period);
+    EXPECT_DOUBLE_EQ(twice->layer_agreement, 1.0);
+    EXPECT_NEAR(twice->step_mix_overlap, 1.0, 1e-9);
+    ASSERT_EQ(twice->classes.size(), r->classes.size());
+    for (const ClassDistance& d : twice->classes) {
+      SCOPED_TRACE(OpClassName(d.op_class));
+      EXPECT_EQ(d.simulated_count, d.real_count);
+      EXPECT_NEAR(d.simulated_median_us, 2 * d.real_median_us, 1e-9 * d.real_median_us);
+      EXPECT_NEAR(d.w1_log10, std::log10(2.0), 1e-9);
+      EXPECT_GT(d.ks, 0.0);
     }
   }
 }
@@ -256,16 +284,51 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
   EXPECT_GT(max_ks, 0.3);
 }
 
+// `simulate --compare`: the report printed is the one of the same simulation compared
+// by hand (Simulate, import, CompareRealism), with the request count capped at
+// kCompareRequests and labels naming both sides; a missing real trace is an error naming it.
 TEST(CompareRealTest, RunAgainstTheSimulator) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   SimConfig config;
   config.profile = "sglang";
   config.nodes = config.gpus_per_node = config.tp = config.pp = 1;
-  config.requests = 4;
+  config.requests = 40;
+  config.seed = 7;
   std::fflush(stdout);
-  EXPECT_EQ(RunRealismCompare(config, sglang, /*json=*/true), 0);
+  ::testing::internal::CaptureStdout();
+  const int rc = RunRealismCompare(config, sglang, /*json=*/true);
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+
+  char tmpl[] = "/tmp/teller-compare-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  SimConfig small = config;
+  small.requests = static_cast<int>(kCompareRequests);
+  ASSERT_TRUE(Simulate(small, dir + "/sim").ok());
+  Trace simulated, real;
+  Load(dir + "/sim", simulated);
+  Load(sglang, real);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  auto report = CompareRealism(simulated, real);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const std::string expected =
+      RealismReportJson(report.value(), "sglang, 16 requests, seed 7, tp 1 pp 1 (1 node(s) x 1 GPU)",
+                        "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  EXPECT_EQ(printed, expected);
+  // The real side is the measured SGLang decode (serving-reference.md §2.5: 15 kernels a
+  // layer), the simulated one an SGLang deployment: both decode-dominated.
+  EXPECT_EQ(report->real_layer.period, 15u);
+  EXPECT_EQ(report->real.dominant_kind, "decode");
+  EXPECT_EQ(report->simulated.dominant_kind, "decode");
+
+  std::fflush(stderr);
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunRealismCompare(config, Real("no_such_file.json"), false), 1);
+  const std::string error = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(error.rfind("teller simulate --compare: ", 0), 0u) << error;
+  EXPECT_NE(error.find(Real("no_such_file.json")), std::string::npos) << error;
 }
 
 }  // namespace
