@@ -32,10 +32,10 @@ inline std::string Missing(const std::string& rel) {
 
 // Skips the current test when the real-data file or folder `rel` is absent. Use it in the
 // test body (GTEST_SKIP returns from the function it is in).
-#define TELLER_REQUIRE_REAL_DATA(rel)                                        \
-  do {                                                                       \
-    const std::string teller_missing = ::teller::real_data::Missing(rel);    \
-    if (!teller_missing.empty()) GTEST_SKIP() << teller_missing;             \
+#define TELLER_REQUIRE_REAL_DATA(rel)                                     \
+  do {                                                                    \
+    const std::string teller_missing = ::teller::real_data::Missing(rel); \
+    if (!teller_missing.empty()) GTEST_SKIP() << teller_missing;          \
   } while (0)
 
 #endif  // TELLER_TESTS_REAL_DATA_H_

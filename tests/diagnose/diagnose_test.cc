@@ -1,6 +1,9 @@
 // Localization, slices and the numeric diagnosis on simulated traces with known faults
 // and on real traces (TELLER_REAL_DATA_DIR; skipped when absent).
+#include "teller/diagnose/diagnose.h"
+
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,11 +12,9 @@
 #include <cstdlib>
 #include <map>
 #include <set>
-#include <simdjson.h>
 #include <string>
 
 #include "real_data.h"
-#include "teller/diagnose/diagnose.h"
 #include "teller/ingest/ingest.h"
 #include "teller/localize/localize.h"
 #include "teller/sim/ground_truth.h"
@@ -33,7 +34,8 @@ struct Loaded {
 
 std::string TempDir(const std::string& tag) {
   static int counter = 0;
-  const std::string dir = "/tmp/teller-diag-test-" + std::to_string(getpid()) + "-" + tag + std::to_string(counter++);
+  const std::string dir =
+      "/tmp/teller-diag-test-" + std::to_string(getpid()) + "-" + tag + std::to_string(counter++);
   EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
   return dir;
 }
@@ -94,7 +96,8 @@ TEST(Diagnose, SlowGemmOnOneGpuIsFoundAndNamed) {
   sim::SimConfig c = Config(4);
   std::string error;
   sim::FaultSpec f;
-  ASSERT_TRUE(sim::ParseFaultSpec("kernel_slow_one_gpu:target=gemm,magnitude=3,onset=1s,duration=0.5s,rank=1", &f, &error));
+  ASSERT_TRUE(sim::ParseFaultSpec(
+      "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=1s,duration=0.5s,rank=1", &f, &error));
   c.faults = {f};
   Loaded l;
   Simulate(c, &l);
@@ -136,7 +139,8 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   EXPECT_EQ(d.mode, "baseline");
   EXPECT_GT(static_cast<double>(d.abnormal_steps) / d.steps.size(), 0.8);
   ASSERT_FALSE(d.top_operators.empty());
-  EXPECT_NE(d.top_operators[0].name.find("flash_fwd"), std::string::npos) << d.top_operators[0].name;
+  EXPECT_NE(d.top_operators[0].name.find("flash_fwd"), std::string::npos)
+      << d.top_operators[0].name;
 }
 
 // Seven decode steps (seq 0..6) of one process, each a step range holding two operator
@@ -252,7 +256,8 @@ TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
   uint32_t deep = step.node;
   for (uint32_t i = 0; i < l.rec.nodes.size(); ++i) {
     int32_t p = l.rec.nodes.parent[i];
-    while (p >= 0 && static_cast<uint32_t>(p) != step.node) p = l.rec.nodes.parent[static_cast<size_t>(p)];
+    while (p >= 0 && static_cast<uint32_t>(p) != step.node)
+      p = l.rec.nodes.parent[static_cast<size_t>(p)];
     if (p >= 0 && l.rec.nodes.depth[i] > l.rec.nodes.depth[deep]) deep = i;
   }
   ASSERT_NE(deep, step.node);
@@ -285,7 +290,8 @@ TEST(Diagnose, JsonReportHasTheDocumentedShape) {
   size_t entries = 0, abnormal = 0;
   for (simdjson::dom::element s : doc["steps"].get_array()) {
     ++entries;
-    for (const char* key : {"request", "step", "view", "abnormal", "score", "fault_type", "evidence", "explanation", "logs"}) {
+    for (const char* key : {"request", "step", "view", "abnormal", "score", "fault_type",
+                            "evidence", "explanation", "logs"}) {
       EXPECT_FALSE(s[key].error()) << key;
     }
     const std::string_view view = s["view"];
@@ -293,7 +299,8 @@ TEST(Diagnose, JsonReportHasTheDocumentedShape) {
     if (bool(s["abnormal"])) {
       ++abnormal;
       for (simdjson::dom::element e : s["evidence"].get_array()) {
-        for (const char* key : {"node", "name", "layer", "score", "self_ns", "expected_ns"}) EXPECT_FALSE(e[key].error()) << key;
+        for (const char* key : {"node", "name", "layer", "score", "self_ns", "expected_ns"})
+          EXPECT_FALSE(e[key].error()) << key;
       }
     }
   }
@@ -316,7 +323,10 @@ TEST(Diagnose, JsonReportHasTheDocumentedShape) {
 TEST(Diagnose, RealKinetoTraceGetsAReport) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   Trace t;
-  ASSERT_TRUE(ingest::ImportPath(real_data::Path("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"), t).ok());
+  ASSERT_TRUE(
+      ingest::ImportPath(
+          real_data::Path("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"), t)
+          .ok());
   const auto r = reconstruct::Reconstruct(t);
   ASSERT_FALSE(r.steps.empty());
   const auto d = diagnose::Diagnose(t, r, {});
@@ -352,7 +362,9 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   }
   // The text report says so and lists them in that order.
   const std::string text = diagnose::ToText(t, d, 5);
-  EXPECT_NE(text.find("0 of " + std::to_string(d.steps.size()) + " steps abnormal"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 of " + std::to_string(d.steps.size()) + " steps abnormal"),
+            std::string::npos)
+      << text;
   size_t at = text.find("top operators");
   ASSERT_NE(at, std::string::npos) << text;
   for (const diagnose::TopOperator& o : d.top_operators) {
@@ -366,8 +378,10 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
 TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
   TELLER_REQUIRE_REAL_DATA("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz");
   const std::string db = TempDir("nsys") + ".sqlite";
-  ASSERT_EQ(std::system(("gzip -dc '" + real_data::Path("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz") +
-                         "' > '" + db + "'").c_str()),
+  ASSERT_EQ(std::system(("gzip -dc '" +
+                         real_data::Path("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz") +
+                         "' > '" + db + "'")
+                            .c_str()),
             0);
   Trace t;
   ASSERT_TRUE(ingest::ImportPath(db, t).ok());
@@ -386,7 +400,8 @@ TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
 // The quality check of the numeric diagnosis on real traces: slow one kernel family down
 // with `teller inject`'s engine and diagnose against the original; the slowed family
 // must be among the three most suspicious operators.
-void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& target, const std::string& needle) {
+void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& target,
+                                const std::string& needle) {
   SCOPED_TRACE(file + " ~ " + target);
   const std::string path = real_data::Path("tracelens/" + file);
   Trace original, incident;
@@ -406,21 +421,26 @@ void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& targ
   ASSERT_GE(d.top_operators.size(), 3u);
   bool found = false;
   for (size_t i = 0; i < 3; ++i) found |= d.top_operators[i].name.find(needle) != std::string::npos;
-  EXPECT_TRUE(found) << d.top_operators[0].name << " | " << d.top_operators[1].name << " | " << d.top_operators[2].name;
+  EXPECT_TRUE(found) << d.top_operators[0].name << " | " << d.top_operators[1].name << " | "
+                     << d.top_operators[2].name;
 }
 
 TEST(Diagnose, InjectedSlowdownInRealB200TraceRanksTop3) {
   TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
-  ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fused_add_rms_norm", "fused_add_rms_norm");
+  ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fused_add_rms_norm",
+                             "fused_add_rms_norm");
   ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "^nvjet_tst_64x64", "nvjet_tst_64x64");
   ExpectInjectedFamilyInTop3("b200__eager_trace.json.gz", "fmhaSm100", "fmhaSm100");
 }
 
 TEST(Diagnose, InjectedSlowdownInRealH100TraceRanksTop3) {
   TELLER_REQUIRE_REAL_DATA("tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
-  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "pytorch_flash::flash_fwd", "flash_fwd");
-  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "^sm90_xmma_gemm", "sm90_xmma_gemm");
-  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rsqrt_kernel", "rsqrt");
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+                             "pytorch_flash::flash_fwd", "flash_fwd");
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "^sm90_xmma_gemm",
+                             "sm90_xmma_gemm");
+  ExpectInjectedFamilyInTop3("h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rsqrt_kernel",
+                             "rsqrt");
 }
 
 }  // namespace

@@ -178,14 +178,16 @@ class EvalCliTest : public ::testing::Test {
         simdjson::dom::parser p;
         simdjson::dom::element s;
         EXPECT_EQ(p.parse(line).get(s), simdjson::SUCCESS);
-        const Unit unit{setting, std::string(s["request"].get_string().value()), s["seq"].get_uint64().value()};
+        const Unit unit{setting, std::string(s["request"].get_string().value()),
+                        s["seq"].get_uint64().value()};
         std::string fault;
         if (!s["fault_type"].is_null()) fault = std::string(s["fault_type"].get_string().value());
         for (const char* view : {"vertical", "horizontal"}) {
           Label& l = labels[{unit, view}];
           l.abnormal = s[view]["is_anomaly"].get_bool().value();
           l.fault_type = fault;
-          for (simdjson::dom::element n : s[view]["affected_nodes"].get_array()) l.nodes.insert(n.get_uint64().value());
+          for (simdjson::dom::element n : s[view]["affected_nodes"].get_array())
+            l.nodes.insert(n.get_uint64().value());
         }
       }
     }
@@ -197,7 +199,8 @@ class EvalCliTest : public ::testing::Test {
       simdjson::dom::parser p;
       simdjson::dom::element x;
       EXPECT_EQ(p.parse(line).get(x), simdjson::SUCCESS);
-      const Unit unit{std::string(x["setting"].get_string().value()), std::string(x["request"].get_string().value()),
+      const Unit unit{std::string(x["setting"].get_string().value()),
+                      std::string(x["request"].get_string().value()),
                       x["seq"].get_uint64().value()};
       Prediction& pr = out[{unit, std::string(x["view"].get_string().value())}];
       pr.abnormal = x["abnormal"].get_bool().value();
@@ -205,7 +208,8 @@ class EvalCliTest : public ::testing::Test {
         pr.fault_type = std::string(x["fault_type"].get_string().value());
       }
       if (!x["nodes"].error()) {
-        for (simdjson::dom::element n : x["nodes"].get_array()) pr.nodes.insert(n.get_uint64().value());
+        for (simdjson::dom::element n : x["nodes"].get_array())
+          pr.nodes.insert(n.get_uint64().value());
       }
     }
     return out;
@@ -247,7 +251,8 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
       for (const auto& [key, p] : predictions) {
         if (key.second != view) continue;
         ASSERT_TRUE(labels.count(key)) << std::get<1>(key.first);
-        folds[std::string(split) == "run" ? std::get<0>(key.first) : "test"].emplace_back(labels.at(key), p);
+        folds[std::string(split) == "run" ? std::get<0>(key.first) : "test"].emplace_back(
+            labels.at(key), p);
       }
       ASSERT_EQ(folds.size(), std::string(split) == "run" ? 2u : 1u);
       Scores mean;
@@ -279,7 +284,8 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
       near(v["operator"]["macro"]["precision"], mean.op_precision, "operator macro precision");
       near(v["operator"]["macro"]["f1"], mean.op_f1, "operator macro f1");
       near(v["operator"]["macro"]["jaccard"], mean.op_jaccard, "operator macro jaccard");
-      near(v["operator"]["macro_plus"]["precision"], mean.op_plus_precision, "operator macro+ precision");
+      near(v["operator"]["macro_plus"]["precision"], mean.op_plus_precision,
+           "operator macro+ precision");
       near(v["operator"]["macro_plus"]["f1"], mean.op_plus_f1, "operator macro+ f1");
       near(v["operator"]["macro_plus"]["jaccard"], mean.op_plus_jaccard, "operator macro+ jaccard");
       near(v["fault_type"]["accuracy"], mean.type_accuracy, "fault type accuracy");
@@ -287,12 +293,14 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
       near(v["fault_type"]["macro_f1"], mean.type_macro_f1, "fault type macro f1");
     }
     // The same predictions through the documented file format score the same.
-    const Outcome b = Run("eval --data " + Ds() + " --split " + split + " --predictions '" + pred + "' --json -q");
+    const Outcome b = Run("eval --data " + Ds() + " --split " + split + " --predictions '" + pred +
+                          "' --json -q");
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_EQ(a.out, b.out);
   }
   // Text output: Table 2 with both views and the low-prior table.
-  const Outcome t = Run("eval --data " + Ds() + " --predictions '" + tmp_ + "/teller-numeric-request.jsonl'");
+  const Outcome t =
+      Run("eval --data " + Ds() + " --predictions '" + tmp_ + "/teller-numeric-request.jsonl'");
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("Table 2, split request"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("predictions                        H"), std::string::npos) << t.out;
@@ -372,7 +380,8 @@ TEST_F(EvalCliTest, NumericEvidenceMapsToTheDiagnosedOperators) {
     // The report lists the first 8 suspicious instances; the predictions hold all of them,
     // in the same order.
     ASSERT_GE(got.size(), want.size()) << request << " seq " << seq;
-    const std::vector<std::pair<std::string, int64_t>> head(got.begin(), got.begin() + static_cast<long>(want.size()));
+    const std::vector<std::pair<std::string, int64_t>> head(
+        got.begin(), got.begin() + static_cast<long>(want.size()));
     EXPECT_EQ(head, want) << request << " seq " << seq << " " << std::get<2>(k);
     checked += got.size();
   }
@@ -400,14 +409,76 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // Per method: 2 views x 3 splits.
-  EXPECT_GE(csv.size(),
-            1u + 15 * 2 * 3 - (r.out.find("XGBoost") == std::string::npos ? 2 * 2 * 3 : 0));
+  // One row per method, view and split: 15 methods (13 without XGBoost) x 2 x 3.
+  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 13 : 15;
+  EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
+  // The per-fold rows: every (split, method, view) once per held-out group (the request
+  // split's one test fold, each engine, each run: here both settings).
   const std::vector<std::string> folds = Lines(ReadText(report + "/per_fold.csv"));
-  size_t sglang = 0;
-  for (const std::string& line : folds) sglang += line.rfind("engine,sglang,", 0) == 0;
-  EXPECT_GE(sglang, 2u);
-  EXPECT_FALSE(ReadText(report + "/low_prior.csv").empty());
+  ASSERT_FALSE(folds.empty());
+  EXPECT_EQ(folds[0], csv[0]);
+  using Key = std::tuple<std::string, std::string, std::string>;  // split, method, view
+  std::map<Key, std::vector<std::vector<std::string>>> per_fold;
+  for (size_t i = 1; i < folds.size(); ++i) {
+    const std::vector<std::string> f = Split(folds[i], ',');
+    ASSERT_EQ(f.size(), 21u) << folds[i];
+    per_fold[{f[0], f[2], f[3]}].push_back(f);
+  }
+  EXPECT_EQ(folds.size(), 1 + methods * 2 * (1 + 2 + 2));
+  // Table 2's row of a split is its one fold (request) or the mean over the folds, to the
+  // 4 digits printed.
+  std::map<Key, std::vector<std::string>> table;
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const std::vector<std::string> row = Split(csv[i], ',');
+    ASSERT_EQ(row.size(), 21u) << csv[i];
+    const Key key{row[0], row[2], row[3]};
+    table[key] = row;
+    ASSERT_TRUE(per_fold.count(key)) << csv[i];
+    const auto& fs = per_fold.at(key);
+    EXPECT_EQ(row[1], row[0] == "request" ? "test" : "mean") << csv[i];
+    ASSERT_EQ(fs.size(), row[0] == "request" ? 1u : 2u) << csv[i];
+    if (row[0] == "engine" || row[0] == "run") {
+      std::set<std::string> groups;
+      for (const auto& f : fs) groups.insert(f[1]);
+      EXPECT_EQ(groups, (std::set<std::string>{"sglang", "vllm-v1-online"})) << csv[i];
+    }
+    for (size_t c = 4; c < 21; ++c) {
+      double mean = 0;
+      for (const auto& f : fs) mean += std::stod(f[c]) / static_cast<double>(fs.size());
+      EXPECT_NEAR(std::stod(row[c]), mean, 1.0001e-4) << csv[0] << "\n" << csv[i];
+    }
+  }
+  // The same numbers as a single-method run prints (--json, the run split's mean).
+  const Outcome one =
+      Run("eval --data " + Ds() + " --method random-forest-stat --split run --json -q");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(one.out).get(doc), simdjson::SUCCESS) << one.out;
+  for (const auto& [view, letter] :
+       {std::pair<const char*, const char*>{"horizontal", "H"}, {"vertical", "V"}}) {
+    const Key key{"run", "RandomForest (stat)", letter};
+    ASSERT_TRUE(table.count(key));
+    const std::vector<std::string>& row = table.at(key);
+    const simdjson::dom::element v = doc[view];
+    const double want[] = {v["step"]["accuracy"].get_double().value(),
+                           v["step"]["precision"].get_double().value(),
+                           v["step"]["recall"].get_double().value(),
+                           v["step"]["f1"].get_double().value(),
+                           v["operator"]["macro"]["precision"].get_double().value(),
+                           v["operator"]["macro"]["f1"].get_double().value(),
+                           v["operator"]["macro"]["jaccard"].get_double().value(),
+                           v["operator"]["macro_plus"]["precision"].get_double().value(),
+                           v["operator"]["macro_plus"]["f1"].get_double().value(),
+                           v["operator"]["macro_plus"]["jaccard"].get_double().value(),
+                           v["fault_type"]["accuracy"].get_double().value(),
+                           v["fault_type"]["macro_recall"].get_double().value(),
+                           v["fault_type"]["macro_f1"].get_double().value()};
+    for (size_t c = 0; c < std::size(want); ++c) {
+      EXPECT_NEAR(std::stod(row[4 + c]), want[c], 1e-9) << view << " column " << csv[0];
+    }
+  }
+  EXPECT_GT(Lines(ReadText(report + "/low_prior.csv")).size(), 1u);
 }
 
 TEST_F(EvalCliTest, ErrorsAreClear) {

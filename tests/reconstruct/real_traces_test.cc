@@ -1,11 +1,11 @@
 // Reconstruction golden tests on real third-party traces (TELLER_REAL_DATA_DIR, see its
-// MANIFEST.md; skipped when absent). Expected values come from the MANIFEST's per-file statistics (category
-// counts, "linked to runtime/driver via args.correlation", "comm kernels") and from
+// MANIFEST.md; skipped when absent). Expected values come from the MANIFEST's per-file statistics
+// (category counts, "linked to runtime/driver via args.correlation", "comm kernels") and from
 // serving-reference.md §1.2/§2.8 (graph launch fan-out), as noted at each check.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
@@ -73,7 +73,8 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
   EXPECT_EQ(r.stats.comm_kernels, 64u);
   // One node: collective ends agree to <= 7 us (serving-reference.md §5.3), so aligning
   // the rank files on them moves no rank by more than that.
-  for (const auto& p : t.processes) EXPECT_LE(std::abs(p.clock_offset_ns), 7000) << "rank " << p.rank;
+  for (const auto& p : t.processes)
+    EXPECT_LE(std::abs(p.clock_offset_ns), 7000) << "rank " << p.rank;
   EXPECT_EQ(r.stats.gpu_orphan, 128u);
   // One ProfilerStep per rank: the horizontal view pairs them and finds each rank's
   // 8 NCCL kernels, half of which are launched from the autograd thread, outside the
@@ -93,7 +94,8 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
 TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
   Trace t;
-  const Reconstruction r = Load("tracelens/inference__vllm_decode_full__graph_execution.json.gz", t);
+  const Reconstruction r =
+      Load("tracelens/inference__vllm_decode_full__graph_execution.json.gz", t);
   // serving-reference.md §1.2: "Measured FULL decode: 1 launch -> 421 kernels".
   EXPECT_EQ(r.stats.graph_launches, 1u);
   EXPECT_EQ(LargestFanOut(t, r), 421u);
@@ -103,7 +105,8 @@ TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
 TEST(RealTracesTest, SglangDecodeGraphLaunch) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   Trace t;
-  const Reconstruction r = Load("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t);
+  const Reconstruction r =
+      Load("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t);
   // serving-reference.md §1.6: a graph launch call owning 544 kernels (MI300X).
   EXPECT_EQ(LargestFanOut(t, r), 544u);
   EXPECT_GE(r.steps.size(), 1u) << "SGLang's step[DECODE bs=..] annotation is a step";

@@ -1,6 +1,9 @@
 // Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
 // CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
+#include "teller/sim/compare.h"
+
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cmath>
@@ -9,11 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
-#include "teller/sim/compare.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
@@ -40,7 +40,8 @@ TEST(CompareTest, KernelClassesOfRealNames) {
       {"void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, 1>", C::kKvWrite},
       {"store_kvcache<2048l, 4, false, long>", C::kKvWrite},
       {"flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>", C::kAttention},
-      {"fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", C::kAttention},
+      {"fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+       C::kAttention},
       {"kernel_unified_attention_3d", C::kAttention},
       {"paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16>", C::kAttention},
       {"paged_attention_ll4mi_reduce_kernel<__hip_bfloat16>", C::kAttentionReduce},
@@ -75,14 +76,16 @@ TEST(CompareTest, KernelClassesOfRealNames) {
 }
 
 TEST(CompareTest, PeriodAndCyclicEditDistance) {
-  const std::vector<C> layer = {C::kNorm, C::kGemm, C::kRotary, C::kKvWrite, C::kAttention, C::kGemm, C::kAllReduce};
+  const std::vector<C> layer = {C::kNorm,      C::kGemm, C::kRotary,   C::kKvWrite,
+                                C::kAttention, C::kGemm, C::kAllReduce};
   std::vector<C> seq = {C::kCopy};  // embedding first, sampler last: noise at the ends
   for (int l = 0; l < 12; ++l) seq.insert(seq.end(), layer.begin(), layer.end());
   seq.push_back(C::kSampling);
   double share = 0;
   EXPECT_EQ(FindPeriod(seq, &share), 7u);
   EXPECT_GT(share, 0.95);
-  const std::vector<C> noise = {C::kNorm, C::kGemm, C::kCopy, C::kAttention, C::kSampling, C::kRotary, C::kOther};
+  const std::vector<C> noise = {C::kNorm,     C::kGemm,   C::kCopy, C::kAttention,
+                                C::kSampling, C::kRotary, C::kOther};
   EXPECT_EQ(FindPeriod(noise, &share), 0u);
   // Rotations cost nothing; one missing class costs one.
   std::vector<C> rotated(layer.begin() + 3, layer.end());
@@ -110,8 +113,8 @@ TEST(CompareTest, KsAndWasserstein) {
 
 // A trace of `steps` steps; each holds `layers` layers of the given (name, duration us)
 // kernels, launched from the step's thread.
-void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, int layers, int steps,
-              const std::string& kind, double scale) {
+void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, int layers,
+              int steps, const std::string& kind, double scale) {
   const uint32_t p = t.ProcessIndex("h", 1);
   int64_t now = kT0;
   uint64_t corr = 1;
@@ -152,10 +155,18 @@ void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, i
 }
 
 const std::vector<std::pair<std::string, int>> kLayer = {
-    {"vllm::fused_add_rms_norm_kernel", 5}, {"sm90_xmma_gemm_qkv", 20},  {"vllm::rotary_embedding_kernel", 3},
-    {"vllm::reshape_and_cache_flash_kernel", 4}, {"flash_fwd_splitkv_kernel", 40}, {"sm90_xmma_gemm_o", 15},
-    {"cross_device_reduce_1stage", 8},     {"vllm::fused_add_rms_norm_kernel", 5}, {"sm90_xmma_gemm_up", 50},
-    {"vllm::act_and_mul_kernel", 6},       {"sm90_xmma_gemm_down", 30},            {"cross_device_reduce_1stage", 8}};
+    {"vllm::fused_add_rms_norm_kernel", 5},
+    {"sm90_xmma_gemm_qkv", 20},
+    {"vllm::rotary_embedding_kernel", 3},
+    {"vllm::reshape_and_cache_flash_kernel", 4},
+    {"flash_fwd_splitkv_kernel", 40},
+    {"sm90_xmma_gemm_o", 15},
+    {"cross_device_reduce_1stage", 8},
+    {"vllm::fused_add_rms_norm_kernel", 5},
+    {"sm90_xmma_gemm_up", 50},
+    {"vllm::act_and_mul_kernel", 6},
+    {"sm90_xmma_gemm_down", 30},
+    {"cross_device_reduce_1stage", 8}};
 
 TEST(CompareTest, HandBuiltTraces) {
   Trace a, b, c;
@@ -170,7 +181,8 @@ TEST(CompareTest, HandBuiltTraces) {
   EXPECT_NEAR(same->step_mix_overlap, 1.0, 1e-9);
   EXPECT_EQ(same->step_kind_filter, "decode");
   EXPECT_EQ(OpClassName(same->simulated_layer.classes.front()), "norm");
-  for (const ClassDistance& d : same->classes) EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
+  for (const ClassDistance& d : same->classes)
+    EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
   // No all-reduce (TP 1) and everything twice as slow.
   std::vector<std::pair<std::string, int>> tp1;
   for (const auto& k : kLayer) {
@@ -218,8 +230,9 @@ void Load(const std::string& path, Trace& t) {
 // work all takes twice as long, the structure and the mix are the same and every class's
 // durations are shifted by log10(2) in log space, which is its W1 distance.
 TEST(CompareRealTest, ARealTraceAgainstItself) {
-  for (const char* name : {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
-                           "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
+  for (const char* name :
+       {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
+        "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
     SCOPED_TRACE(name);
     TELLER_REQUIRE_REAL_DATA("tracelens/" + std::string(name));
     const std::string path = Real(name);
@@ -227,7 +240,8 @@ TEST(CompareRealTest, ARealTraceAgainstItself) {
     Load(path, t);
     Load(path, slow);
     for (size_t i = 0; i < slow.events.size(); ++i) {
-      if (IsGpuWork(slow.events.type[i])) slow.events.end_ns[i] += slow.events.end_ns[i] - slow.events.start_ns[i];
+      if (IsGpuWork(slow.events.type[i]))
+        slow.events.end_ns[i] += slow.events.end_ns[i] - slow.events.start_ns[i];
     }
     auto r = CompareRealism(t, t);
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -313,9 +327,9 @@ TEST(CompareRealTest, RunAgainstTheSimulator) {
   std::system(("rm -rf '" + dir + "'").c_str());
   auto report = CompareRealism(simulated, real);
   ASSERT_TRUE(report.ok()) << report.status().message();
-  const std::string expected =
-      RealismReportJson(report.value(), "sglang, 16 requests, seed 7, tp 1 pp 1 (1 node(s) x 1 GPU)",
-                        "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  const std::string expected = RealismReportJson(
+      report.value(), "sglang, 16 requests, seed 7, tp 1 pp 1 (1 node(s) x 1 GPU)",
+      "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   EXPECT_EQ(printed, expected);
   // The real side is the measured SGLang decode (serving-reference.md §2.5: 15 kernels a
   // layer), the simulated one an SGLang deployment: both decode-dominated.

@@ -2,6 +2,9 @@
 // (src/format/trace_export.cc): hand-built traces for the exact timing rules, real Kineto
 // traces (TELLER_REAL_DATA_DIR; skipped when absent) and a `teller run` of teller-demo
 // for the round trip.
+#include "teller/sim/inject.h"
+
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,14 +18,11 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "real_data.h"
 #include "teller/format/trace_export.h"
 #include "teller/ingest/ingest.h"
 #include "teller/sim/compare.h"
 #include "teller/sim/ground_truth.h"
-#include "teller/sim/inject.h"
 
 namespace teller::sim {
 namespace {
@@ -62,17 +62,19 @@ class Builder {
   size_t Range(uint32_t p, uint32_t tid, const std::string& name, int64_t s, int64_t e) {
     return Add(EventType::kRange, p, tid, name, s, e, 0, "cpu_op");
   }
-  size_t Call(uint32_t p, uint32_t tid, const std::string& name, int64_t s, int64_t e, uint64_t corr) {
+  size_t Call(uint32_t p, uint32_t tid, const std::string& name, int64_t s, int64_t e,
+              uint64_t corr) {
     return Add(EventType::kRuntime, p, tid, name, s, e, corr, "cuda_runtime");
   }
-  size_t Kernel(uint32_t p, uint32_t stream, const std::string& name, int64_t s, int64_t e, uint64_t corr) {
+  size_t Kernel(uint32_t p, uint32_t stream, const std::string& name, int64_t s, int64_t e,
+                uint64_t corr) {
     const size_t i = Add(EventType::kKernel, p, stream, name, s, e, corr, "kernel");
     t_.events.stream[i] = stream;
     t_.events.device[i] = 0;
     return i;
   }
-  size_t Add(EventType type, uint32_t p, uint32_t tid, const std::string& name, int64_t s, int64_t e,
-             uint64_t corr, const char* cat) {
+  size_t Add(EventType type, uint32_t p, uint32_t tid, const std::string& name, int64_t s,
+             int64_t e, uint64_t corr, const char* cat) {
     EventRow r;
     r.type = type;
     r.name = t_.strings.Intern(name);
@@ -84,7 +86,8 @@ class Builder {
     r.correlation = corr;
     return t_.events.Append(r);
   }
-  void Log(int64_t ts, LogLevel level, uint32_t process, const std::string& msg, const std::string& rid = "") {
+  void Log(int64_t ts, LogLevel level, uint32_t process, const std::string& msg,
+           const std::string& rid = "") {
     LogTable& l = t_.logs;
     l.ts_ns.push_back(ts == LogTable::kNoTime ? ts : kT0 + ts);
     l.request.push_back(rid.empty() ? 0 : t_.strings.Intern(rid));
@@ -116,7 +119,8 @@ struct Simple {
       const int64_t s = 12 * kUs + k * 10 * kUs;
       launches.push_back(b.Call(p, 1, "cudaLaunchKernel", s, s + 5 * kUs, 100 + k));
       const int64_t d = (k % 2 == 0 ? 40 : 10) * kUs;
-      kernels.push_back(b.Kernel(p, 7, k % 2 == 0 ? "ampere_bf16_s16816gemm_tn" : "vllm::rms_norm_kernel",
+      kernels.push_back(b.Kernel(p, 7,
+                                 k % 2 == 0 ? "ampere_bf16_s16816gemm_tn" : "vllm::rms_norm_kernel",
                                  gpu, gpu + d, 100 + k));
       gpu += d + 1 * kUs;  // 1 us between queued kernels
     }
@@ -143,7 +147,8 @@ TEST(InjectTest, KernelThrottleSlowsOnlyTheTargetedFamily) {
     EXPECT_EQ(Dur(s.trace, s.kernels[k]), gemm ? 2 * before[k] : before[k]) << "kernel " << k;
   }
   EXPECT_EQ(r->effect.modified, 3u);
-  EXPECT_NEAR(static_cast<double>(r->effect.median_after_ns) / r->effect.median_before_ns, 2.0, 1e-9);
+  EXPECT_NEAR(static_cast<double>(r->effect.median_after_ns) / r->effect.median_before_ns, 2.0,
+              1e-9);
 }
 
 TEST(InjectTest, DelayPropagatesAlongStreamSyncAndRanges) {
@@ -314,7 +319,7 @@ TEST(InjectTest, StragglerDelaysTheCollectiveOnEveryRank) {
   EXPECT_EQ(ev.start_ns[t.next1], kT0 + 102 * kUs + 110 * kUs);
   ASSERT_EQ(r->truth.steps.size(), 1u);
   const StepTruth& st = r->truth.steps[0];
-  EXPECT_EQ(st.vertical.nodes.size(), 1u);    // rank 1's late collective
+  EXPECT_EQ(st.vertical.nodes.size(), 1u);  // rank 1's late collective
   EXPECT_TRUE(st.horizontal.is_anomaly);
   EXPECT_EQ(st.horizontal.nodes.size(), 2u);  // the collective on both ranks
   EXPECT_EQ(r->effect.rank, 1);
@@ -443,12 +448,15 @@ TEST(ExportTest, RoundTripOfLogsAndProcesses) {
   t.processes[p1].local_rank = 1;
   b.Range(p0, 1, "teller.step kind=prefill reqs=chatcmpl-5f3a9c2b7d1e4a60", 0, 50 * kUs);
   b.Kernel(p1, 3, "k", 10 * kUs, 20 * kUs, 9);
-  b.Log(1 * kUs, LogLevel::kInfo, p0, "Received request chatcmpl-5f3a9c2b7d1e4a60: params: x", "chatcmpl-5f3a9c2b7d1e4a60");
+  b.Log(1 * kUs, LogLevel::kInfo, p0, "Received request chatcmpl-5f3a9c2b7d1e4a60: params: x",
+        "chatcmpl-5f3a9c2b7d1e4a60");
   b.Log(2 * kUs, LogLevel::kWarning, p1, "[scheduler] odd line with (brackets)");
-  b.Log(3 * kUs, LogLevel::kError, LogTable::kNoProcess, "CUDA error: an illegal memory access was encountered");
+  b.Log(3 * kUs, LogLevel::kError, LogTable::kNoProcess,
+        "CUDA error: an illegal memory access was encountered");
   b.Log(4 * kUs, LogLevel::kUnknown, p0, "plain text without a level");
   b.Log(5 * kUs, LogLevel::kDebug, p0, "");
-  b.Log(6 * kUs, LogLevel::kInfo, p0, "Finished request chatcmpl-5f3a9c2b7d1e4a60.", "chatcmpl-5f3a9c2b7d1e4a60");
+  b.Log(6 * kUs, LogLevel::kInfo, p0, "Finished request chatcmpl-5f3a9c2b7d1e4a60.",
+        "chatcmpl-5f3a9c2b7d1e4a60");
   b.Log(LogTable::kNoTime, LogLevel::kInfo, p1, "a line without a time");
   ExpectRoundTrip(t, "logs, >= 5 timed lines (capture format)");
   // Fewer than five timed lines next to an untimed one: the RFC3339 form.
@@ -468,7 +476,8 @@ TEST(ExportTest, RefusesAnOutputThatHoldsATraceOrCannotBeWritten) {
   ASSERT_TRUE(raw::ExportTrace(s.trace, dir.path() + "/a", eo).ok());
   auto again = raw::ExportTrace(s.trace, dir.path() + "/a", eo);
   ASSERT_FALSE(again.ok());
-  EXPECT_NE(again.status().message().find("already holds a trace"), std::string::npos) << again.status().message();
+  EXPECT_NE(again.status().message().find("already holds a trace"), std::string::npos)
+      << again.status().message();
   std::ofstream(dir.path() + "/file") << "x";
   auto under_file = raw::ExportTrace(s.trace, dir.path() + "/file/out", eo);
   ASSERT_FALSE(under_file.ok());
@@ -483,7 +492,8 @@ TEST(ExportTest, RefusesAnOutputThatHoldsATraceOrCannotBeWritten) {
 
 TEST(InjectRealTest, KernelThrottleOnSglangDecode) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
-  const std::string path = RealData("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  const std::string path =
+      RealData("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   Trace original;
   ASSERT_TRUE(ingest::ImportPath(path, original).ok());
   TempDir dir;
@@ -636,11 +646,13 @@ TEST(InjectRealTest, EveryMechanismOnTheB200Trace) {
           // (memory-bound) x (1 + (f-1)/4); f ramps up over a quarter of the trace.
           const OpClass c = ClassifyKernelName(name);
           double share = 0.25;
-          if (c == OpClass::kGemm || c == OpClass::kAttention || c == OpClass::kAttentionReduce) share = 1;
+          if (c == OpClass::kGemm || c == OpClass::kAttention || c == OpClass::kAttentionReduce)
+            share = 1;
           if (c == OpClass::kOther) share = 0.5;
           if (c == OpClass::kAllReduce || c == OpClass::kAllGather) share = 0;
           const double ramp = static_cast<double>(last - first) / 4;
-          f = 1 + (magnitude - 1) * std::min(1.0, static_cast<double>(e0.start_ns[i] - first) / ramp) * share;
+          f = 1 + (magnitude - 1) *
+                      std::min(1.0, static_cast<double>(e0.start_ns[i] - first) / ramp) * share;
           if (f <= 1.0005) f = 1;  // too small a change to count as acted on
         } else if (std::regex_search(name, target)) {
           f = magnitude;
@@ -724,7 +736,8 @@ TEST(InjectRealTest, StragglerAcrossEightRanks) {
     for (size_t k = 0; k < ra[p].size(); ++k) {
       const size_t i = ra[p][k], j = rb[p][k];
       if (original.events.type[i] != EventType::kKernel) continue;
-      if (original.strings.Get(original.events.name[i]).find("ccl") == std::string_view::npos) continue;
+      if (original.strings.Get(original.events.name[i]).find("ccl") == std::string_view::npos)
+        continue;
       later_elsewhere += out.events.end_ns[j] > original.events.end_ns[i];
     }
   }
@@ -737,7 +750,8 @@ TEST(InjectRealTest, StragglerAcrossEightRanks) {
 
 TEST(InjectRealTest, OutputChecksOfTheCommand) {
   TELLER_REQUIRE_REAL_DATA("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
-  const std::string path = RealData("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
+  const std::string path =
+      RealData("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
   TempDir dir;
   InjectOptions o;
   o.mechanism = "kernel_throttle";
@@ -776,7 +790,8 @@ TEST(InjectRealTest, TellerRunOfTheDemo) {
   TempDir dir;
   const std::string run = dir.path() + "/run";
   const std::string log = dir.path() + "/run.txt";
-  const std::string cmd = "'" + bin + "' run --out '" + run + "' -- '" + demo + "' 4 >'" + log + "' 2>&1";
+  const std::string cmd =
+      "'" + bin + "' run --out '" + run + "' -- '" + demo + "' 4 >'" + log + "' 2>&1";
   const int run_rc = std::system(cmd.c_str());
   std::stringstream run_text;
   run_text << std::ifstream(log).rdbuf();
@@ -835,8 +850,8 @@ TEST(InjectRealTest, TellerRunOfTheDemo) {
   }
   // The command line itself.
   const std::string out = dir.path() + "/cli";
-  const std::string line = "'" + bin + "' inject '" + run + "' --fault sync_stall --out '" + out + "' >'" +
-                           dir.path() + "/cli.txt' 2>&1";
+  const std::string line = "'" + bin + "' inject '" + run + "' --fault sync_stall --out '" + out +
+                           "' >'" + dir.path() + "/cli.txt' 2>&1";
   const int rc = std::system(line.c_str());
   std::ifstream in(dir.path() + "/cli.txt");
   std::stringstream text;
