@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +44,102 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> Split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string f; std::getline(in, f, sep);) out.push_back(f);
+  return out;
+}
+
+// The labels of one unit (setting, request, seq) in a view, from steps.jsonl.
+struct Label {
+  bool abnormal = false;
+  std::string fault_type;  // the step's, "" when none
+  std::set<uint64_t> nodes;
+};
+using Unit = std::tuple<std::string, std::string, uint64_t>;
+using UnitView = std::pair<Unit, std::string>;
+
+struct Prediction {
+  bool abnormal = false;
+  std::string fault_type;
+  std::set<uint64_t> nodes;
+};
+
+// The step, operator-set and fault-type metrics of docs/eval.md, computed here from the
+// labels and a predictions file independently of src/eval.
+struct Scores {
+  double accuracy = 0, precision = 0, recall = 0, f1 = 0;
+  double op_precision = 0, op_f1 = 0, op_jaccard = 0;
+  double op_plus_precision = 0, op_plus_f1 = 0, op_plus_jaccard = 0;
+  double type_accuracy = 0, type_macro_recall = 0, type_macro_f1 = 0;
+};
+double Ratio(double a, double b) { return b == 0 ? 0 : a / b; }
+double F1(double p, double r) { return p + r == 0 ? 0 : 2 * p * r / (p + r); }
+
+Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
+  Scores s;
+  double tp = 0, fp = 0, fn = 0, tn = 0;
+  double op_p = 0, op_f = 0, op_j = 0, plus_p = 0, plus_f = 0, plus_j = 0, plus_n = 0;
+  double type_n = 0, type_ok = 0;
+  std::map<std::string, std::array<double, 3>> type;  // category -> labelled, predicted, correct
+  for (const auto& [l, p] : units) {
+    tp += l.abnormal && p.abnormal;
+    fp += !l.abnormal && p.abnormal;
+    fn += l.abnormal && !p.abnormal;
+    tn += !l.abnormal && !p.abnormal;
+    const std::set<uint64_t> predicted = p.abnormal ? p.nodes : std::set<uint64_t>{};
+    double up = 0, uf = 0, uj = 0;
+    if (predicted.empty() && l.nodes.empty()) {
+      uf = uj = 1;
+    } else if (!predicted.empty() && !l.nodes.empty()) {
+      double both = 0;
+      for (uint64_t n : predicted) both += l.nodes.count(n);
+      up = both / predicted.size();
+      uf = F1(up, both / l.nodes.size());
+      uj = both / (predicted.size() + l.nodes.size() - both);
+    }
+    op_p += up;
+    op_f += uf;
+    op_j += uj;
+    if (!l.nodes.empty()) {
+      plus_p += up;
+      plus_f += uf;
+      plus_j += uj;
+      ++plus_n;
+    }
+    if (l.abnormal) {
+      // A missed fault is a misclassified one.
+      const std::string guess = p.abnormal ? p.fault_type : "";
+      ++type_n;
+      type_ok += guess == l.fault_type;
+      type[l.fault_type][0] += 1;
+      if (!guess.empty()) type[guess][1] += 1;
+      if (guess == l.fault_type) type[l.fault_type][2] += 1;
+    }
+  }
+  const double n = static_cast<double>(units.size());
+  s.accuracy = Ratio(tp + tn, n);
+  s.precision = Ratio(tp, tp + fp);
+  s.recall = Ratio(tp, tp + fn);
+  s.f1 = F1(s.precision, s.recall);
+  s.op_precision = Ratio(op_p, n);
+  s.op_f1 = Ratio(op_f, n);
+  s.op_jaccard = Ratio(op_j, n);
+  s.op_plus_precision = Ratio(plus_p, plus_n);
+  s.op_plus_f1 = Ratio(plus_f, plus_n);
+  s.op_plus_jaccard = Ratio(plus_j, plus_n);
+  s.type_accuracy = Ratio(type_ok, type_n);
+  double recall = 0, f1 = 0;
+  for (const auto& [c, v] : type) {
+    recall += Ratio(v[2], v[0]);
+    f1 += F1(Ratio(v[2], v[1]), Ratio(v[2], v[0]));
+  }
+  s.type_macro_recall = Ratio(recall, static_cast<double>(type.size()));
+  s.type_macro_f1 = Ratio(f1, static_cast<double>(type.size()));
+  return s;
+}
+
 class EvalCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -73,37 +170,137 @@ class EvalCliTest : public ::testing::Test {
   }
   static std::string Ds() { return "'" + tmp_ + "/ds'"; }
 
+  // Labels of every unit of the dataset, per view.
+  static std::map<UnitView, Label> Labels() {
+    std::map<UnitView, Label> labels;
+    for (const char* setting : {"vllm-v1-online", "sglang"}) {
+      for (const std::string& line : Lines(ReadText(tmp_ + "/ds/" + setting + "/steps.jsonl"))) {
+        simdjson::dom::parser p;
+        simdjson::dom::element s;
+        EXPECT_EQ(p.parse(line).get(s), simdjson::SUCCESS);
+        const Unit unit{setting, std::string(s["request"].get_string().value()),
+                        s["seq"].get_uint64().value()};
+        std::string fault;
+        if (!s["fault_type"].is_null()) fault = std::string(s["fault_type"].get_string().value());
+        for (const char* view : {"vertical", "horizontal"}) {
+          Label& l = labels[{unit, view}];
+          l.abnormal = s[view]["is_anomaly"].get_bool().value();
+          l.fault_type = fault;
+          for (simdjson::dom::element n : s[view]["affected_nodes"].get_array())
+            l.nodes.insert(n.get_uint64().value());
+        }
+      }
+    }
+    return labels;
+  }
+  static std::map<UnitView, Prediction> Predictions(const std::string& path) {
+    std::map<UnitView, Prediction> out;
+    for (const std::string& line : Lines(ReadText(path))) {
+      simdjson::dom::parser p;
+      simdjson::dom::element x;
+      EXPECT_EQ(p.parse(line).get(x), simdjson::SUCCESS);
+      const Unit unit{std::string(x["setting"].get_string().value()),
+                      std::string(x["request"].get_string().value()),
+                      x["seq"].get_uint64().value()};
+      Prediction& pr = out[{unit, std::string(x["view"].get_string().value())}];
+      pr.abnormal = x["abnormal"].get_bool().value();
+      if (!x["fault_type"].error() && !x["fault_type"].is_null()) {
+        pr.fault_type = std::string(x["fault_type"].get_string().value());
+      }
+      if (!x["nodes"].error()) {
+        for (simdjson::dom::element n : x["nodes"].get_array())
+          pr.nodes.insert(n.get_uint64().value());
+      }
+    }
+    return out;
+  }
+
   static std::string tmp_;
 };
 std::string EvalCliTest::tmp_;
 
+// The scores printed with --json are those of the predictions written with
+// --write-predictions against the dataset's labels, recomputed here (Score above), for a
+// split with one test fold (request) and one averaged over held-out runs (run); the
+// numeric method finds few of these faults, so a supervised baseline that finds some is
+// scored too.
 TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
-  const std::string pred = tmp_ + "/numeric.jsonl";
-  const Outcome a = Run("eval --data " + Ds() +
-                        " --method teller-numeric --json -q --write-predictions '" + pred + "'");
-  ASSERT_EQ(a.exit_code, 0) << a.err;
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  ASSERT_EQ(parser.parse(a.out).get(doc), simdjson::SUCCESS) << a.out;
-  std::vector<std::string> keys;
-  for (auto [key, value] : doc.get_object()) keys.emplace_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"horizontal", "vertical", "split", "seed"}));
-  EXPECT_EQ(std::string(doc["split"].get_string().value()), "request");
-  for (const char* view : {"horizontal", "vertical"}) {
-    for (const char* m : {"accuracy", "precision", "recall", "f1"}) {
-      const double v = doc[view]["step"][m].get_double().value();
-      EXPECT_GE(v, 0);
-      EXPECT_LE(v, 1);
+  const std::map<UnitView, Label> labels = Labels();
+  const std::pair<const char*, const char*> kRuns[] = {
+      {"teller-numeric", "request"}, {"teller-numeric", "run"}, {"random-forest-stat", "run"}};
+  for (const auto& [method, split] : kRuns) {
+    SCOPED_TRACE(std::string(method) + " " + split);
+    const std::string pred = tmp_ + "/" + method + "-" + split + ".jsonl";
+    const Outcome a = Run("eval --data " + Ds() + " --method " + method + " --split " + split +
+                          " --json -q --write-predictions '" + pred + "'");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(a.out).get(doc), simdjson::SUCCESS) << a.out;
+    std::vector<std::string> keys;
+    for (auto [key, value] : doc.get_object()) keys.emplace_back(key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"horizontal", "vertical", "split", "seed"}));
+    EXPECT_EQ(std::string(doc["split"].get_string().value()), split);
+    // Units of each fold (the request split has one test fold; the run split holds out
+    // each setting in turn and prints the mean over them).
+    const std::map<UnitView, Prediction> predictions = Predictions(pred);
+    ASSERT_FALSE(predictions.empty());
+    for (const char* view : {"horizontal", "vertical"}) {
+      SCOPED_TRACE(view);
+      std::map<std::string, std::vector<std::pair<Label, Prediction>>> folds;
+      for (const auto& [key, p] : predictions) {
+        if (key.second != view) continue;
+        ASSERT_TRUE(labels.count(key)) << std::get<1>(key.first);
+        folds[std::string(split) == "run" ? std::get<0>(key.first) : "test"].emplace_back(
+            labels.at(key), p);
+      }
+      ASSERT_EQ(folds.size(), std::string(split) == "run" ? 2u : 1u);
+      Scores mean;
+      for (const auto& [fold, units] : folds) {
+        const Scores s = Score(units);
+        const double w = 1.0 / static_cast<double>(folds.size());
+        mean.accuracy += w * s.accuracy;
+        mean.precision += w * s.precision;
+        mean.recall += w * s.recall;
+        mean.f1 += w * s.f1;
+        mean.op_precision += w * s.op_precision;
+        mean.op_f1 += w * s.op_f1;
+        mean.op_jaccard += w * s.op_jaccard;
+        mean.op_plus_precision += w * s.op_plus_precision;
+        mean.op_plus_f1 += w * s.op_plus_f1;
+        mean.op_plus_jaccard += w * s.op_plus_jaccard;
+        mean.type_accuracy += w * s.type_accuracy;
+        mean.type_macro_recall += w * s.type_macro_recall;
+        mean.type_macro_f1 += w * s.type_macro_f1;
+      }
+      const simdjson::dom::element v = doc[view];
+      auto near = [](simdjson::dom::element e, double want, const char* what) {
+        EXPECT_NEAR(e.get_double().value(), want, 5.0001e-5) << what;  // printed to 4 digits
+      };
+      near(v["step"]["accuracy"], mean.accuracy, "step accuracy");
+      near(v["step"]["precision"], mean.precision, "step precision");
+      near(v["step"]["recall"], mean.recall, "step recall");
+      near(v["step"]["f1"], mean.f1, "step f1");
+      near(v["operator"]["macro"]["precision"], mean.op_precision, "operator macro precision");
+      near(v["operator"]["macro"]["f1"], mean.op_f1, "operator macro f1");
+      near(v["operator"]["macro"]["jaccard"], mean.op_jaccard, "operator macro jaccard");
+      near(v["operator"]["macro_plus"]["precision"], mean.op_plus_precision,
+           "operator macro+ precision");
+      near(v["operator"]["macro_plus"]["f1"], mean.op_plus_f1, "operator macro+ f1");
+      near(v["operator"]["macro_plus"]["jaccard"], mean.op_plus_jaccard, "operator macro+ jaccard");
+      near(v["fault_type"]["accuracy"], mean.type_accuracy, "fault type accuracy");
+      near(v["fault_type"]["macro_recall"], mean.type_macro_recall, "fault type macro recall");
+      near(v["fault_type"]["macro_f1"], mean.type_macro_f1, "fault type macro f1");
     }
+    // The same predictions through the documented file format score the same.
+    const Outcome b = Run("eval --data " + Ds() + " --split " + split + " --predictions '" + pred +
+                          "' --json -q");
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_EQ(a.out, b.out);
   }
-  // The same predictions through the documented file format score the same.
-  const std::vector<std::string> lines = Lines(ReadText(pred));
-  ASSERT_FALSE(lines.empty());
-  const Outcome b = Run("eval --data " + Ds() + " --predictions '" + pred + "' --json -q");
-  ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(a.out, b.out);
   // Text output: Table 2 with both views and the low-prior table.
-  const Outcome t = Run("eval --data " + Ds() + " --predictions '" + pred + "'");
+  const Outcome t =
+      Run("eval --data " + Ds() + " --predictions '" + tmp_ + "/teller-numeric-request.jsonl'");
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("Table 2, split request"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("predictions                        H"), std::string::npos) << t.out;
@@ -183,7 +380,8 @@ TEST_F(EvalCliTest, NumericEvidenceMapsToTheDiagnosedOperators) {
     // The report lists the first 8 suspicious instances; the predictions hold all of them,
     // in the same order.
     ASSERT_GE(got.size(), want.size()) << request << " seq " << seq;
-    const std::vector<std::pair<std::string, int64_t>> head(got.begin(), got.begin() + static_cast<long>(want.size()));
+    const std::vector<std::pair<std::string, int64_t>> head(
+        got.begin(), got.begin() + static_cast<long>(want.size()));
     EXPECT_EQ(head, want) << request << " seq " << seq << " " << std::get<2>(k);
     checked += got.size();
   }
@@ -211,14 +409,76 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // Per method: 2 views x 3 splits.
-  EXPECT_GE(csv.size(),
-            1u + 15 * 2 * 3 - (r.out.find("XGBoost") == std::string::npos ? 2 * 2 * 3 : 0));
+  // One row per method, view and split: 15 methods (13 without XGBoost) x 2 x 3.
+  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 13 : 15;
+  EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
+  // The per-fold rows: every (split, method, view) once per held-out group (the request
+  // split's one test fold, each engine, each run: here both settings).
   const std::vector<std::string> folds = Lines(ReadText(report + "/per_fold.csv"));
-  size_t sglang = 0;
-  for (const std::string& line : folds) sglang += line.rfind("engine,sglang,", 0) == 0;
-  EXPECT_GE(sglang, 2u);
-  EXPECT_FALSE(ReadText(report + "/low_prior.csv").empty());
+  ASSERT_FALSE(folds.empty());
+  EXPECT_EQ(folds[0], csv[0]);
+  using Key = std::tuple<std::string, std::string, std::string>;  // split, method, view
+  std::map<Key, std::vector<std::vector<std::string>>> per_fold;
+  for (size_t i = 1; i < folds.size(); ++i) {
+    const std::vector<std::string> f = Split(folds[i], ',');
+    ASSERT_EQ(f.size(), 21u) << folds[i];
+    per_fold[{f[0], f[2], f[3]}].push_back(f);
+  }
+  EXPECT_EQ(folds.size(), 1 + methods * 2 * (1 + 2 + 2));
+  // Table 2's row of a split is its one fold (request) or the mean over the folds, to the
+  // 4 digits printed.
+  std::map<Key, std::vector<std::string>> table;
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const std::vector<std::string> row = Split(csv[i], ',');
+    ASSERT_EQ(row.size(), 21u) << csv[i];
+    const Key key{row[0], row[2], row[3]};
+    table[key] = row;
+    ASSERT_TRUE(per_fold.count(key)) << csv[i];
+    const auto& fs = per_fold.at(key);
+    EXPECT_EQ(row[1], row[0] == "request" ? "test" : "mean") << csv[i];
+    ASSERT_EQ(fs.size(), row[0] == "request" ? 1u : 2u) << csv[i];
+    if (row[0] == "engine" || row[0] == "run") {
+      std::set<std::string> groups;
+      for (const auto& f : fs) groups.insert(f[1]);
+      EXPECT_EQ(groups, (std::set<std::string>{"sglang", "vllm-v1-online"})) << csv[i];
+    }
+    for (size_t c = 4; c < 21; ++c) {
+      double mean = 0;
+      for (const auto& f : fs) mean += std::stod(f[c]) / static_cast<double>(fs.size());
+      EXPECT_NEAR(std::stod(row[c]), mean, 1.0001e-4) << csv[0] << "\n" << csv[i];
+    }
+  }
+  // The same numbers as a single-method run prints (--json, the run split's mean).
+  const Outcome one =
+      Run("eval --data " + Ds() + " --method random-forest-stat --split run --json -q");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(one.out).get(doc), simdjson::SUCCESS) << one.out;
+  for (const auto& [view, letter] :
+       {std::pair<const char*, const char*>{"horizontal", "H"}, {"vertical", "V"}}) {
+    const Key key{"run", "RandomForest (stat)", letter};
+    ASSERT_TRUE(table.count(key));
+    const std::vector<std::string>& row = table.at(key);
+    const simdjson::dom::element v = doc[view];
+    const double want[] = {v["step"]["accuracy"].get_double().value(),
+                           v["step"]["precision"].get_double().value(),
+                           v["step"]["recall"].get_double().value(),
+                           v["step"]["f1"].get_double().value(),
+                           v["operator"]["macro"]["precision"].get_double().value(),
+                           v["operator"]["macro"]["f1"].get_double().value(),
+                           v["operator"]["macro"]["jaccard"].get_double().value(),
+                           v["operator"]["macro_plus"]["precision"].get_double().value(),
+                           v["operator"]["macro_plus"]["f1"].get_double().value(),
+                           v["operator"]["macro_plus"]["jaccard"].get_double().value(),
+                           v["fault_type"]["accuracy"].get_double().value(),
+                           v["fault_type"]["macro_recall"].get_double().value(),
+                           v["fault_type"]["macro_f1"].get_double().value()};
+    for (size_t c = 0; c < std::size(want); ++c) {
+      EXPECT_NEAR(std::stod(row[4 + c]), want[c], 1e-9) << view << " column " << csv[0];
+    }
+  }
+  EXPECT_GT(Lines(ReadText(report + "/low_prior.csv")).size(), 1u);
 }
 
 TEST_F(EvalCliTest, ErrorsAreClear) {

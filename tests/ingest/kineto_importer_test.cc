@@ -1,7 +1,8 @@
 // Tests of the Kineto importer (src/ingest/kineto_importer.cc, docs/ingest-kineto.md).
-// Golden counts on real third-party traces (read in place from shared/data/real); each
-// expected value was derived independently with Python's json/gzip, as the comment above
-// it shows. The helper used in those comments is:
+// Golden counts on real third-party traces (read in place from TELLER_REAL_DATA_DIR;
+// skipped when absent); each expected value was derived independently with Python's
+// json/gzip by tests/golden_scripts/kineto_golden.py, which prints them per test. Its
+// category helper:
 //   K = {cpu_op/user_annotation/python_function/Operator: range, cuda_runtime/Runtime:
 //        runtime, cuda_driver: driver, kernel/Kernel: kernel, gpu_memcpy/Memcpy: memcpy,
 //        gpu_memset/Memset: memset, cuda_sync: sync, gpu_user_annotation: gpu_annotation}
@@ -21,12 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "real_data.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
 namespace {
 
-const std::string kReal = TELLER_REAL_DATA;
+const std::string kReal = real_data::Dir();
 
 std::map<EventType, size_t> CountTypes(const Trace& t) {
   std::map<EventType, size_t> counts;
@@ -125,9 +127,10 @@ const Trace& ImportText(const std::string& json, Status* status = nullptr) {
 // Golden counts on real traces
 
 TEST(KinetoRealTest, B200EagerCategoryCounts) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   const Trace& t = ImportOk(kReal + "/tracelens/b200__eager_trace.json.gz");
   const auto c = CountTypes(t);
-  // derived by: python3 /tmp/exp.py tracelens/b200__eager_trace.json.gz (helper above):
+  // derived by: tests/golden_scripts/kineto_golden.py (category helper above):
   // {'range': 20042, 'memcpy': 161, 'runtime': 1151, 'kernel': 768, 'driver': 221,
   //  'gpu_annotation': 3, 'flow': 2301} unknown {'overhead': 9} rows 22346
   EXPECT_EQ(c.at(EventType::kRange), 20042u);
@@ -140,8 +143,7 @@ TEST(KinetoRealTest, B200EagerCategoryCounts) {
   EXPECT_EQ(t.counters.Get("kineto.flow_events"), 2301u);
   EXPECT_EQ(t.counters.Get("kineto.unknown_category:overhead"), 9u);
   EXPECT_EQ(t.counters.Get("kineto.unknown_category"), 9u);
-  // derived by: python3 -c "import json,gzip;print(json.load(gzip.open(
-  //   'tracelens/b200__eager_trace.json.gz'))['distributedInfo'])" -> rank 0, world_size 8
+  // derived by: kineto_golden.py, distributedInfo -> rank 0, world_size 8; pid 6583
   ASSERT_FALSE(t.processes.empty());
   EXPECT_EQ(t.processes[0].rank, 0);
   EXPECT_EQ(t.processes[0].world_size, 8);
@@ -156,8 +158,8 @@ TEST(KinetoRealTest, B200EagerCategoryCounts) {
   EXPECT_EQ(t.events.start_ns[row], 1768554939862757064LL);
   EXPECT_EQ(t.events.end_ns[row], 1768554939862757064LL + 87412863);
   EXPECT_EQ(t.strings.Get(t.events.category[row]), "user_annotation");
-  // GPU memcpy: bytes, device, stream from args (derived by: first gpu_memcpy event
-  // printed by python: args bytes 2048, device 0, stream 7, correlation 16).
+  // GPU memcpy: bytes, device, stream from args (derived by: kineto_golden.py, first
+  // gpu_memcpy: args bytes 2048, device 0, stream 7, correlation 16).
   const long copy = FindRow(t, EventType::kMemcpy, "Memcpy HtoD (Pinned -> Device)");
   ASSERT_GE(copy, 0);
   EXPECT_EQ(t.events.bytes[copy], 2048u);
@@ -168,17 +170,16 @@ TEST(KinetoRealTest, B200EagerCategoryCounts) {
 }
 
 TEST(KinetoRealTest, VllmGraphLaunchSharesOneCorrelation) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
   const Trace& t =
       ImportOk(kReal + "/tracelens/inference__vllm_decode_full__graph_execution.json.gz");
-  // derived by: python3 -c "import json,gzip; ev=json.load(gzip.open(F))['traceEvents'];
-  //   g=[e for e in ev if e.get('cat')=='cuda_runtime' and 'GraphLaunch' in e['name']][0];
-  //   c=g['args']['correlation']; print(c, sum(e.get('cat')=='kernel' and
-  //   e.get('args',{}).get('correlation')==c for e in ev))"  -> 505113 421
+  // derived by: tests/golden_scripts/kineto_golden.py (graph_launch: the first runtime
+  //   call named *GraphLaunch*, and the kernels with its correlation) -> 505113 421
   const long launch = FindRow(t, EventType::kRuntime, "hipGraphLaunch");
   ASSERT_GE(launch, 0);
   EXPECT_EQ(t.events.correlation[launch], 505113u);
   EXPECT_EQ(CountWhere(t, EventType::kKernel, 505113), 421u);
-  // derived by: /tmp/exp.py -> {'range': 1085, 'runtime': 20, 'flow': 454, 'memcpy': 9,
+  // derived by: kineto_golden.py -> {'range': 1085, 'runtime': 20, 'flow': 454, 'memcpy': 9,
   //   'kernel': 425} rows 1539
   const auto c = CountTypes(t);
   EXPECT_EQ(c.at(EventType::kKernel), 425u);
@@ -189,11 +190,12 @@ TEST(KinetoRealTest, VllmGraphLaunchSharesOneCorrelation) {
 }
 
 TEST(KinetoRealTest, SglangDecodeGraphLaunch) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const Trace& t =
       ImportOk(kReal + "/tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
-  // derived by: the python of the previous test on this file -> 92178 544
+  // derived by: tests/golden_scripts/kineto_golden.py (graph_launch) -> 92178 544
   EXPECT_EQ(CountWhere(t, EventType::kKernel, 92178), 544u);
-  // derived by: /tmp/exp.py -> {'range': 884, 'runtime': 29, 'flow': 587, 'kernel': 555,
+  // derived by: kineto_golden.py -> {'range': 884, 'runtime': 29, 'flow': 587, 'kernel': 555,
   //   'memcpy': 3} rows 1471
   const auto c = CountTypes(t);
   EXPECT_EQ(c.at(EventType::kRange), 884u);
@@ -206,8 +208,9 @@ TEST(KinetoRealTest, SglangDecodeGraphLaunch) {
 }
 
 TEST(KinetoRealTest, Resnet50Legacy2021Categories) {
+  TELLER_REQUIRE_REAL_DATA("kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
   const Trace& t = ImportOk(kReal + "/kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
-  // derived by: /tmp/exp.py -> {'range': 23646, 'mark': 12840, 'memcpy': 12,
+  // derived by: kineto_golden.py -> {'range': 23646, 'mark': 12840, 'memcpy': 12,
   //   'flow': 18192, 'runtime': 11923, 'kernel': 8772, 'memset': 312} unknown {'Trace': 1}
   const auto c = CountTypes(t);
   EXPECT_EQ(c.at(EventType::kRange), 23646u);
@@ -218,7 +221,7 @@ TEST(KinetoRealTest, Resnet50Legacy2021Categories) {
   EXPECT_EQ(c.at(EventType::kMemset), 312u);
   EXPECT_EQ(t.counters.Get("kineto.flow_events"), 18192u);
   EXPECT_EQ(t.counters.Get("kineto.unknown_category:Trace"), 1u);
-  // First Memcpy (printed by python): tid "stream 7", args stream 7, correlation 34417,
+  // First Memcpy (printed by kineto_golden.py): tid "stream 7", args stream 7, correlation 34417,
   // "external id" 537, bytes 19267584, legacy epoch ts 1623142623529248 us, dur 1940.
   const long copy = FindRow(t, EventType::kMemcpy, "Memcpy HtoD (Pageable -> Device)");
   ASSERT_GE(copy, 0);
@@ -237,8 +240,9 @@ TEST(KinetoRealTest, Resnet50Legacy2021Categories) {
 }
 
 TEST(KinetoRealTest, DfIndexResolverRank1Of2) {
+  TELLER_REQUIRE_REAL_DATA("hta/df_index_resolver__df_index_resolver.json.gz");
   const Trace& t = ImportOk(kReal + "/hta/df_index_resolver__df_index_resolver.json.gz");
-  // derived by: /tmp/exp.py -> {'range': 58715, 'mark': 28012, 'kernel': 19370,
+  // derived by: kineto_golden.py -> {'range': 58715, 'mark': 28012, 'kernel': 19370,
   //   'flow': 64663, 'runtime': 42373, 'memset': 880, 'memcpy': 2040} rows 151390
   const auto c = CountTypes(t);
   EXPECT_EQ(c.at(EventType::kRange), 58715u);
@@ -249,14 +253,14 @@ TEST(KinetoRealTest, DfIndexResolverRank1Of2) {
   EXPECT_EQ(c.at(EventType::kMemcpy), 2040u);
   EXPECT_EQ(t.events.size(), 151390u);
   EXPECT_EQ(t.counters.Get("kineto.flow_events"), 64663u);
-  // derived by: python3 -c "...['distributedInfo']" -> {'backend': 'nccl', 'rank': 1,
+  // derived by: kineto_golden.py, distributedInfo -> {'backend': 'nccl', 'rank': 1,
   //   'world_size': 2}
   ASSERT_FALSE(t.processes.empty());
   EXPECT_EQ(t.processes[0].rank, 1);
   EXPECT_EQ(t.processes[0].world_size, 2);
   EXPECT_EQ(t.processes[0].pid, 783658);
   // Legacy (no baseTimeNanoseconds): ts is epoch us. First cpu_op in the file:
-  // ts 1669783687464181, dur 45 (zcat | grep).
+  // ts 1669783687464181, dur 45 (kineto_golden.py prints it).
   const long row =
       FindRow(t, EventType::kRange, "autograd::engine::evaluate_function: SumBackward0");
   ASSERT_GE(row, 0);
@@ -267,10 +271,8 @@ TEST(KinetoRealTest, DfIndexResolverRank1Of2) {
 }
 
 TEST(KinetoRealTest, ParamDlrmEightRanksIntoOneTrace) {
-  // derived by: python3 -c "import json,gzip,glob,collections; [print(json.load(gzip.open(f))
-  //   ['distributedInfo']['rank'], collections.Counter(e.get('cat') for e in json.load(
-  //   gzip.open(f))['traceEvents'] if e.get('ph')=='X')['kernel']) for f in
-  //   sorted(glob.glob('param_dlrm_8rank/*'))]"
+  TELLER_REQUIRE_REAL_DATA("param_dlrm_8rank");
+  // derived by: tests/golden_scripts/kineto_golden.py (rank and kernels of each file)
   const char* files[] = {"worker0_step_12.1694128201545.pt.trace.json.gz",
                          "worker1_step_12.1694128201556.pt.trace.json.gz",
                          "worker2_step_12.1694128201554.pt.trace.json.gz",
@@ -310,8 +312,9 @@ TEST(KinetoRealTest, ParamDlrmEightRanksIntoOneTrace) {
 }
 
 TEST(KinetoRealTest, BeforeFixOutOfOrderKeptAsIs) {
+  TELLER_REQUIRE_REAL_DATA("kineto/before_fix_trace.json");
   const Trace& t = ImportOk(kReal + "/kineto/before_fix_trace.json");
-  // derived by: /tmp/exp.py -> {'range': 4, 'runtime': 1, 'flow': 4, 'kernel': 1,
+  // derived by: kineto_golden.py -> {'range': 4, 'runtime': 1, 'flow': 4, 'kernel': 1,
   //   'sync': 2, 'mark': 2} unknown {'Trace': 1} rows 10; 3 out-of-order X pairs.
   const auto c = CountTypes(t);
   EXPECT_EQ(t.events.size(), 10u);
@@ -332,8 +335,9 @@ TEST(KinetoRealTest, BeforeFixOutOfOrderKeptAsIs) {
 }
 
 TEST(KinetoRealTest, BaseTimeAfterTraceEvents) {
+  TELLER_REQUIRE_REAL_DATA("hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
   // hta/amd_trace: top-level keys [..., 'traceEvents', 'traceName', 'displayTimeUnit',
-  // 'baseTimeNanoseconds'] (python: list(d.keys())). First kernel: ts 4203669603771.648,
+  // 'baseTimeNanoseconds'] (kineto_golden.py prints them). First kernel: ts 4203669603771.648,
   // dur 6.88, base 1735632360000000000, args device 2 stream 0 correlation 118.
   // By hand: 1735632360000000000 + 4203669603771648 = 1739836029603771648.
   const Trace& t = ImportOk(kReal + "/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
@@ -351,8 +355,9 @@ TEST(KinetoRealTest, BaseTimeAfterTraceEvents) {
 }
 
 TEST(KinetoRealTest, TraceFilterNoFlows) {
+  TELLER_REQUIRE_REAL_DATA("hta/trace_filter__sampled_rank-0.json.gz");
   const Trace& t = ImportOk(kReal + "/hta/trace_filter__sampled_rank-0.json.gz");
-  // derived by: /tmp/exp.py -> {'range': 2402, 'kernel': 1154, 'runtime': 1204,
+  // derived by: kineto_golden.py -> {'range': 2402, 'kernel': 1154, 'runtime': 1204,
   //   'memcpy': 40, 'memset': 10} unknown {'Trace': 1}; no s/f events at all.
   EXPECT_EQ(t.counters.Get("kineto.flow_events"), 0u);
   const auto c = CountTypes(t);
@@ -374,8 +379,9 @@ TEST(KinetoRealTest, TraceFilterNoFlows) {
 }
 
 TEST(KinetoRealTest, MtiaUnknownCategoriesCounted) {
+  TELLER_REQUIRE_REAL_DATA("hta/mtia_inference_trace__mtia_inference_rank_0.json.gz");
   const Trace& t = ImportOk(kReal + "/hta/mtia_inference_trace__mtia_inference_rank_0.json.gz");
-  // derived by: /tmp/exp.py -> {'range': 12042, 'mark': 2, 'flow': 1801} unknown
+  // derived by: kineto_golden.py -> {'range': 12042, 'mark': 2, 'flow': 1801} unknown
   //   {'Trace': 1, 'mtia_ccp_events': 1313, 'mtia_runtime': 823} rows 12044
   EXPECT_EQ(t.events.size(), 12044u);
   EXPECT_EQ(t.counters.Get("kineto.unknown_category:mtia_ccp_events"), 1313u);
@@ -384,6 +390,7 @@ TEST(KinetoRealTest, MtiaUnknownCategoriesCounted) {
 }
 
 TEST(KinetoRealTest, ExecutionTraceIsNotAChromeTrace) {
+  TELLER_REQUIRE_REAL_DATA("hta/execution_trace__benchmark_simple_add_et.json.gz");
   Trace t;
   const Status s = ImportKineto(kReal + "/hta/execution_trace__benchmark_simple_add_et.json.gz", t);
   ASSERT_FALSE(s.ok());
@@ -397,6 +404,7 @@ TEST(KinetoRealTest, ExecutionTraceIsNotAChromeTrace) {
 
 // Windowed parsing must give exactly the rows of a single-window parse.
 TEST(KinetoRealTest, SmallWindowsMatchOneWindow) {
+  TELLER_REQUIRE_REAL_DATA("param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz");
   const std::string file =
       kReal + "/param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz";
   SetKinetoWindowBytesForTesting(size_t{1} << 40);  // one window
@@ -418,6 +426,7 @@ TEST(KinetoRealTest, SmallWindowsMatchOneWindow) {
 // Synthetic and damaged input
 
 TEST(KinetoBadInputTest, TruncatedGzip) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   TempDir dir;
   const std::string gz = ReadAll(kReal + "/tracelens/b200__eager_trace.json.gz");
   const std::string path = dir.Write("half.json.gz", gz.substr(0, gz.size() / 2));
@@ -429,6 +438,7 @@ TEST(KinetoBadInputTest, TruncatedGzip) {
 }
 
 TEST(KinetoBadInputTest, CorruptGzip) {
+  TELLER_REQUIRE_REAL_DATA("kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
   TempDir dir;
   std::string gz = ReadAll(kReal + "/kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
   for (size_t i = 1000; i < 1400; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);

@@ -1,19 +1,20 @@
-// Reconstruction golden tests on real third-party traces (../shared/data/real; see its
-// MANIFEST.md). Expected values come from the MANIFEST's per-file statistics (category
-// counts, "linked to runtime/driver via args.correlation", "comm kernels") and from
+// Reconstruction golden tests on real third-party traces (TELLER_REAL_DATA_DIR, see its
+// MANIFEST.md; skipped when absent). Expected values come from the MANIFEST's per-file statistics
+// (category counts, "linked to runtime/driver via args.correlation", "comm kernels") and from
 // docs/serving-notes.md §1.2/§2.8 (graph launch fan-out), as noted at each check.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
 
-#include <gtest/gtest.h>
-
+#include "real_data.h"
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::reconstruct {
 namespace {
 
-const std::string kReal = TELLER_REAL_DATA;
+const std::string kReal = real_data::Dir();
 
 Reconstruction Load(const std::string& rel, Trace& trace) {
   const Status s = ingest::ImportPath(kReal + "/" + rel, trace);
@@ -36,6 +37,7 @@ uint32_t LargestFanOut(const Trace& t, const Reconstruction& r) {
 }
 
 TEST(RealTracesTest, DfIndexResolverBindsEveryGpuEvent) {
+  TELLER_REQUIRE_REAL_DATA("hta/df_index_resolver__df_index_resolver.json.gz");
   Trace t;
   const Reconstruction r = Load("hta/df_index_resolver__df_index_resolver.json.gz", t);
   // MANIFEST: cats kernel:19370, gpu_memcpy:2040, gpu_memset:880; gpu-side events=22290,
@@ -54,6 +56,7 @@ TEST(RealTracesTest, DfIndexResolverBindsEveryGpuEvent) {
 }
 
 TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
+  TELLER_REQUIRE_REAL_DATA("param_dlrm_8rank");
   Trace t;
   const Reconstruction r = Load("param_dlrm_8rank", t);
   // MANIFEST: 8 files, rank=0..7 world=8, comm kernels=8 per rank; ranks 1 and 3 have 64
@@ -70,7 +73,8 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
   EXPECT_EQ(r.stats.comm_kernels, 64u);
   // One node: collective ends agree to <= 7 us (docs/serving-notes.md §5.3), so aligning
   // the rank files on them moves no rank by more than that.
-  for (const auto& p : t.processes) EXPECT_LE(std::abs(p.clock_offset_ns), 7000) << "rank " << p.rank;
+  for (const auto& p : t.processes)
+    EXPECT_LE(std::abs(p.clock_offset_ns), 7000) << "rank " << p.rank;
   EXPECT_EQ(r.stats.gpu_orphan, 128u);
   // One ProfilerStep per rank: the horizontal view pairs them and finds each rank's
   // 8 NCCL kernels, half of which are launched from the autograd thread, outside the
@@ -88,8 +92,10 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
 }
 
 TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__vllm_decode_full__graph_execution.json.gz");
   Trace t;
-  const Reconstruction r = Load("tracelens/inference__vllm_decode_full__graph_execution.json.gz", t);
+  const Reconstruction r =
+      Load("tracelens/inference__vllm_decode_full__graph_execution.json.gz", t);
   // docs/serving-notes.md §1.2: "Measured FULL decode: 1 launch -> 421 kernels".
   EXPECT_EQ(r.stats.graph_launches, 1u);
   EXPECT_EQ(LargestFanOut(t, r), 421u);
@@ -97,14 +103,17 @@ TEST(RealTracesTest, VllmFullGraphDecodeIsOneLaunchOfManyKernels) {
 }
 
 TEST(RealTracesTest, SglangDecodeGraphLaunch) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   Trace t;
-  const Reconstruction r = Load("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t);
+  const Reconstruction r =
+      Load("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", t);
   // docs/serving-notes.md §1.6: a graph launch call owning 544 kernels (MI300X).
   EXPECT_EQ(LargestFanOut(t, r), 544u);
   EXPECT_GE(r.steps.size(), 1u) << "SGLang's step[DECODE bs=..] annotation is a step";
 }
 
 TEST(RealTracesTest, NsightExportReconstructs) {
+  TELLER_REQUIRE_REAL_DATA("nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz");
   // The export is gzipped in shared/; the importer test covers the table-level counts.
   // Here: a multi-table trace from a real export binds its kernels to runtime calls.
   const std::string gz = kReal + "/nsys_pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz";
@@ -115,7 +124,8 @@ TEST(RealTracesTest, NsightExportReconstructs) {
   Trace t;
   ASSERT_TRUE(ingest::ImportPath(db, t).ok());
   const Reconstruction r = Reconstruct(t);
-  // nsys importer test (derived with sqlite3): 5 kernels, all linked; 22 NVTX ranges.
+  // nsys importer test (derived with sqlite3, tests/golden_scripts/nsys_golden.sh): 5
+  // kernels, all linked; 22 NVTX ranges.
   EXPECT_EQ(r.stats.kernels, 5u);
   EXPECT_EQ(r.stats.kernels_linked, 5u);
   EXPECT_GE(r.stats.ranges, 22u);

@@ -1,22 +1,42 @@
 // Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
-// CompareRealism on hand-built traces and on real traces (../shared/data/real/tracelens),
+// CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
-#include <sys/stat.h>
+#include "teller/eval/realism.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "real_data.h"
 #include "teller/ingest/ingest.h"
 #include "teller/core/stats.h"
 #include "teller/eval/realism.h"
+#include "teller/sim/sim.h"
 
 namespace teller::eval {
 namespace {
+
+// Runs a shell command and returns what it printed on stdout; *rc is its exit status.
+std::string Capture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
 
 using reconstruct::ClassifyKernelName;
 using reconstruct::OpClassName;
@@ -25,11 +45,7 @@ using reconstruct::OpClassPattern;
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;
 using C = OpClass;
 
-std::string Real(const std::string& name) { return std::string(TELLER_REAL_DATA) + "/tracelens/" + name; }
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
+std::string Real(const std::string& name) { return real_data::Path("tracelens/" + name); }
 
 TEST(CompareTest, KernelClassesOfRealNames) {
   // Names from docs/serving-notes.md §2.1 and §2.5.
@@ -47,7 +63,8 @@ TEST(CompareTest, KernelClassesOfRealNames) {
       {"void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, 1>", C::kKvWrite},
       {"store_kvcache<2048l, 4, false, long>", C::kKvWrite},
       {"flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>", C::kAttention},
-      {"fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", C::kAttention},
+      {"fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+       C::kAttention},
       {"kernel_unified_attention_3d", C::kAttention},
       {"paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16>", C::kAttention},
       {"paged_attention_ll4mi_reduce_kernel<__hip_bfloat16>", C::kAttentionReduce},
@@ -82,14 +99,16 @@ TEST(CompareTest, KernelClassesOfRealNames) {
 }
 
 TEST(CompareTest, PeriodAndCyclicEditDistance) {
-  const std::vector<C> layer = {C::kNorm, C::kGemm, C::kRotary, C::kKvWrite, C::kAttention, C::kGemm, C::kAllReduce};
+  const std::vector<C> layer = {C::kNorm,      C::kGemm, C::kRotary,   C::kKvWrite,
+                                C::kAttention, C::kGemm, C::kAllReduce};
   std::vector<C> seq = {C::kCopy};  // embedding first, sampler last: noise at the ends
   for (int l = 0; l < 12; ++l) seq.insert(seq.end(), layer.begin(), layer.end());
   seq.push_back(C::kSampling);
   double share = 0;
   EXPECT_EQ(FindPeriod(seq, &share), 7u);
   EXPECT_GT(share, 0.95);
-  const std::vector<C> noise = {C::kNorm, C::kGemm, C::kCopy, C::kAttention, C::kSampling, C::kRotary, C::kOther};
+  const std::vector<C> noise = {C::kNorm,     C::kGemm,   C::kCopy, C::kAttention,
+                                C::kSampling, C::kRotary, C::kOther};
   EXPECT_EQ(FindPeriod(noise, &share), 0u);
   // Rotations cost nothing; one missing class costs one.
   std::vector<C> rotated(layer.begin() + 3, layer.end());
@@ -117,8 +136,8 @@ TEST(CompareTest, KsAndWasserstein) {
 
 // A trace of `steps` steps; each holds `layers` layers of the given (name, duration us)
 // kernels, launched from the step's thread.
-void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, int layers, int steps,
-              const std::string& kind, double scale) {
+void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, int layers,
+              int steps, const std::string& kind, double scale) {
   const uint32_t p = t.ProcessIndex("h", 1);
   int64_t now = kT0;
   uint64_t corr = 1;
@@ -159,10 +178,18 @@ void AddSteps(Trace& t, const std::vector<std::pair<std::string, int>>& layer, i
 }
 
 const std::vector<std::pair<std::string, int>> kLayer = {
-    {"vllm::fused_add_rms_norm_kernel", 5}, {"sm90_xmma_gemm_qkv", 20},  {"vllm::rotary_embedding_kernel", 3},
-    {"vllm::reshape_and_cache_flash_kernel", 4}, {"flash_fwd_splitkv_kernel", 40}, {"sm90_xmma_gemm_o", 15},
-    {"cross_device_reduce_1stage", 8},     {"vllm::fused_add_rms_norm_kernel", 5}, {"sm90_xmma_gemm_up", 50},
-    {"vllm::act_and_mul_kernel", 6},       {"sm90_xmma_gemm_down", 30},            {"cross_device_reduce_1stage", 8}};
+    {"vllm::fused_add_rms_norm_kernel", 5},
+    {"sm90_xmma_gemm_qkv", 20},
+    {"vllm::rotary_embedding_kernel", 3},
+    {"vllm::reshape_and_cache_flash_kernel", 4},
+    {"flash_fwd_splitkv_kernel", 40},
+    {"sm90_xmma_gemm_o", 15},
+    {"cross_device_reduce_1stage", 8},
+    {"vllm::fused_add_rms_norm_kernel", 5},
+    {"sm90_xmma_gemm_up", 50},
+    {"vllm::act_and_mul_kernel", 6},
+    {"sm90_xmma_gemm_down", 30},
+    {"cross_device_reduce_1stage", 8}};
 
 TEST(CompareTest, HandBuiltTraces) {
   Trace a, b, c;
@@ -177,7 +204,8 @@ TEST(CompareTest, HandBuiltTraces) {
   EXPECT_NEAR(same->step_mix_overlap, 1.0, 1e-9);
   EXPECT_EQ(same->step_kind_filter, "decode");
   EXPECT_EQ(OpClassName(same->simulated_layer.classes.front()), "norm");
-  for (const ClassDistance& d : same->classes) EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
+  for (const ClassDistance& d : same->classes)
+    EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
   // No all-reduce (TP 1) and everything twice as slow.
   std::vector<std::pair<std::string, int>> tp1;
   for (const auto& k : kLayer) {
@@ -221,21 +249,47 @@ void Load(const std::string& path, Trace& t) {
   EXPECT_TRUE(s.ok()) << s.message();
 }
 
+// A real trace against itself is the same in every respect; against a copy whose GPU
+// work all takes twice as long, the structure and the mix are the same and every class's
+// durations are shifted by log10(2) in log space, which is its W1 distance.
 TEST(CompareRealTest, ARealTraceAgainstItself) {
-  for (const char* name : {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
-                           "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
+  for (const char* name :
+       {"b200__eager_trace.json.gz", "inference__vllm_decode_full__graph_execution.json.gz",
+        "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"}) {
+    SCOPED_TRACE(name);
+    TELLER_REQUIRE_REAL_DATA("tracelens/" + std::string(name));
     const std::string path = Real(name);
-    if (!Exists(path)) GTEST_SKIP() << path;
-    Trace t;
+    Trace t, slow;
     Load(path, t);
+    Load(path, slow);
+    for (size_t i = 0; i < slow.events.size(); ++i) {
+      if (IsGpuWork(slow.events.type[i]))
+        slow.events.end_ns[i] += slow.events.end_ns[i] - slow.events.start_ns[i];
+    }
     auto r = CompareRealism(t, t);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_TRUE(r->real_layer.found) << name;
-    EXPECT_DOUBLE_EQ(r->layer_agreement, 1.0) << name;
-    EXPECT_NEAR(r->step_mix_overlap, 1.0, 1e-9) << name;
+    EXPECT_TRUE(r->real_layer.found);
+    EXPECT_DOUBLE_EQ(r->layer_agreement, 1.0);
+    EXPECT_NEAR(r->step_mix_overlap, 1.0, 1e-9);
+    ASSERT_FALSE(r->classes.empty());
     for (const ClassDistance& d : r->classes) {
-      EXPECT_DOUBLE_EQ(d.ks, 0.0) << name << " " << OpClassName(d.op_class);
-      EXPECT_DOUBLE_EQ(d.w1_log10, 0.0) << name << " " << OpClassName(d.op_class);
+      EXPECT_DOUBLE_EQ(d.ks, 0.0) << OpClassName(d.op_class);
+      EXPECT_DOUBLE_EQ(d.w1_log10, 0.0) << OpClassName(d.op_class);
+      EXPECT_EQ(d.simulated_count, d.real_count) << OpClassName(d.op_class);
+    }
+    auto twice = CompareRealism(slow, t);
+    ASSERT_TRUE(twice.ok()) << twice.status().message();
+    EXPECT_EQ(twice->simulated_layer.classes, r->real_layer.classes);
+    EXPECT_EQ(twice->simulated_layer.period, r->real_layer.period);
+    EXPECT_DOUBLE_EQ(twice->layer_agreement, 1.0);
+    EXPECT_NEAR(twice->step_mix_overlap, 1.0, 1e-9);
+    ASSERT_EQ(twice->classes.size(), r->classes.size());
+    for (const ClassDistance& d : twice->classes) {
+      SCOPED_TRACE(OpClassName(d.op_class));
+      EXPECT_EQ(d.simulated_count, d.real_count);
+      EXPECT_NEAR(d.simulated_median_us, 2 * d.real_median_us, 1e-9 * d.real_median_us);
+      EXPECT_NEAR(d.w1_log10, std::log10(2.0), 1e-9);
+      EXPECT_GT(d.ks, 0.0);
     }
   }
 }
@@ -245,7 +299,8 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
   // gpt-oss-20b, 24 layers; b200 prefill, one layer of gpt-oss-120b per period.
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string b200 = Real("b200__eager_trace.json.gz");
-  if (!Exists(sglang) || !Exists(b200)) GTEST_SKIP();
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
   Trace s, b;
   Load(sglang, s);
   Load(b200, b);
@@ -266,14 +321,51 @@ TEST(CompareRealTest, LayersOfTheMeasuredTraces) {
   EXPECT_GT(max_ks, 0.3);
 }
 
+// `simulate --compare`: the report printed is the one of the same simulation compared
+// by hand (Simulate, import, CompareRealism), with the request count capped at
+// kCompareRequests and labels naming both sides; a missing real trace is an error naming it.
 TEST(CompareRealTest, RunAgainstTheSimulator) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
   const std::string sglang = Real("inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
-  if (!Exists(sglang)) GTEST_SKIP();
+  sim::SimConfig config;
+  config.profile = "sglang";
+  config.nodes = config.gpus_per_node = config.tp = config.pp = 1;
+  config.requests = 40;
+  config.seed = 7;
+  // `teller simulate --compare` (src/cli/realism_compare.cc) with the same configuration.
   const std::string cmd = std::string(TELLER_BIN) +
                           " simulate --profile sglang --nodes 1 --gpus-per-node 1 --tp 1 --pp 1"
-                          " --requests 4 --compare ";
-  EXPECT_EQ(std::system((cmd + "'" + sglang + "' --json > /dev/null").c_str()), 0);
-  EXPECT_NE(std::system((cmd + "'" + Real("no_such_file.json") + "' > /dev/null 2>&1").c_str()), 0);
+                          " --requests 40 --seed 7 --compare ";
+  int rc = 0;
+  const std::string printed = Capture(cmd + "'" + sglang + "' --json", &rc);
+  ASSERT_EQ(rc, 0);
+
+  char tmpl[] = "/tmp/teller-compare-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  sim::SimConfig small = config;
+  small.requests = 16;  // the cap of --compare (src/cli/commands.h, kCompareRequests)
+  ASSERT_TRUE(sim::Simulate(small, dir + "/sim").ok());
+  Trace simulated, real;
+  Load(dir + "/sim", simulated);
+  Load(sglang, real);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  auto report = CompareRealism(simulated, real);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const std::string expected = RealismReportJson(
+      report.value(), "sglang, 16 requests, seed 7, tp 1 pp 1 (1 node(s) x 1 GPU)",
+      "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz");
+  EXPECT_EQ(printed, expected);
+  // The real side is the measured SGLang decode (docs/serving-notes.md §2.5: 15 kernels a
+  // layer), the simulated one an SGLang deployment: both decode-dominated.
+  EXPECT_EQ(report->real_layer.period, 15u);
+  EXPECT_EQ(report->real.dominant_kind, "decode");
+  EXPECT_EQ(report->simulated.dominant_kind, "decode");
+
+  const std::string error = Capture(cmd + "'" + Real("no_such_file.json") + "' 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(error.rfind("teller simulate --compare: ", 0), 0u) << error;
+  EXPECT_NE(error.find(Real("no_such_file.json")), std::string::npos) << error;
 }
 
 }  // namespace

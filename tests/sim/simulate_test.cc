@@ -143,7 +143,8 @@ TEST(Simulate, SameSeedSameBytesDifferentSeedDifferentTraces) {
   for (const auto& [name, bytes] : fa) {
     if (name.find(".tlr") == std::string::npos) continue;
     bool any = false;
-    for (const auto& [oname, obytes] : fo) any |= (oname.find(".tlr") != std::string::npos && obytes == bytes);
+    for (const auto& [oname, obytes] : fo)
+      any |= (oname.find(".tlr") != std::string::npos && obytes == bytes);
     differing += !any;
   }
   EXPECT_EQ(differing, 6u);
@@ -192,7 +193,8 @@ TEST(Simulate, EveryProfileReconstructsCleanlyAndItsLogsParse) {
       EXPECT_GE(st.log_lines_aligned, 10u);
     }
     // The step grammar carries seq and kind; every step has requests.
-    for (const auto& step : s.rec.steps) EXPECT_FALSE(step.requests.empty() && std::string(profile) != "torch-fsdp");
+    for (const auto& step : s.rec.steps)
+      EXPECT_FALSE(step.requests.empty() && std::string(profile) != "torch-fsdp");
   }
 }
 
@@ -204,8 +206,11 @@ TEST(Simulate, CollectivesEndTogetherAndGraphDecodeIsOneLaunch) {
   std::map<int, std::vector<std::pair<int64_t, int64_t>>> ar;  // rank -> (start, end)
   for (size_t i = 0; i < s.trace.events.size(); ++i) {
     if (s.trace.events.type[i] != EventType::kKernel) continue;
-    if (s.trace.strings.Get(s.trace.events.name[i]).find("cross_device_reduce") == std::string::npos) continue;
-    ar[s.trace.processes[s.trace.events.process[i]].rank].push_back({s.trace.events.start_ns[i], s.trace.events.end_ns[i]});
+    if (s.trace.strings.Get(s.trace.events.name[i]).find("cross_device_reduce") ==
+        std::string::npos)
+      continue;
+    ar[s.trace.processes[s.trace.events.process[i]].rank].push_back(
+        {s.trace.events.start_ns[i], s.trace.events.end_ns[i]});
   }
   ASSERT_EQ(ar.size(), 6u);
   ASSERT_EQ(ar[0].size(), ar[1].size());
@@ -213,8 +218,10 @@ TEST(Simulate, CollectivesEndTogetherAndGraphDecodeIsOneLaunch) {
   for (size_t k = 0; k < ar[0].size(); ++k) {
     const int64_t ends[3] = {ar[0][k].second, ar[1][k].second, ar[2][k].second};
     const int64_t starts[3] = {ar[0][k].first, ar[1][k].first, ar[2][k].first};
-    max_end_spread = std::max(max_end_spread, *std::max_element(ends, ends + 3) - *std::min_element(ends, ends + 3));
-    max_start_spread = std::max(max_start_spread, *std::max_element(starts, starts + 3) - *std::min_element(starts, starts + 3));
+    max_end_spread = std::max(
+        max_end_spread, *std::max_element(ends, ends + 3) - *std::min_element(ends, ends + 3));
+    max_start_spread = std::max(max_start_spread, *std::max_element(starts, starts + 3) -
+                                                      *std::min_element(starts, starts + 3));
   }
   EXPECT_LT(max_end_spread, 5000);  // same host, same clock: within the 2.5 us jitter
   EXPECT_GT(max_start_spread, 5 * max_end_spread);
@@ -227,8 +234,8 @@ TEST(Simulate, CollectivesEndTogetherAndGraphDecodeIsOneLaunch) {
 struct Pair {
   Sim base, fault;
 };
-void RunPair(const std::string& profile, FaultSpec f, Pair* p, int requests = 10, int output_median = 12,
-             double rate = 10) {
+void RunPair(const std::string& profile, FaultSpec f, Pair* p, int requests = 10,
+             int output_median = 12, double rate = 10) {
   SimConfig c = Small(profile, 21);
   c.requests = requests;
   c.output_median = output_median;
@@ -253,7 +260,8 @@ TEST(Mechanisms, KernelThrottleShiftsOnlyTheTargetFamily) {
   RunPair("vllm-v1-online", Whole(Mechanism::kKernelThrottle, -1, "attention", 3.0), &p);
   const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
   const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
-  const double attn = f.Median(-1, "flash_fwd_splitkv_kernel") / b.Median(-1, "flash_fwd_splitkv_kernel");
+  const double attn =
+      f.Median(-1, "flash_fwd_splitkv_kernel") / b.Median(-1, "flash_fwd_splitkv_kernel");
   const double norm = f.Median(-1, "fused_add_rms_norm") / b.Median(-1, "fused_add_rms_norm");
   const double gemm = f.Median(-1, "sm90_xmma_gemm") / b.Median(-1, "sm90_xmma_gemm");
   EXPECT_NEAR(attn, 3.0, 0.3);
@@ -289,8 +297,15 @@ TEST(Mechanisms, RuntimeFaultsSlowTheirCallsOnTheirRank) {
     RunPair("vllm-v0", Whole(Mechanism::kSyncStall, 4, "", 4.0), &p);
     const auto b = Collect(p.base.trace, EventType::kRuntime, 0, kAll);
     const auto f = Collect(p.fault.trace, EventType::kRuntime, 0, kAll);
-    EXPECT_GT(f.Median(4, "cudaStreamSynchronize") - b.Median(4, "cudaStreamSynchronize"), 1.5e6);
-    EXPECT_NEAR(f.Median(3, "cudaStreamSynchronize") / b.Median(3, "cudaStreamSynchronize"), 1.0, 0.5);
+    // Rank 4's end-of-step synchronization blocks a log-normal extra time of median
+    // 4 x 0.9 ms (docs/simulator.md): over ~120 steps the median moves by that within
+    // 15% (three standard errors of a median with log-sd 0.4).
+    EXPECT_NEAR(f.Median(4, "cudaStreamSynchronize") - b.Median(4, "cudaStreamSynchronize"), 3.6e6,
+                0.54e6);
+    // Rank 3 is not stalled: its synchronizations (median ~1.2 ms) keep their length to
+    // within 2%, while a stall on it would add ~290%.
+    EXPECT_NEAR(f.Median(3, "cudaStreamSynchronize") / b.Median(3, "cudaStreamSynchronize"), 1.0,
+                0.02);
   }
   {
     Pair p;
@@ -301,7 +316,8 @@ TEST(Mechanisms, RuntimeFaultsSlowTheirCallsOnTheirRank) {
     const auto b = Collect(p.base.trace, EventType::kKernel, first + 1'200'000'000, kAll);
     const auto f = Collect(p.fault.trace, EventType::kKernel, first + 1'200'000'000, kAll);
     EXPECT_GT(f.Median(0, "sm90_xmma_gemm") / b.Median(0, "sm90_xmma_gemm"), 1.1);
-    EXPECT_NEAR(f.Median(0, "rotary_embedding") / b.Median(0, "rotary_embedding"), 1.0, 0.05);  // memory-bound
+    EXPECT_NEAR(f.Median(0, "rotary_embedding") / b.Median(0, "rotary_embedding"), 1.0,
+                0.05);  // memory-bound
   }
 }
 
@@ -311,8 +327,10 @@ TEST(Mechanisms, CommunicationFaults) {
     RunPair("vllm-v1-online", Whole(Mechanism::kSlowLink, -1, "", 8.0), &p);
     const auto b = Collect(p.base.trace, EventType::kKernel, 0, kAll);
     const auto f = Collect(p.fault.trace, EventType::kKernel, 0, kAll);
-    EXPECT_GT(f.Median(0, "SendRecv") / b.Median(0, "SendRecv"), 3.0);  // crosses nodes (the sender's kernel is the transfer)
-    EXPECT_NEAR(f.Median(3, "cross_device_reduce") / b.Median(3, "cross_device_reduce"), 1.0, 0.2);  // stays in node
+    EXPECT_GT(f.Median(0, "SendRecv") / b.Median(0, "SendRecv"),
+              3.0);  // crosses nodes (the sender's kernel is the transfer)
+    EXPECT_NEAR(f.Median(3, "cross_device_reduce") / b.Median(3, "cross_device_reduce"), 1.0,
+                0.2);  // stays in node
   }
   {
     Pair p;
@@ -353,7 +371,9 @@ TEST(Mechanisms, MemoryFaults) {
     // vLLM v0 warns at the first preemption.
     size_t warnings = 0;
     for (size_t i = 0; i < p.fault.trace.logs.size(); ++i) {
-      warnings += p.fault.trace.strings.Get(p.fault.trace.logs.message[i]).find("is preempted by") != std::string::npos;
+      warnings +=
+          p.fault.trace.strings.Get(p.fault.trace.logs.message[i]).find("is preempted by") !=
+          std::string::npos;
     }
     EXPECT_GE(warnings, 1u);
   }
@@ -362,7 +382,8 @@ TEST(Mechanisms, MemoryFaults) {
     RunPair("vllm-v1-online", Whole(Mechanism::kKvSwap, -1, "", 1.0), &p);
     uint64_t bytes = 0;
     for (size_t i = 0; i < p.fault.trace.events.size(); ++i) {
-      if (p.fault.trace.events.type[i] == EventType::kMemcpy) bytes = std::max(bytes, p.fault.trace.events.bytes[i]);
+      if (p.fault.trace.events.type[i] == EventType::kMemcpy)
+        bytes = std::max(bytes, p.fault.trace.events.bytes[i]);
     }
     EXPECT_GT(bytes, 4u << 20);
   }
@@ -406,9 +427,11 @@ TEST(Mechanisms, SchedulingFaults) {
     const Trace& t = p.fault.trace;
     int64_t cache = -1, attn = -1;
     for (size_t i = 0; i < t.events.size() && (cache < 0 || attn < 0); ++i) {
-      if (t.events.type[i] != EventType::kKernel || t.processes[t.events.process[i]].rank != 0) continue;
+      if (t.events.type[i] != EventType::kKernel || t.processes[t.events.process[i]].rank != 0)
+        continue;
       const std::string_view n = t.strings.Get(t.events.name[i]);
-      if (cache < 0 && n.find("reshape_and_cache") != std::string::npos) cache = t.events.start_ns[i];
+      if (cache < 0 && n.find("reshape_and_cache") != std::string::npos)
+        cache = t.events.start_ns[i];
       if (attn < 0 && n.find("flash_fwd") != std::string::npos) attn = t.events.start_ns[i];
     }
     EXPECT_LT(attn, cache);
@@ -438,7 +461,8 @@ TEST(Mechanisms, SchedulingFaults) {
 TEST(GroundTruth, FaultyRequestsHaveAnomalousStepsHealthyOnesNone) {
   SimConfig c = Small("vllm-v1-online", 8);
   c.requests = 30;
-  for (Mechanism m : {Mechanism::kKernelThrottle, Mechanism::kStragglerRank, Mechanism::kSyncStall}) {
+  for (Mechanism m :
+       {Mechanism::kKernelThrottle, Mechanism::kStragglerRank, Mechanism::kSyncStall}) {
     FaultSpec f;
     f.mechanism = m;
     f.onset_request = 4 + 9 * static_cast<int>(c.faults.size());
@@ -479,7 +503,8 @@ TEST(GroundTruth, FaultyRequestsHaveAnomalousStepsHealthyOnesNone) {
 TEST(FaultSpecs, ParseAndReject) {
   FaultSpec f;
   std::string error;
-  ASSERT_TRUE(ParseFaultSpec("kernel_throttle:target=gemm,magnitude=2.5,onset=2s,duration=500ms,rank=3", &f, &error))
+  ASSERT_TRUE(ParseFaultSpec(
+      "kernel_throttle:target=gemm,magnitude=2.5,onset=2s,duration=500ms,rank=3", &f, &error))
       << error;
   EXPECT_EQ(f.mechanism, Mechanism::kKernelThrottle);
   EXPECT_EQ(f.target, "gemm");
