@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,13 +64,7 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return Status::Error("cannot write " + path);
-  return Status::Ok();
-}
+Status WriteText(const std::string& path, const std::string& text) { return WriteFileAtomic(path, text); }
 
 struct SplitResult {
   eval::SplitKind kind;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -82,8 +83,25 @@ Status AtomicFileWriter::Open() {
   if (!options_.replace && access(path_.c_str(), F_OK) == 0) {
     return status_ = Status::Error("cannot write " + path_ + ": the file already exists");
   }
+  target_ = path_;
+  struct stat st;
+  if (lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // Through a symlink the file it names is replaced, not the link.
+    if (char* real = realpath(path_.c_str(), nullptr)) {
+      target_ = real;
+      std::free(real);
+    }
+  }
+  if (stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return Fail(EISDIR);
+    // A device or a pipe (/dev/stdout, /dev/null, a FIFO) cannot be replaced by a file:
+    // it is written in place, with the same checks.
+    direct_ = true;
+    fd_ = open(target_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    return fd_ >= 0 ? Status::Ok() : Fail(errno);
+  }
   for (int attempt = 0;; ++attempt) {
-    tmp_ = TempPathFor(path_);
+    tmp_ = TempPathFor(target_);
     fd_ = open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, options_.mode);
     if (fd_ >= 0) return Status::Ok();
     // A leftover of a crashed process with a recycled pid: take the next name.
@@ -112,23 +130,27 @@ Status AtomicFileWriter::Append(std::string_view bytes) {
 
 Status AtomicFileWriter::Commit() {
   TELLER_RETURN_IF_ERROR(Open());
-  if (options_.sync && fsync(fd_) != 0) return Fail(errno);
+  if (options_.sync && !direct_ && fsync(fd_) != 0) return Fail(errno);
   const int fd = fd_;
   fd_ = -1;
   // close() reports the delayed write errors of some file systems (NFS, quotas).
   if (close(fd) != 0) return Fail(errno);
+  if (direct_) {
+    done_ = true;
+    return Status::Ok();
+  }
   if (options_.replace) {
-    if (rename(tmp_.c_str(), path_.c_str()) != 0) return Fail(errno);
+    if (rename(tmp_.c_str(), target_.c_str()) != 0) return Fail(errno);
   } else {
     // link() fails when the target exists, where rename() would replace it.
-    if (link(tmp_.c_str(), path_.c_str()) == 0) {
+    if (link(tmp_.c_str(), target_.c_str()) == 0) {
       unlink(tmp_.c_str());
     } else if (errno == EEXIST) {
       return Fail(EEXIST);
-    } else if ((errno == EPERM || errno == ENOTSUP) && access(path_.c_str(), F_OK) != 0) {
+    } else if ((errno == EPERM || errno == ENOTSUP) && access(target_.c_str(), F_OK) != 0) {
       // File systems without hard links (FAT, some FUSE mounts): rename, the target
       // having been absent just now.
-      if (rename(tmp_.c_str(), path_.c_str()) != 0) return Fail(errno);
+      if (rename(tmp_.c_str(), target_.c_str()) != 0) return Fail(errno);
     } else {
       return Fail(errno);
     }

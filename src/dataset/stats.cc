@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "simdjson.h"
+#include "teller/core/json_reader.h"
 #include "src/dataset/index_file.h"
 #include "src/dataset/json_out.h"
 #include "teller/core/file_util.h"
@@ -37,7 +38,7 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
 
 Status JsonError(const std::string& path, od::document& doc, const simdjson::padded_string& json,
                  error_code e, const std::string& expected) {
-  return internal::JsonErrorAt(path, doc, json, e, "expected " + expected);
+  return JsonContext(path, json, doc).Error(e, "expected " + expected);
 }
 
 // annotation.json: is_fault, fault_type and the number of steps.

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,6 +130,44 @@ TEST(WriteFileAtomicTest, NoReplaceRefusesAnExistingFile) {
   sync.sync = true;
   ASSERT_TRUE(WriteFileAtomic(path, "three", sync).ok());
   EXPECT_EQ(ReadAll(path), "three");
+}
+
+TEST(WriteFileAtomicTest, DevicesAreWrittenInPlaceNeverReplaced) {
+  // A device cannot be renamed over (as root it could, and the device would be gone).
+  struct stat before;
+  ASSERT_EQ(stat("/dev/full", &before), 0);
+  ASSERT_TRUE(S_ISCHR(before.st_mode));
+  const Status full = WriteFileAtomic("/dev/full", "data");
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.message(), std::string("cannot write /dev/full: ") + std::strerror(ENOSPC));
+  EXPECT_TRUE(WriteFileAtomic("/dev/null", "data").ok());
+  struct stat after;
+  ASSERT_EQ(stat("/dev/full", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  EXPECT_EQ(after.st_rdev, before.st_rdev);
+  ASSERT_EQ(stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+
+  TempDir dir;
+  const Status d = WriteFileAtomic(dir.path(), "x");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.message(), "cannot write " + dir.path() + ": " + std::strerror(EISDIR));
+}
+
+TEST(WriteFileAtomicTest, SymlinksAreWrittenThrough) {
+  TempDir dir;
+  const std::string real = dir.path() + "/real.json";
+  const std::string link = dir.path() + "/link.json";
+  ASSERT_TRUE(WriteFileAtomic(real, "old").ok());
+  ASSERT_EQ(symlink("real.json", link.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomic(link, "new").ok());
+  EXPECT_EQ(ReadAll(real), "new");
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link stays a link";
+  std::vector<std::string> entries = dir.Entries();
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"link.json", "real.json"}));
 }
 
 TEST(AtomicFileWriterTest, StreamsAndCommitsOrLeavesNothing) {

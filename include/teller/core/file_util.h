@@ -33,8 +33,9 @@ struct WriteFileOptions {
 // (".<name>.<pid>.<n>.tmp"), every write and the close are checked, and only then does
 // the temporary take the target's name. On any failure the temporary is removed and an
 // existing target is left as it was, so a full disk never leaves a short or empty file
-// behind a good one. Errors name the file and the system's reason. A symlink at `path` is
-// replaced, not written through.
+// behind a good one. Errors name the file and the system's reason. A symlink is written
+// through (the file it names is replaced); a device or pipe (/dev/stdout, a FIFO) is
+// written in place, as it cannot be replaced, with the same checks.
 Status WriteFileAtomic(const std::string& path, std::string_view bytes,
                        const WriteFileOptions& options = {});
 
@@ -61,11 +62,13 @@ class AtomicFileWriter {
  private:
   Status Fail(int err);
   std::string path_;
+  std::string target_;  // path_, or the file a symlink at path_ names
   std::string tmp_;
   WriteFileOptions options_;
   int fd_ = -1;
   Status status_;
   bool done_ = false;
+  bool direct_ = false;  // writing into a device or pipe, no temporary
 };
 
 }  // namespace teller
