@@ -17,8 +17,8 @@ namespace teller {
 Status MakeDirs(const std::string& path) {
   for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
     const std::string partial = path.substr(0, pos);
-    if (!partial.empty() && !IsDirectory(partial) &&
-        mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (!partial.empty() && !IsDirectory(partial) && mkdir(partial.c_str(), 0755) != 0 &&
+        errno != EEXIST) {
       return Status::Error("cannot create directory " + partial + ": " + std::strerror(errno));
     }
     if (pos == std::string::npos) break;

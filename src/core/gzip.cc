@@ -122,9 +122,8 @@ Status Gunzip(std::string_view in, const std::string& name, const GunzipOptions&
     }
     size_t in_used = 0;
     size_t out_used = 0;
-    const libdeflate_result r =
-        libdeflate_gzip_decompress_ex(d, rest.data(), rest.size(), buffer + out_pos,
-                                      capacity - out_pos, &in_used, &out_used);
+    const libdeflate_result r = libdeflate_gzip_decompress_ex(
+        d, rest.data(), rest.size(), buffer + out_pos, capacity - out_pos, &in_used, &out_used);
     if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
       if (capacity >= options.max_output_bytes) {
         out.SetSize(0);

@@ -1,5 +1,8 @@
 // WriteFileAtomic / AtomicFileWriter: whole file or nothing, the old file intact on failure.
+#include "teller/core/file_util.h"
+
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,10 +16,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-
-#include "teller/core/file_util.h"
 
 namespace teller {
 namespace {

@@ -2,11 +2,10 @@
 // libdeflate decoder under test), then concatenated, cut and damaged.
 #include "teller/core/gzip.h"
 
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace teller {
 namespace {
@@ -93,9 +92,10 @@ TEST(GunzipTest, TruncatedNamesTheEndAndTheMember) {
   const std::string no_trailer = first.substr(0, first.size() - 3);
   const Status t = GunzipToString(no_trailer, "t.gz", {}, &out);
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.message().find("t.gz: truncated gzip stream (input ends at byte " +
-                             std::to_string(no_trailer.size()) + " inside a member starting at byte 0"),
-            std::string::npos)
+  EXPECT_NE(
+      t.message().find("t.gz: truncated gzip stream (input ends at byte " +
+                       std::to_string(no_trailer.size()) + " inside a member starting at byte 0"),
+      std::string::npos)
       << t.message();
 }
 

@@ -1,8 +1,8 @@
 #include "teller/core/json_reader.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace teller {
 namespace {
@@ -110,8 +110,9 @@ TEST(JsonContextTest, OffsetsCountFromTheStartOfTheFileForJsonLines) {
   const size_t second = text.find('\n') + 1;
   od::parser parser;
   od::document doc;
-  ASSERT_EQ(parser.iterate(json.data() + second, text.size() - second - 1,
-                           json.size() - second + simdjson::SIMDJSON_PADDING)
+  ASSERT_EQ(parser
+                .iterate(json.data() + second, text.size() - second - 1,
+                         json.size() - second + simdjson::SIMDJSON_PADDING)
                 .get(doc),
             simdjson::SUCCESS);
   const JsonContext ctx("steps.jsonl:2", json, doc);

@@ -1,11 +1,11 @@
 #include "teller/core/regex.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace teller {
 namespace {
