@@ -64,7 +64,9 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
-Status WriteText(const std::string& path, const std::string& text) { return WriteFileAtomic(path, text); }
+Status WriteText(const std::string& path, const std::string& text) {
+  return WriteFileAtomic(path, text);
+}
 
 struct SplitResult {
   eval::SplitKind kind;

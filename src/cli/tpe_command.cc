@@ -327,7 +327,8 @@ int EncodeCommand(const std::vector<std::string>& args) {
       if (file) {
         write_ok = write_ok && file->Append(text[k - b]).ok();
       } else {
-        write_ok = write_ok && std::fwrite(text[k - b].data(), 1, text[k - b].size(), stdout) == text[k - b].size();
+        write_ok = write_ok && std::fwrite(text[k - b].data(), 1, text[k - b].size(), stdout) ==
+                                   text[k - b].size();
       }
       tokens += counts[k - b];
       nodes += corpus->offsets[k + 1] - corpus->offsets[k];

@@ -121,7 +121,8 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
         od::value item;
         if (const error_code e = element.get(item)) return p.Error(e, "malformed settings array");
         od::object obj;
-        TELLER_RETURN_IF_ERROR(p.Get(item, "settings[" + std::to_string(entries.size()) + "]", &obj));
+        TELLER_RETURN_IF_ERROR(
+            p.Get(item, "settings[" + std::to_string(entries.size()) + "]", &obj));
         IndexEntry entry;
         std::string_view raw;
         if (const error_code e = obj.raw_json().get(raw); e != simdjson::SUCCESS) {

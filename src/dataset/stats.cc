@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "simdjson.h"
-#include "teller/core/json_reader.h"
 #include "src/dataset/index_file.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 #include "teller/sim/ground_truth.h"
 

@@ -481,7 +481,8 @@ Status ImportLogBytes(std::string_view data, const std::string& file_name, int64
     gz.max_output_bytes = kMaxInflatedBytes;
     GunzipInfo info;
     TELLER_RETURN_IF_ERROR(GunzipToString(data, file_name, gz, &inflated, &info));
-    if (info.trailing_bytes != 0) trace.counters.Add("logs.gzip_trailing_bytes", info.trailing_bytes);
+    if (info.trailing_bytes != 0)
+      trace.counters.Add("logs.gzip_trailing_bytes", info.trailing_bytes);
     data = inflated;
   }
   trace.sources.push_back(file_name);

@@ -83,7 +83,8 @@ Result<std::shared_ptr<Classifier>> Classifier::FromText(std::string_view text,
     }
     Result<Regex> re = Regex::Compile(pattern);
     if (!re.ok()) return Status::Error(where + re.status().message());
-    classifier->rules_.push_back({layer, glob, std::make_shared<const Regex>(std::move(re).value())});
+    classifier->rules_.push_back(
+        {layer, glob, std::make_shared<const Regex>(std::move(re).value())});
   }
   return classifier;
 }

@@ -587,7 +587,11 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     summary->events += r.events.size();
     summary->bytes += w.bytes_written();
     if (!files_json.empty()) files_json += ',';
-    JsonObjectWriter(files_json).Field("path", name).Field("kind", "raw_trace").Field("bytes", w.bytes_written()).Close();
+    JsonObjectWriter(files_json)
+        .Field("path", name)
+        .Field("kind", "raw_trace")
+        .Field("bytes", w.bytes_written())
+        .Close();
   }
   // The service log as `teller run` captures it: each line prefixed with the monotonic
   // time (of the launcher's host, node 0) at which it was read.
@@ -610,7 +614,8 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     JsonObjectWriter w(m);
     w.Field("format", "teller-run-manifest").Field("format_version", 1).Field("teller_version", TELLER_VERSION_STRING);
     std::string command = "[";
-    for (const std::string& arg : {std::string("teller"), std::string("simulate"), std::string("--profile"), profile_.name}) {
+    for (const std::string& arg : {std::string("teller"), std::string("simulate"),
+                                   std::string("--profile"), profile_.name}) {
       if (command.size() > 1) command += ',';
       AppendJsonString(command, arg);
     }
@@ -624,9 +629,17 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     w.Field("exit_code", 0).Field("signal", 0);
     w.Field("stdout_lines", static_cast<uint64_t>(logs_.size())).Field("stderr_lines", static_cast<uint64_t>(0));
     std::string files = "[" + files_json + ",";
-    JsonObjectWriter(files).Field("path", "logs/stdout.log").Field("kind", "log").Field("bytes", static_cast<uint64_t>(text.size())).Close();
+    JsonObjectWriter(files)
+        .Field("path", "logs/stdout.log")
+        .Field("kind", "log")
+        .Field("bytes", static_cast<uint64_t>(text.size()))
+        .Close();
     files += ',';
-    JsonObjectWriter(files).Field("path", "logs/stderr.log").Field("kind", "log").Field("bytes", 0).Close();
+    JsonObjectWriter(files)
+        .Field("path", "logs/stderr.log")
+        .Field("kind", "log")
+        .Field("bytes", 0)
+        .Close();
     files += ']';
     w.FieldRaw("files", files);
     w.Close();

@@ -158,8 +158,11 @@ Status Model::Save(const std::string& dir, const ModelMetadata& m) const {
 
   std::string vocab;
   JsonObjectWriter v(vocab);
-  v.Field("format", "teller-tpe-vocab").Field("version", 1).Field("size", static_cast<uint64_t>(size()));
-  v.Field("base_size", static_cast<uint64_t>(base_size())).Field("special", static_cast<uint64_t>(kNumSpecialTokens));
+  v.Field("format", "teller-tpe-vocab")
+      .Field("version", 1)
+      .Field("size", static_cast<uint64_t>(size()));
+  v.Field("base_size", static_cast<uint64_t>(base_size()))
+      .Field("special", static_cast<uint64_t>(kNumSpecialTokens));
   v.Key("tokens");
   JsonArrayWriter tokens(vocab);
   for (TokenId id = 0; id < size(); ++id) {
@@ -186,12 +189,17 @@ Status Model::Save(const std::string& dir, const ModelMetadata& m) const {
 
   std::string merges;
   JsonObjectWriter mw(merges);
-  mw.Field("format", "teller-tpe-merges").Field("version", 1).Field("base_size", static_cast<uint64_t>(base_size()));
+  mw.Field("format", "teller-tpe-merges")
+      .Field("version", 1)
+      .Field("base_size", static_cast<uint64_t>(base_size()));
   mw.Key("merges");
   JsonArrayWriter list(merges);
   for (const auto& [a, b] : merges_) {
     list.NewLine().Next();
-    JsonArrayWriter(merges).Element(static_cast<uint64_t>(a)).Element(static_cast<uint64_t>(b)).Close();
+    JsonArrayWriter(merges)
+        .Element(static_cast<uint64_t>(a))
+        .Element(static_cast<uint64_t>(b))
+        .Close();
   }
   list.Close();
   mw.Close();
@@ -221,8 +229,11 @@ Status Model::Save(const std::string& dir, const ModelMetadata& m) const {
       .Field("symbols", static_cast<uint64_t>(m.symbols))
       .Field("tokens", static_cast<uint64_t>(m.tokens));
   if (m.steps > 0 && m.tokens > 0) {
-    corpus.Field("events_per_step_before", static_cast<double>(m.symbols) / static_cast<double>(m.steps))
-        .Field("events_per_step_after", static_cast<double>(m.tokens) / static_cast<double>(m.steps))
+    corpus
+        .Field("events_per_step_before",
+               static_cast<double>(m.symbols) / static_cast<double>(m.steps))
+        .Field("events_per_step_after",
+               static_cast<double>(m.tokens) / static_cast<double>(m.steps))
         .Field("compression", static_cast<double>(m.symbols) / static_cast<double>(m.tokens));
   }
   corpus.Close();

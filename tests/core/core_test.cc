@@ -61,7 +61,11 @@ TEST(JsonWriterTest, DoubleFormatsArraysNestingAndLines) {
   JsonArrayWriter(empty).Close();
   EXPECT_EQ(empty, "[]");
   std::string six;
-  JsonArrayWriter(six, JsonDoubles::kDigits6).Element(3.14159265).Element(2.5e-9).Element(1e6).Close();
+  JsonArrayWriter(six, JsonDoubles::kDigits6)
+      .Element(3.14159265)
+      .Element(2.5e-9)
+      .Element(1e6)
+      .Close();
   EXPECT_EQ(six, "[3.14159,2.5e-09,1e+06]");  // derived with Python: "%.6g" % x
 }
 
