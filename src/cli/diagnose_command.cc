@@ -2,11 +2,11 @@
 // (docs/diagnose.md).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "src/cli/commands.h"
+#include "teller/core/file_util.h"
 #include "teller/diagnose/diagnose.h"
 #include "teller/ingest/ingest.h"
 
@@ -136,10 +136,8 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   const diagnose::Diagnosis d = diagnose::Diagnose(trace, r, options, base);
   std::fputs(diagnose::ToText(trace, d, max_steps).c_str(), stdout);
   if (!json.empty()) {
-    std::ofstream out(json, std::ios::binary);
-    out << diagnose::ToJson(trace, d, traces);
-    if (!out) {
-      std::fprintf(stderr, "teller diagnose: cannot write %s\n", json.c_str());
+    if (Status st = WriteFileAtomic(json, diagnose::ToJson(trace, d, traces)); !st.ok()) {
+      std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
       return 1;
     }
     std::printf("wrote %s\n", json.c_str());

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,11 +65,7 @@ std::vector<std::string> SplitList(const std::string& text) {
 }
 
 Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return Status::Error("cannot write " + path);
-  return Status::Ok();
+  return WriteFileAtomic(path, text);
 }
 
 struct SplitResult {

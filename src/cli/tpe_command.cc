@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "src/cli/commands.h"
+#include "teller/core/file_util.h"
 #include "teller/tpe/tpe.h"
 
 namespace teller::cli {
@@ -286,11 +288,12 @@ int EncodeCommand(const std::vector<std::string>& args) {
     first = static_cast<size_t>(o.step);
     last = first + 1;
   }
-  FILE* out = stdout;
+  // --out: written whole or not at all (a temporary renamed at the end); else stdout.
+  std::optional<AtomicFileWriter> file;
   if (!o.out.empty()) {
-    out = std::fopen(o.out.c_str(), "wb");
-    if (out == nullptr) {
-      std::fprintf(stderr, "teller tpe encode: %s: cannot create\n", o.out.c_str());
+    file.emplace(o.out);
+    if (Status st = file->Open(); !st.ok()) {
+      std::fprintf(stderr, "teller tpe encode: %s\n", st.message().c_str());
       return 1;
     }
   }
@@ -321,7 +324,12 @@ int EncodeCommand(const std::vector<std::string>& args) {
     work(0);
     for (std::thread& th : pool) th.join();
     for (size_t k = b; k < e; ++k) {
-      write_ok = write_ok && std::fwrite(text[k - b].data(), 1, text[k - b].size(), out) == text[k - b].size();
+      if (file) {
+        write_ok = write_ok && file->Append(text[k - b]).ok();
+      } else {
+        write_ok = write_ok && std::fwrite(text[k - b].data(), 1, text[k - b].size(), stdout) ==
+                                   text[k - b].size();
+      }
       tokens += counts[k - b];
       nodes += corpus->offsets[k + 1] - corpus->offsets[k];
     }
@@ -330,13 +338,14 @@ int EncodeCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "teller tpe: encoded %zu/%zu steps\n", e - first, last - first);
     }
   }
-  if (out != stdout) {
-    write_ok = std::fclose(out) == 0 && write_ok;
-  } else {
-    write_ok = std::fflush(out) == 0 && write_ok;
-  }
-  if (!write_ok) {
-    std::fprintf(stderr, "teller tpe encode: writing %s failed\n", o.out.empty() ? "stdout" : o.out.c_str());
+  if (file) {
+    const Status st = write_ok ? file->Commit() : file->Append({});  // the first error
+    if (!st.ok()) {
+      std::fprintf(stderr, "teller tpe encode: %s\n", st.message().c_str());
+      return 1;
+    }
+  } else if (std::fflush(stdout) != 0 || !write_ok) {
+    std::fprintf(stderr, "teller tpe encode: writing stdout failed\n");
     return 1;
   }
   if (!o.quiet) {

@@ -216,7 +216,7 @@ std::string ListFilesJson(const std::string& dir) {
   return out + "]";
 }
 
-void WriteManifest(const std::string& dir, const RunRecord& r) {
+Status WriteManifest(const std::string& dir, const RunRecord& r) {
   std::string json;
   JsonObjectWriter w(json);
   w.Field("format", "teller-run-manifest")
@@ -246,12 +246,7 @@ void WriteManifest(const std::string& dir, const RunRecord& r) {
   w.Close();
   json += '\n';
   // Write-then-rename: a reader never sees a half-written manifest.
-  const std::string tmp = dir + "/.manifest.json.tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  WriteAll(fd, json.data(), json.size());
-  close(fd);
-  rename(tmp.c_str(), (dir + "/" + kManifestName).c_str());
+  return WriteFileAtomic(dir + "/" + kManifestName, json);
 }
 
 std::string SignalName(int sig) {
@@ -334,7 +329,9 @@ Result<int> RunTraced(const RunOptions& options) {
   }
 
   record.start = ReadClockPair();
-  WriteManifest(dir, record);
+  if (Status st = WriteManifest(dir, record); !st.ok()) {
+    return Status::Error(st.message() + "; the command was not started");
+  }
 
   // Argument vector and environment are built before fork: the child only execs.
   std::vector<char*> argv;
@@ -452,7 +449,9 @@ Result<int> RunTraced(const RunOptions& options) {
     std::fprintf(stderr, "teller run: command terminated by signal %s%s\n",
                  SignalName(record.signal).c_str(), WCOREDUMP(status) ? ", core dumped" : "");
   }
-  WriteManifest(dir, record);
+  if (Status st = WriteManifest(dir, record); !st.ok()) {
+    std::fprintf(stderr, "teller run: %s\n", st.message().c_str());
+  }
   std::fprintf(stderr, "teller run: trace written to %s\n", dir.c_str());
   return code;
 }

@@ -1,6 +1,6 @@
 #include "teller/core/json_writer.h"
 
-#include <cinttypes>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -75,11 +75,53 @@ void AppendJsonString(std::string& out, std::string_view text) {
   out += '"';
 }
 
-void JsonObjectWriter::Key(std::string_view key) {
+void AppendJsonInt(std::string& out, int64_t value) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), value).ptr);
+}
+
+void AppendJsonUint(std::string& out, uint64_t value) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), value).ptr);
+}
+
+void AppendJsonDouble(std::string& out, double value, JsonDoubles format) {
+  if (!std::isfinite(value)) {
+    out += "null";  // JSON has no NaN or infinity
+    return;
+  }
+  char buf[40];
+  switch (format) {
+    case JsonDoubles::kShortest:
+      out.append(buf, std::to_chars(buf, buf + sizeof(buf), value).ptr);
+      return;
+    case JsonDoubles::kDigits6:
+      std::snprintf(buf, sizeof(buf), "%.6g", value);
+      break;
+    case JsonDoubles::kDigits17:
+      std::snprintf(buf, sizeof(buf), "%.17g", value);
+      break;
+  }
+  out += buf;
+}
+
+JsonObjectWriter& JsonObjectWriter::Key(std::string_view key) {
   if (!first_) out_ += ',';
+  if (new_line_) {
+    out_ += '\n';
+    out_ += indent_;
+    new_line_ = false;
+  }
   first_ = false;
   AppendJsonString(out_, key);
   out_ += ':';
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::NewLine(std::string_view indent) {
+  new_line_ = true;
+  indent_ = indent;
+  return *this;
 }
 
 JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, std::string_view value) {
@@ -90,29 +132,19 @@ JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, std::string_view
 
 JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, int64_t value) {
   Key(key);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%" PRId64, value);
-  out_ += buf;
+  AppendJsonInt(out_, value);
   return *this;
 }
 
 JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, uint64_t value) {
   Key(key);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
-  out_ += buf;
+  AppendJsonUint(out_, value);
   return *this;
 }
 
 JsonObjectWriter& JsonObjectWriter::Field(std::string_view key, double value) {
   Key(key);
-  if (!std::isfinite(value)) {
-    out_ += "null";  // JSON has no NaN or infinity
-    return *this;
-  }
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", value);
-  out_ += buf;
+  AppendJsonDouble(out_, value, doubles_);
   return *this;
 }
 
@@ -122,8 +154,67 @@ JsonObjectWriter& JsonObjectWriter::FieldBool(std::string_view key, bool value) 
   return *this;
 }
 
+JsonObjectWriter& JsonObjectWriter::FieldNull(std::string_view key) {
+  Key(key);
+  out_ += "null";
+  return *this;
+}
+
 JsonObjectWriter& JsonObjectWriter::FieldRaw(std::string_view key, std::string_view json) {
   Key(key);
+  out_ += json;
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::Next() {
+  if (!first_) out_ += ',';
+  if (new_line_) {
+    out_ += '\n';
+    out_ += indent_;
+    new_line_ = false;
+  }
+  first_ = false;
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::NewLine(std::string_view indent) {
+  new_line_ = true;
+  indent_ = indent;
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::Element(std::string_view value) {
+  Next();
+  AppendJsonString(out_, value);
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::Element(int64_t value) {
+  Next();
+  AppendJsonInt(out_, value);
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::Element(uint64_t value) {
+  Next();
+  AppendJsonUint(out_, value);
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::Element(double value) {
+  Next();
+  AppendJsonDouble(out_, value, doubles_);
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::ElementBool(bool value) {
+  Next();
+  out_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonArrayWriter& JsonArrayWriter::ElementRaw(std::string_view json) {
+  Next();
   out_ += json;
   return *this;
 }

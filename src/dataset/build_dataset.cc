@@ -210,7 +210,7 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
       entries.begin(), entries.end(),
       [](const internal::IndexEntry& a, const internal::IndexEntry& b) { return a.name < b.name; });
   if (!entries.empty())
-    TELLER_RETURN_IF_ERROR(internal::WriteFile(index_path, internal::IndexJson(entries)));
+    TELLER_RETURN_IF_ERROR(WriteFileAtomic(index_path, internal::IndexJson(entries)));
   if (!errors.empty()) return Status::Error(errors);
   summary.seconds = Since(t0);
   return summary;

@@ -521,8 +521,8 @@ Status SettingBuilder::FinishRequest(RequestOut& out) {
   AppendRequestHeader(annotation, out, true);
   annotation += out.annotation_steps;
   annotation += "]}\n";
-  TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/annotation.json", annotation));
-  TELLER_RETURN_IF_ERROR(internal::WriteFile(out.dir + "/log.txt", out.log));
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(out.dir + "/annotation.json", annotation));
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(out.dir + "/log.txt", out.log));
   if (out.truth != nullptr) {
     if (out.truth->is_fault && !out.any_anomalous)
       c_.Add(CounterId::kFaultyRequestsWithoutAnomalousStep);
@@ -645,7 +645,7 @@ Result<SettingSummary> SettingBuilder::Run() {
     names += EscapedName(names_[i]);
   }
   names += "]}\n";
-  TELLER_RETURN_IF_ERROR(internal::WriteFile(root_ + "/names.json", names));
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(root_ + "/names.json", names));
   summary_.write_seconds = Since(t0);
 
   for (const CounterInfo& info : kCounterTable) {

@@ -1,13 +1,9 @@
 #include "src/dataset/index_file.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "simdjson.h"
-#include "src/dataset/json_out.h"
+#include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 #include "teller/dataset/stats.h"
 
@@ -18,38 +14,12 @@ namespace od = simdjson::ondemand;
 using simdjson::error_code;
 
 void AppendCounts(std::string& out, const std::vector<std::pair<std::string, uint64_t>>& items) {
-  out += '{';
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(out, items[i].first);
-    out += ':';
-    AppendUint(out, items[i].second);
-  }
-  out += '}';
+  JsonObjectWriter w(out);
+  for (const auto& [name, count] : items) w.Field(name, count);
+  w.Close();
 }
-
-// Parse state for messages: the file and where the iterator stopped.
-struct IndexParse {
-  const std::string& path;
-  const simdjson::padded_string& json;
-  od::document& doc;
-
-  Status Error(error_code e, const std::string& what) { return JsonErrorAt(path, doc, json, e, what); }
-};
 
 }  // namespace
-
-Status JsonErrorAt(const std::string& path, od::document& doc, const simdjson::padded_string& json,
-                   error_code e, const std::string& what) {
-  const char* p = nullptr;
-  size_t offset = json.size();
-  if (doc.current_location().get(p) == simdjson::SUCCESS && p >= json.data() &&
-      p <= json.data() + json.size()) {
-    offset = static_cast<size_t>(p - json.data());
-  }
-  return Status::Error(path + ": byte " + std::to_string(offset) + ": " + what + " (" +
-                       simdjson::error_message(e) + ")");
-}
 
 IndexEntry EntryFor(const SettingSummary& s) {
   IndexEntry e;
@@ -60,82 +30,67 @@ IndexEntry EntryFor(const SettingSummary& s) {
   e.nodes = s.nodes;
   e.fault_mix = s.fault_mix;
   std::string& out = e.json;
-  out += "{\"name\":";
-  AppendJsonString(out, s.name);
-  out += ",\"source\":";
-  AppendJsonString(out, s.source);
-  out += ",\"requests\":";
-  AppendUint(out, s.requests);
-  out += ",\"faulty\":";
-  AppendUint(out, s.faulty);
-  out += ",\"steps\":";
-  AppendUint(out, s.steps);
-  out += ",\"anomalous_steps\":";
-  AppendUint(out, s.anomalous_steps);
-  out += ",\"nodes\":";
-  AppendUint(out, s.nodes);
-  out += ",\"log_lines\":";
-  AppendUint(out, s.log_lines);
-  out += ",\"events\":";
-  AppendUint(out, s.events);
-  out += ",\"fault_mix\":";
+  JsonObjectWriter w(out, JsonDoubles::kShortest);
+  w.Field("name", s.name)
+      .Field("source", s.source)
+      .Field("requests", s.requests)
+      .Field("faulty", s.faulty)
+      .Field("steps", s.steps)
+      .Field("anomalous_steps", s.anomalous_steps)
+      .Field("nodes", s.nodes)
+      .Field("log_lines", s.log_lines)
+      .Field("events", s.events);
+  w.Key("fault_mix");
   AppendCounts(out, {s.fault_mix.begin(), s.fault_mix.end()});
-  out += ",\n  \"counters\":";
+  w.NewLine("  ").Key("counters");
   AppendCounts(out, s.counters);
-  out += ",\n  \"input_counters\":";
+  w.NewLine("  ").Key("input_counters");
   AppendCounts(out, s.input_counters);
-  out += ",\"seconds\":{\"import\":";
-  AppendDouble(out, s.import_seconds);
-  out += ",\"resolve\":";
-  AppendDouble(out, s.resolve_seconds);
-  out += ",\"reconstruct\":";
-  AppendDouble(out, s.reconstruct_seconds);
-  out += ",\"write\":";
-  AppendDouble(out, s.write_seconds);
-  out += "}}";
+  w.Key("seconds");
+  JsonObjectWriter(out, JsonDoubles::kShortest)
+      .Field("import", s.import_seconds)
+      .Field("resolve", s.resolve_seconds)
+      .Field("reconstruct", s.reconstruct_seconds)
+      .Field("write", s.write_seconds)
+      .Close();
+  w.Close();
   return e;
 }
 
 std::string IndexJson(const std::vector<IndexEntry>& entries) {
   const DatasetStats stats = StatsFromEntries(entries);
-  std::string out = "{\"format\":\"teller-dataset-index\",\"version\":1,\n\"settings\":[\n";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i) out += ",\n";
-    out += entries[i].json;
-  }
-  out += "],\n\"total\":{\"requests\":";
-  AppendUint(out, stats.total.requests);
-  out += ",\"faulty\":";
-  AppendUint(out, stats.total.faulty);
-  out += ",\"steps\":";
-  AppendUint(out, stats.total.steps);
-  out += ",\"nodes\":";
-  AppendUint(out, stats.total.nodes);
-  out += "},\n\"fault_mix\":{";
-  bool first = true;
-  for (const auto& [category, fraction] : stats.fault_mix) {
-    if (!first) out += ',';
-    first = false;
-    AppendJsonString(out, category);
-    out += ':';
-    AppendDouble(out, fraction);
-  }
-  out += "}}\n";
+  std::string out;
+  JsonObjectWriter w(out, JsonDoubles::kShortest);
+  w.Field("format", "teller-dataset-index").Field("version", 1).NewLine().Key("settings");
+  JsonArrayWriter settings(out);
+  for (const IndexEntry& entry : entries) settings.NewLine().ElementRaw(entry.json);
+  settings.Close();
+  w.NewLine().Key("total");
+  JsonObjectWriter(out)
+      .Field("requests", stats.total.requests)
+      .Field("faulty", stats.total.faulty)
+      .Field("steps", stats.total.steps)
+      .Field("nodes", stats.total.nodes)
+      .Close();
+  w.NewLine().Key("fault_mix");
+  JsonObjectWriter mix(out, JsonDoubles::kShortest);
+  for (const auto& [category, fraction] : stats.fault_mix) mix.Field(category, fraction);
+  mix.Close();
+  w.Close();
+  out += '\n';
   return out;
 }
 
 Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  const simdjson::padded_string json(text.str());
+  Result<simdjson::padded_string> loaded = LoadJsonFile(path);
+  if (!loaded.ok()) return loaded.status();
+  const simdjson::padded_string& json = loaded.value();
   od::parser parser;
   od::document doc;
   if (const error_code e = parser.iterate(json).get(doc); e != simdjson::SUCCESS) {
     return Status::Error(path + ": not JSON (" + simdjson::error_message(e) + ")");
   }
-  IndexParse p{path, json, doc};
+  const JsonContext p(path, json, doc);
   od::object root;
   if (const error_code e = doc.get_object().get(root); e != simdjson::SUCCESS) {
     return p.Error(e, "expected a dataset index object");
@@ -152,9 +107,7 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
       return p.Error(e, "bad key");
     if (key == "format") {
       std::string_view format;
-      if (const error_code e = field.value().get_string().get(format); e != simdjson::SUCCESS) {
-        return p.Error(e, "format: expected a string");
-      }
+      TELLER_RETURN_IF_ERROR(p.Get(field.value(), "format", &format));
       if (format != "teller-dataset-index") {
         return Status::Error(path + ": format is \"" + std::string(format) +
                              "\", expected \"teller-dataset-index\"");
@@ -163,14 +116,13 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
     } else if (key == "settings") {
       have_settings = true;
       od::array settings;
-      if (const error_code e = field.value().get_array().get(settings); e != simdjson::SUCCESS) {
-        return p.Error(e, "settings: expected an array");
-      }
+      TELLER_RETURN_IF_ERROR(p.Get(field.value(), "settings", &settings));
       for (auto element : settings) {
+        od::value item;
+        if (const error_code e = element.get(item)) return p.Error(e, "malformed settings array");
         od::object obj;
-        if (const error_code e = element.get_object().get(obj); e != simdjson::SUCCESS) {
-          return p.Error(e, "settings[" + std::to_string(entries.size()) + "]: expected an object");
-        }
+        TELLER_RETURN_IF_ERROR(
+            p.Get(item, "settings[" + std::to_string(entries.size()) + "]", &obj));
         IndexEntry entry;
         std::string_view raw;
         if (const error_code e = obj.raw_json().get(raw); e != simdjson::SUCCESS) {
@@ -201,22 +153,14 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
                              : k == "nodes"  ? &entry.nodes
                                              : nullptr;
           if (number != nullptr) {
-            if (const error_code e = f.value().get_uint64().get(*number); e != simdjson::SUCCESS) {
-              return p.Error(e, where + "." + std::string(k) + ": expected an unsigned integer");
-            }
+            TELLER_RETURN_IF_ERROR(p.Get(f.value(), where + "." + std::string(k), number));
             ++seen;
           } else if (k == "name") {
-            std::string_view name;
-            if (const error_code e = f.value().get_string().get(name); e != simdjson::SUCCESS) {
-              return p.Error(e, where + ".name: expected a string");
-            }
-            entry.name.assign(name);
+            TELLER_RETURN_IF_ERROR(p.Get(f.value(), where + ".name", &entry.name));
             ++seen;
           } else if (k == "fault_mix") {
             od::object mix;
-            if (const error_code e = f.value().get_object().get(mix); e != simdjson::SUCCESS) {
-              return p.Error(e, where + ".fault_mix: expected an object");
-            }
+            TELLER_RETURN_IF_ERROR(p.Get(f.value(), where + ".fault_mix", &mix));
             for (auto mr : mix) {
               od::field m;
               if (const error_code e = std::move(mr).get(m); e != simdjson::SUCCESS) {
@@ -227,9 +171,8 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
                 return p.Error(e, "bad key");
               }
               uint64_t count = 0;
-              if (const error_code e = m.value().get_uint64().get(count); e != simdjson::SUCCESS) {
-                return p.Error(e, where + ".fault_mix: expected a count");
-              }
+              TELLER_RETURN_IF_ERROR(
+                  p.Get(m.value(), where + ".fault_mix." + std::string(category), &count));
               entry.fault_mix[std::string(category)] = count;
             }
           }

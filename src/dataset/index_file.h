@@ -12,7 +12,6 @@
 #include "teller/core/status.h"
 #include "teller/dataset/build.h"
 #include "teller/dataset/stats.h"
-#include "simdjson.h"
 
 namespace teller::dataset::internal {
 
@@ -25,11 +24,6 @@ struct IndexEntry {
   std::map<std::string, uint64_t> fault_mix;  // faulty requests per category
   std::string json;
 };
-
-// "<path>: byte <offset>: <what> (<simdjson's message>)", the offset being where the
-// parser stopped: the error form of every JSON file the dataset stage reads.
-Status JsonErrorAt(const std::string& path, simdjson::ondemand::document& doc,
-                   const simdjson::padded_string& json, simdjson::error_code e, const std::string& what);
 
 // Errors name the file and the byte offset or the missing field.
 Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path);

@@ -12,8 +12,8 @@
 
 #include "simdjson.h"
 #include "src/dataset/index_file.h"
-#include "src/dataset/json_out.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/ground_truth.h"
 
@@ -38,7 +38,7 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
 
 Status JsonError(const std::string& path, od::document& doc, const simdjson::padded_string& json,
                  error_code e, const std::string& expected) {
-  return internal::JsonErrorAt(path, doc, json, e, "expected " + expected);
+  return JsonContext(path, json, doc).Error(e, "expected " + expected);
 }
 
 // annotation.json: is_fault, fault_type and the number of steps.
@@ -230,40 +230,29 @@ Result<DatasetStats> ReadDatasetStats(const std::string& dir) {
 }
 
 std::string DatasetStatsJson(const DatasetStats& stats) {
-  std::string out = "{\"settings\":[";
+  std::string out;
   auto row = [&out](const SettingStats& s, bool named) {
-    out += '{';
-    if (named) {
-      out += "\"name\":";
-      AppendJsonString(out, s.name);
-      out += ',';
-    }
-    out += "\"requests\":";
-    internal::AppendUint(out, s.requests);
-    out += ",\"faulty\":";
-    internal::AppendUint(out, s.faulty);
-    out += ",\"steps\":";
-    internal::AppendUint(out, s.steps);
-    out += ",\"nodes\":";
-    internal::AppendUint(out, s.nodes);
-    out += '}';
+    JsonObjectWriter w(out);
+    if (named) w.Field("name", s.name);
+    w.Field("requests", s.requests).Field("faulty", s.faulty).Field("steps", s.steps);
+    w.Field("nodes", s.nodes).Close();
   };
-  for (size_t i = 0; i < stats.settings.size(); ++i) {
-    if (i) out += ',';
-    row(stats.settings[i], true);
+  JsonObjectWriter doc(out);
+  doc.Key("settings");
+  JsonArrayWriter settings(out);
+  for (const SettingStats& s : stats.settings) {
+    settings.Next();
+    row(s, true);
   }
-  out += "],\"total\":";
+  settings.Close();
+  doc.Key("total");
   row(stats.total, false);
-  out += ",\"fault_mix\":{";
-  bool first = true;
-  for (const auto& [category, fraction] : stats.fault_mix) {
-    if (!first) out += ',';
-    first = false;
-    AppendJsonString(out, category);
-    out += ':';
-    internal::AppendDouble(out, fraction);
-  }
-  out += "}}\n";
+  doc.Key("fault_mix");
+  JsonObjectWriter mix(out, JsonDoubles::kShortest);
+  for (const auto& [category, fraction] : stats.fault_mix) mix.Field(category, fraction);
+  mix.Close();
+  doc.Close();
+  out += '\n';
   return out;
 }
 

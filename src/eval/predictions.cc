@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "simdjson.h"
+#include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 
 namespace teller::eval {
@@ -31,10 +32,9 @@ Result<Predictions> ReadPredictions(const std::string& path, const Dataset& data
                                     PredictionFileStats* stats) {
   PredictionFileStats local;
   PredictionFileStats& st = stats != nullptr ? *stats : local;
-  simdjson::padded_string text;
-  if (const error_code e = simdjson::padded_string::load(path).get(text); e != simdjson::SUCCESS) {
-    return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
-  }
+  Result<simdjson::padded_string> loaded = LoadJsonFile(path);
+  if (!loaded.ok()) return loaded.status();
+  const simdjson::padded_string& text = loaded.value();
   std::unordered_map<std::string, uint32_t> unit_of;
   unit_of.reserve(dataset.units.size());
   for (uint32_t i = 0; i < dataset.units.size(); ++i) {
@@ -63,16 +63,14 @@ Result<Predictions> ReadPredictions(const std::string& path, const Dataset& data
     od::document doc;
     if (error_code e = parser.iterate(row.data(), row.size(), capacity).get(doc))
       return fail(e, "not JSON");
-    std::string_view setting, request, view;
+    const JsonContext ctx(at, text, doc);
+    std::string setting_copy, request_copy;
+    std::string_view view;
     int64_t seq = 0;
-    if (error_code e = doc["setting"].get_string().get(setting))
-      return fail(e, "no \"setting\" string");
-    const std::string setting_copy(setting);
-    if (error_code e = doc["request"].get_string().get(request))
-      return fail(e, "no \"request\" string");
-    const std::string request_copy(request);
-    if (error_code e = doc["seq"].get_int64().get(seq)) return fail(e, "no \"seq\" number");
-    if (error_code e = doc["view"].get_string().get(view)) return fail(e, "no \"view\" string");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "setting", &setting_copy));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "request", &request_copy));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "seq", &seq));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "view", &view));
     View v;
     if (view == "vertical") {
       v = View::kVertical;
@@ -84,27 +82,14 @@ Result<Predictions> ReadPredictions(const std::string& path, const Dataset& data
     }
     Prediction pred;
     pred.present = true;
-    if (error_code e = doc["abnormal"].get_bool().get(pred.abnormal))
-      return fail(e, "no \"abnormal\" boolean");
-    if (error_code e = doc["score"].get_double().get(pred.score))
-      return fail(e, "no \"score\" number");
-    od::value value;
-    if (doc["fault_type"].get(value) == simdjson::SUCCESS) {
-      bool is_null = false;
-      if (error_code e = value.is_null().get(is_null)) return fail(e, "bad \"fault_type\"");
-      if (!is_null) {
-        std::string_view s;
-        if (error_code e = value.get_string().get(s))
-          return fail(e, "\"fault_type\" is not a string");
-        pred.fault_type = s;
-      }
-    }
-    if (doc["nodes"].get(value) == simdjson::SUCCESS) {
-      bool is_null = false;
-      if (error_code e = value.is_null().get(is_null)) return fail(e, "bad \"nodes\"");
-      if (!is_null) {
-        od::array a;
-        if (error_code e = value.get_array().get(a)) return fail(e, "\"nodes\" is not an array");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "abnormal", &pred.abnormal));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "score", &pred.score));
+    bool present = false;
+    TELLER_RETURN_IF_ERROR(ctx.OptionalField(doc, "fault_type", &pred.fault_type, &present));
+    {
+      od::array a;
+      TELLER_RETURN_IF_ERROR(ctx.OptionalField(doc, "nodes", &a, &present));
+      if (present) {
         for (auto item : a) {
           int64_t id = 0;
           if (error_code e = item.get_int64().get(id))
@@ -117,6 +102,7 @@ Result<Predictions> ReadPredictions(const std::string& path, const Dataset& data
         }
       }
     }
+    od::value value;
     if (doc["explanation"].get(value) == simdjson::SUCCESS) {
       bool is_null = false;
       if (value.is_null().get(is_null) == simdjson::SUCCESS && !is_null) {

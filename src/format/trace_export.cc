@@ -9,7 +9,6 @@
 #include "teller/format/trace_export.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,22 +40,12 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// Never over an existing file: the directory was checked to hold no trace, and two
+// outputs with one name would be a bug.
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("cannot create " + path + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      close(fd);
-      return Status::Error("cannot write " + path + ": " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  return Status::Ok();
+  WriteFileOptions once;
+  once.replace = false;
+  return WriteFileAtomic(path, text, once);
 }
 
 // Days since 1970-01-01 -> civil date (Hinnant's civil_from_days).

@@ -21,11 +21,9 @@
 #include "src/ingest/kineto_importer.h"
 
 #include <fcntl.h>
-#include <libdeflate.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -39,6 +37,7 @@
 #include <vector>
 
 #include "simdjson.h"
+#include "teller/core/gzip.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
@@ -122,97 +121,25 @@ namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-bool IsGzip(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-         static_cast<unsigned char>(bytes[1]) == 0x8b;
-}
+// Gunzip's view of a PaddedBuffer: it grows by remapping, and keeps its padding zeroed.
+class PaddedOutput : public GunzipOutput {
+ public:
+  explicit PaddedOutput(PaddedBuffer& buffer) : buffer_(buffer) {}
+  char* Reserve(size_t capacity, size_t keep) override {
+    buffer_.Resize(keep);
+    return buffer_.Reserve(capacity) ? buffer_.data() : nullptr;
+  }
+  void SetSize(size_t size) override { buffer_.Resize(size); }
 
-// libdeflate says only "bad data"; zlib, streaming, tells a truncated stream from corrupt
-// data and where the corruption is. Only run on the error path.
-Status DiagnoseGzip(std::string_view in, size_t member_offset, const std::string& name) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-    return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(member_offset));
-  }
-  std::vector<unsigned char> sink(1 << 16);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + member_offset));
-  zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - member_offset, UINT32_MAX));
-  int rc = Z_OK;
-  while (true) {
-    zs.next_out = sink.data();
-    zs.avail_out = static_cast<uInt>(sink.size());
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END || rc != Z_OK) break;
-  }
-  const size_t at = member_offset + zs.total_in;
-  inflateEnd(&zs);
-  if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_in == 0)) {
-    return Status::Error(name + ": truncated gzip stream (input ends at byte " +
-                         std::to_string(in.size()) + " inside a member starting at byte " +
-                         std::to_string(member_offset) + ")");
-  }
-  return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(at));
-}
-
-struct DecompressorDeleter {
-  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+ private:
+  PaddedBuffer& buffer_;
 };
-
-libdeflate_decompressor* Decompressor() {
-  // One per thread, reused: allocation is cheap but not free, and it is ~32 KB.
-  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(
-      libdeflate_alloc_decompressor());
-  return d.get();
-}
 
 }  // namespace
 
 Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out) {
-  libdeflate_decompressor* d = Decompressor();
-  if (d == nullptr) return Status::Error(name + ": out of memory (gzip decompressor)");
-  // ISIZE (last 4 bytes, size mod 2^32 of the last member) is exact for the usual single
-  // member file; for multi-member files it is only a lower bound, and the buffer grows.
-  size_t hint = 0;
-  if (in.size() >= 18) {
-    uint32_t isize;
-    std::memcpy(&isize, in.data() + in.size() - 4, 4);
-    hint = isize;
-  }
-  hint = std::max(hint, in.size() * 4 + 4096);
-  if (!out.Reserve(hint)) return Status::Error(name + ": out of memory (gunzip)");
-  size_t in_pos = 0;
-  size_t out_pos = 0;
-  while (in_pos < in.size()) {
-    const std::string_view rest = in.substr(in_pos);
-    if (!IsGzip(rest)) {
-      // gzip(1) tolerates zero padding after the last member (tape blocks); so do we.
-      if (in_pos > 0 && std::all_of(rest.begin(), rest.end(), [](char c) { return c == 0; })) {
-        break;
-      }
-      if (in_pos == 0) return Status::Error(name + ": not a gzip stream");
-      return Status::Error(name + ": corrupt gzip data at byte " + std::to_string(in_pos) +
-                           " (trailing bytes after the last member)");
-    }
-    size_t in_used = 0;
-    size_t out_used = 0;
-    const libdeflate_result r =
-        libdeflate_gzip_decompress_ex(d, rest.data(), rest.size(), out.data() + out_pos,
-                                      out.capacity() - out_pos, &in_used, &out_used);
-    if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      const size_t grow = std::max(out.capacity() * 2, out.capacity() + (size_t{64} << 20));
-      out.Resize(out_pos);
-      if (!out.Reserve(grow)) return Status::Error(name + ": out of memory (gunzip)");
-      continue;
-    }
-    if (r != LIBDEFLATE_SUCCESS) {
-      out.Resize(0);
-      return DiagnoseGzip(in, in_pos, name);
-    }
-    in_pos += in_used;
-    out_pos += out_used;
-  }
-  out.Resize(out_pos);
-  return Status::Ok();
+  PaddedOutput sink(out);
+  return Gunzip(in, name, GunzipOptions(), sink);
 }
 
 Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out) {

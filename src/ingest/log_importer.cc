@@ -10,7 +10,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include <unordered_map>
 
 #include "src/ingest/log_parser.h"
+#include "teller/core/gzip.h"
 
 namespace teller::ingest {
 namespace {
@@ -117,63 +117,6 @@ void StripAnsiInPlace(std::string& s) {
     }
   }
   s.resize(w);
-}
-
-// Inflates a gzip file (all members; bytes after the last member are ignored and
-// counted). Errors name the file and the compressed byte offset.
-Status Gunzip(std::string_view in, const std::string& name, std::string* out,
-              uint64_t* trailing_garbage) {
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::Error(name + ": cannot start zlib");
-  out->resize(std::min<size_t>(std::max<size_t>(in.size() * 4, 1 << 16), kMaxInflatedBytes));
-  size_t consumed = 0;  // input bytes handed to zlib so far
-  size_t produced = 0;
-  Status status;
-  for (;;) {
-    if (zs.avail_in == 0 && consumed < in.size()) {
-      const size_t chunk = std::min<size_t>(in.size() - consumed, 1u << 30);
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + consumed));
-      zs.avail_in = static_cast<uInt>(chunk);
-      consumed += chunk;
-    }
-    if (produced == out->size()) {
-      if (out->size() >= kMaxInflatedBytes) {
-        status = Status::Error(name + ": inflated log larger than 16 GiB");
-        break;
-      }
-      out->resize(std::min(out->size() * 2, kMaxInflatedBytes));
-    }
-    const size_t room = std::min<size_t>(out->size() - produced, 1u << 30);
-    zs.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
-    zs.avail_out = static_cast<uInt>(room);
-    const int ret = inflate(&zs, Z_NO_FLUSH);
-    produced += room - zs.avail_out;
-    const size_t position = consumed - zs.avail_in;
-    if (ret == Z_STREAM_END) {
-      const size_t rest = in.size() - position;
-      if (rest >= 2 && static_cast<unsigned char>(in[position]) == 0x1f &&
-          static_cast<unsigned char>(in[position + 1]) == 0x8b) {
-        inflateReset(&zs);
-        continue;
-      }
-      *trailing_garbage = rest;
-      break;
-    }
-    if (ret == Z_BUF_ERROR && zs.avail_in == 0 && consumed == in.size()) {
-      status = Status::Error(name + ": truncated gzip data at byte " + std::to_string(position) +
-                             " (expected more compressed data)");
-      break;
-    }
-    if (ret != Z_OK && ret != Z_BUF_ERROR) {
-      status = Status::Error(name + ": corrupt gzip data at byte " + std::to_string(position) +
-                             ": " + (zs.msg != nullptr ? zs.msg : "inflate failed"));
-      break;
-    }
-  }
-  inflateEnd(&zs);
-  out->resize(produced);
-  return status;
 }
 
 class LogImporter {
@@ -530,11 +473,16 @@ class LogImporter {
 Status ImportLogBytes(std::string_view data, const std::string& file_name, int64_t mtime_ns,
                       const LogOptions& options, Trace& trace, int64_t monotonic_to_utc_ns) {
   std::string inflated;
-  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-      static_cast<unsigned char>(data[1]) == 0x8b) {
-    uint64_t trailing = 0;
-    TELLER_RETURN_IF_ERROR(Gunzip(data, file_name, &inflated, &trailing));
-    if (trailing != 0) trace.counters.Add(CounterId::kLogsGzipTrailingBytes, trailing);
+  if (IsGzip(data)) {
+    // A log copied while being written may end in junk after the last member: kept out
+    // of the text and counted.
+    GunzipOptions gz;
+    gz.allow_trailing_garbage = true;
+    gz.max_output_bytes = kMaxInflatedBytes;
+    GunzipInfo info;
+    TELLER_RETURN_IF_ERROR(GunzipToString(data, file_name, gz, &inflated, &info));
+    if (info.trailing_bytes != 0)
+      trace.counters.Add(CounterId::kLogsGzipTrailingBytes, info.trailing_bytes);
     data = inflated;
   }
   trace.sources.push_back(file_name);

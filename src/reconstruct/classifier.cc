@@ -1,29 +1,20 @@
-#include <regex.h>
-
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "builtin_rules.h"
+#include "teller/core/regex.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::reconstruct {
 
-// POSIX extended regular expressions (glibc's regexec): several times faster than
-// std::regex on long kernel names, which matters because every distinct name is tried
-// against the rules once.
-struct CompiledRegex {
-  regex_t re;
-  explicit CompiledRegex(const regex_t& r) : re(r) {}
-  ~CompiledRegex() { regfree(&re); }
-  CompiledRegex(const CompiledRegex&) = delete;
-  CompiledRegex& operator=(const CompiledRegex&) = delete;
-};
-
 struct Classifier::Rule {
   Layer layer;
   std::string category_glob;  // "*" or an exact category, or a prefix ending in '*'
-  std::shared_ptr<CompiledRegex> name;
+  // POSIX extended (core/regex.h): several times faster than std::regex on long kernel
+  // names, which matters because every distinct name is tried against the rules once.
+  std::shared_ptr<const Regex> name;
 };
 
 Classifier::~Classifier() = default;
@@ -65,13 +56,10 @@ Result<std::shared_ptr<Classifier>> Classifier::FromText(std::string_view text,
     if (glob.empty() || pattern.empty()) {
       return Status::Error(where + "expected LAYER CATEGORY-GLOB NAME-REGEX");
     }
-    regex_t re;
-    if (const int rc = regcomp(&re, pattern.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
-      char why[256];
-      regerror(rc, &re, why, sizeof(why));
-      return Status::Error(where + "invalid regular expression '" + pattern + "': " + why);
-    }
-    classifier->rules_.push_back({layer, glob, std::make_shared<CompiledRegex>(re)});
+    Result<Regex> re = Regex::Compile(pattern);
+    if (!re.ok()) return Status::Error(where + re.status().message());
+    classifier->rules_.push_back(
+        {layer, glob, std::make_shared<const Regex>(std::move(re).value())});
   }
   return classifier;
 }
@@ -95,10 +83,9 @@ Layer Classifier::Classify(EventType type, std::string_view category,
   if (IsHostCall(type)) return Layer::kHostCall;
   const bool gpu = IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation;
   Layer layer = gpu ? Layer::kGpu : (type == EventType::kMark ? Layer::kMark : Layer::kFrontend);
-  const std::string name_text(name);  // regexec needs a terminated string
   for (const Rule& rule : rules_) {
     if (!GlobMatches(rule.category_glob, category)) continue;
-    if (regexec(&rule.name->re, name_text.c_str(), 0, nullptr, 0) != 0) continue;
+    if (!rule.name->Matches(name)) continue;
     // GPU work only takes the COMM layer from rules (a kernel is never a STEP).
     if (gpu && rule.layer != Layer::kComm) continue;
     if (type == EventType::kMark && rule.layer != Layer::kMark) continue;

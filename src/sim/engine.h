@@ -5,8 +5,6 @@
 #ifndef TELLER_SRC_SIM_ENGINE_H_
 #define TELLER_SRC_SIM_ENGINE_H_
 
-#include <regex.h>
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +14,7 @@
 
 #include "src/sim/sim_internal.h"
 #include "src/sim/world.h"
+#include "teller/core/regex.h"
 #include "teller/sim/faults.h"
 #include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
@@ -29,7 +28,7 @@ struct ActiveFault {
   int64_t onset = 0, end = 0;  // true time
   int rank = -1;               // rank-scoped mechanisms
   std::string target;          // family name or regex source
-  std::shared_ptr<regex_t> regex;  // compiled target when it is a regex
+  std::shared_ptr<const Regex> regex;  // compiled target when it is a regex
   bool used = false;           // acted at least once
   bool Active(int64_t t) const { return t >= onset && t < end; }
 };

@@ -241,13 +241,11 @@ Status Run::Prepare() {
     if (f.rank < 0) f.rank = static_cast<int>(rng_.Below(static_cast<uint64_t>(world)));
     f.target = spec.target.empty() ? DefaultTarget(spec.mechanism) : spec.target;
     if (!f.target.empty() && !IsFamilyName(f.target)) {
-      f.regex = std::shared_ptr<regex_t>(new regex_t, [](regex_t* r) {
-        regfree(r);
-        delete r;
-      });
-      if (regcomp(f.regex.get(), f.target.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
+      Result<Regex> re = Regex::Compile(f.target);
+      if (!re.ok()) {
         return Status::Error("fault target '" + f.target + "' is neither an operator family nor a valid regex");
       }
+      f.regex = std::make_shared<const Regex>(std::move(re).value());
     }
     faults_.push_back(std::move(f));
   }
@@ -264,7 +262,7 @@ const ActiveFault* Run::Active(Mechanism m, int64_t t) const {
 bool Run::TargetMatches(const ActiveFault& f, const KernelSpec& k) const {
   if (f.target.empty()) return true;
   if (!f.regex) return CostFamily(k.cost) == f.target;
-  return regexec(f.regex.get(), k.name.c_str(), 0, nullptr, 0) == 0;
+  return f.regex->Matches(k.name);
 }
 
 double Run::KernelFactor(const KernelSpec& k, int rank, int64_t t, int* fault) const {
@@ -588,8 +586,12 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     TELLER_RETURN_IF_ERROR(w.WritePayload(raw::ChunkType::kEnd, end));
     summary->events += r.events.size();
     summary->bytes += w.bytes_written();
-    files_json += (files_json.empty() ? "" : ",") + std::string("{\"path\":\"") + name +
-                  "\",\"kind\":\"raw_trace\",\"bytes\":" + std::to_string(w.bytes_written()) + "}";
+    if (!files_json.empty()) files_json += ',';
+    JsonObjectWriter(files_json)
+        .Field("path", name)
+        .Field("kind", "raw_trace")
+        .Field("bytes", w.bytes_written())
+        .Close();
   }
   // The service log as `teller run` captures it: each line prefixed with the monotonic
   // time (of the launcher's host, node 0) at which it was read.
@@ -603,18 +605,22 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     last_capture = capture;
     text += std::to_string(capture) + " " + l.text + "\n";
   }
-  for (const char* log : {"/logs/stdout.log", "/logs/stderr.log"}) {
-    std::ofstream out(out_dir + log, std::ios::binary);
-    if (std::string(log) == "/logs/stdout.log") out << text;
-    if (!out) return Status::Error(out_dir + log + ": write failed");
-  }
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/logs/stdout.log", text));
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/logs/stderr.log", ""));
   summary->log_lines = logs_.size();
   // manifest.json: the same fields `teller run` writes, so the importer treats both alike.
   std::string m;
   {
     JsonObjectWriter w(m);
     w.Field("format", "teller-run-manifest").Field("format_version", 1).Field("teller_version", TELLER_VERSION_STRING);
-    w.FieldRaw("command", "[\"teller\",\"simulate\",\"--profile\",\"" + profile_.name + "\"]");
+    std::string command = "[";
+    for (const std::string& arg : {std::string("teller"), std::string("simulate"),
+                                   std::string("--profile"), profile_.name}) {
+      if (command.size() > 1) command += ',';
+      AppendJsonString(command, arg);
+    }
+    command += ']';
+    w.FieldRaw("command", command);
     w.FieldBool("simulated", true);
     w.Field("host", clocks_[0].name).Field("clock", "CLOCK_MONOTONIC");
     w.Field("start_realtime_ns", clocks_[0].Real(first)).Field("start_monotonic_ns", clocks_[0].Mono(first));
@@ -622,16 +628,24 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     w.Field("end_realtime_ns", clocks_[0].Real(last)).Field("end_monotonic_ns", clocks_[0].Mono(last));
     w.Field("exit_code", 0).Field("signal", 0);
     w.Field("stdout_lines", static_cast<uint64_t>(logs_.size())).Field("stderr_lines", static_cast<uint64_t>(0));
-    w.FieldRaw("files", "[" + files_json + ",{\"path\":\"logs/stdout.log\",\"kind\":\"log\",\"bytes\":" +
-                            std::to_string(text.size()) + "},{\"path\":\"logs/stderr.log\",\"kind\":\"log\",\"bytes\":0}]");
+    std::string files = "[" + files_json + ",";
+    JsonObjectWriter(files)
+        .Field("path", "logs/stdout.log")
+        .Field("kind", "log")
+        .Field("bytes", static_cast<uint64_t>(text.size()))
+        .Close();
+    files += ',';
+    JsonObjectWriter(files)
+        .Field("path", "logs/stderr.log")
+        .Field("kind", "log")
+        .Field("bytes", 0)
+        .Close();
+    files += ']';
+    w.FieldRaw("files", files);
     w.Close();
   }
   m += '\n';
-  {
-    std::ofstream out(out_dir + "/manifest.json", std::ios::binary);
-    out << m;
-    if (!out) return Status::Error(out_dir + "/manifest.json: write failed");
-  }
+  TELLER_RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/manifest.json", m));
   const GroundTruth truth = Truth();
   TELLER_RETURN_IF_ERROR(WriteGroundTruth(truth, out_dir + "/" + kGroundTruthFile));
   summary->requests = requests_.size();

@@ -18,22 +18,7 @@ constexpr uint32_t kNil = UINT32_MAX;
 constexpr TokenId kDead = UINT32_MAX;
 
 Status WriteText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::Error(path + ": cannot create");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) return Status::Error(path + ": write failed (disk full?)");
-  return Status::Ok();
-}
-
-void AppendUint(std::string& out, uint64_t v) {
-  char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
-}
-
-// Shortest text that reads back as the same double.
-void AppendDouble(std::string& out, double v) {
-  char buf[32];
-  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+  return WriteFileAtomic(path, text);
 }
 
 std::string_view kSpecial[] = {"[PAD]", "[UNK]"};
@@ -171,94 +156,90 @@ Status Model::Save(const std::string& dir, const ModelMetadata& m) const {
   TELLER_RETURN_IF_ERROR(MakeDirs(dir));
   const bool counts = m.token_count.size() == size();
 
-  std::string vocab = "{\"format\":\"teller-tpe-vocab\",\"version\":1,\"size\":";
-  AppendUint(vocab, size());
-  vocab += ",\"base_size\":";
-  AppendUint(vocab, base_size());
-  vocab += ",\"special\":";
-  AppendUint(vocab, kNumSpecialTokens);
-  vocab += ",\"tokens\":[\n";
+  std::string vocab;
+  JsonObjectWriter v(vocab);
+  v.Field("format", "teller-tpe-vocab")
+      .Field("version", 1)
+      .Field("size", static_cast<uint64_t>(size()));
+  v.Field("base_size", static_cast<uint64_t>(base_size()))
+      .Field("special", static_cast<uint64_t>(kNumSpecialTokens));
+  v.Key("tokens");
+  JsonArrayWriter tokens(vocab);
   for (TokenId id = 0; id < size(); ++id) {
-    if (id) vocab += ",\n";
-    vocab += "{\"id\":";
-    AppendUint(vocab, id);
+    tokens.NewLine().Next();
+    JsonObjectWriter t(vocab);
+    t.Field("id", static_cast<uint64_t>(id));
     if (id < base_size()) {
-      vocab += ",\"symbol\":";
-      AppendJsonString(vocab, base_[id]);
+      t.Field("symbol", base_[id]);
     } else {
-      vocab += ",\"merge\":[";
-      AppendUint(vocab, merges_[id - base_size()].first);
-      vocab += ',';
-      AppendUint(vocab, merges_[id - base_size()].second);
-      vocab += "],\"nodes\":";
-      AppendUint(vocab, nodes_[id]);
+      t.Key("merge");
+      JsonArrayWriter(vocab)
+          .Element(static_cast<uint64_t>(merges_[id - base_size()].first))
+          .Element(static_cast<uint64_t>(merges_[id - base_size()].second))
+          .Close();
+      t.Field("nodes", static_cast<uint64_t>(nodes_[id]));
     }
-    if (counts) {
-      vocab += ",\"count\":";
-      AppendUint(vocab, m.token_count[id]);
-    }
-    vocab += '}';
+    if (counts) t.Field("count", static_cast<uint64_t>(m.token_count[id]));
+    t.Close();
   }
-  vocab += "]}\n";
+  tokens.Close();
+  v.Close();
+  vocab += '\n';
   TELLER_RETURN_IF_ERROR(WriteText(dir + "/vocab.json", vocab));
 
-  std::string merges = "{\"format\":\"teller-tpe-merges\",\"version\":1,\"base_size\":";
-  AppendUint(merges, base_size());
-  merges += ",\"merges\":[";
-  for (size_t r = 0; r < merges_.size(); ++r) {
-    merges += r ? ",\n[" : "\n[";
-    AppendUint(merges, merges_[r].first);
-    merges += ',';
-    AppendUint(merges, merges_[r].second);
-    merges += ']';
+  std::string merges;
+  JsonObjectWriter mw(merges);
+  mw.Field("format", "teller-tpe-merges")
+      .Field("version", 1)
+      .Field("base_size", static_cast<uint64_t>(base_size()));
+  mw.Key("merges");
+  JsonArrayWriter list(merges);
+  for (const auto& [a, b] : merges_) {
+    list.NewLine().Next();
+    JsonArrayWriter(merges)
+        .Element(static_cast<uint64_t>(a))
+        .Element(static_cast<uint64_t>(b))
+        .Close();
   }
-  merges += "]}\n";
+  list.Close();
+  mw.Close();
+  merges += '\n';
   TELLER_RETURN_IF_ERROR(WriteText(dir + "/merges.json", merges));
 
-  std::string meta = "{\"format\":\"teller-tpe-model\",\"version\":";
-  AppendUint(meta, kModelFormatVersion);
-  meta += ",\"normalization\":";
-  AppendUint(meta, kNormalizationVersion);
-  meta += ",\"vocab_size\":";
-  AppendUint(meta, size());
-  meta += ",\"requested_vocab_size\":";
-  AppendUint(meta, m.requested_vocab_size);
-  meta += ",\"base_size\":";
-  AppendUint(meta, base_size());
-  meta += ",\"special_tokens\":";
-  AppendUint(meta, kNumSpecialTokens);
-  meta += ",\"merges\":";
-  AppendUint(meta, merges_.size());
-  meta += ",\"min_frequency\":";
-  AppendUint(meta, m.min_frequency);
-  meta += ",\"stop_reason\":";
-  AppendJsonString(meta, m.stop_reason);
-  meta += ",\n\"corpus\":{\"data\":";
-  AppendJsonString(meta, m.data);
-  meta += ",\"settings\":[";
-  for (size_t i = 0; i < m.settings.size(); ++i) {
-    if (i) meta += ',';
-    AppendJsonString(meta, m.settings[i]);
-  }
-  meta += "],\"steps\":";
-  AppendUint(meta, m.steps);
-  meta += ",\"distinct_steps\":";
-  AppendUint(meta, m.distinct_steps);
-  meta += ",\"symbols\":";
-  AppendUint(meta, m.symbols);
-  meta += ",\"tokens\":";
-  AppendUint(meta, m.tokens);
+  std::string meta;
+  JsonObjectWriter w(meta, JsonDoubles::kShortest);
+  w.Field("format", "teller-tpe-model")
+      .Field("version", static_cast<uint64_t>(kModelFormatVersion))
+      .Field("normalization", static_cast<uint64_t>(kNormalizationVersion))
+      .Field("vocab_size", static_cast<uint64_t>(size()))
+      .Field("requested_vocab_size", static_cast<uint64_t>(m.requested_vocab_size))
+      .Field("base_size", static_cast<uint64_t>(base_size()))
+      .Field("special_tokens", static_cast<uint64_t>(kNumSpecialTokens))
+      .Field("merges", static_cast<uint64_t>(merges_.size()))
+      .Field("min_frequency", static_cast<uint64_t>(m.min_frequency))
+      .Field("stop_reason", m.stop_reason);
+  w.NewLine().Key("corpus");
+  JsonObjectWriter corpus(meta, JsonDoubles::kShortest);
+  corpus.Field("data", m.data).Key("settings");
+  JsonArrayWriter settings(meta);
+  for (const std::string& name : m.settings) settings.Element(name);
+  settings.Close();
+  corpus.Field("steps", static_cast<uint64_t>(m.steps))
+      .Field("distinct_steps", static_cast<uint64_t>(m.distinct_steps))
+      .Field("symbols", static_cast<uint64_t>(m.symbols))
+      .Field("tokens", static_cast<uint64_t>(m.tokens));
   if (m.steps > 0 && m.tokens > 0) {
-    meta += ",\"events_per_step_before\":";
-    AppendDouble(meta, static_cast<double>(m.symbols) / static_cast<double>(m.steps));
-    meta += ",\"events_per_step_after\":";
-    AppendDouble(meta, static_cast<double>(m.tokens) / static_cast<double>(m.steps));
-    meta += ",\"compression\":";
-    AppendDouble(meta, static_cast<double>(m.symbols) / static_cast<double>(m.tokens));
+    corpus
+        .Field("events_per_step_before",
+               static_cast<double>(m.symbols) / static_cast<double>(m.steps))
+        .Field("events_per_step_after",
+               static_cast<double>(m.tokens) / static_cast<double>(m.steps))
+        .Field("compression", static_cast<double>(m.symbols) / static_cast<double>(m.tokens));
   }
-  meta += "},\n\"train_seconds\":";
-  AppendDouble(meta, m.train_seconds);
-  meta += "}\n";
+  corpus.Close();
+  w.NewLine().Field("train_seconds", m.train_seconds);
+  w.Close();
+  meta += '\n';
   return WriteText(dir + "/metadata.json", meta);
 }
 

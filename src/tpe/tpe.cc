@@ -17,11 +17,6 @@ void AppendInt(std::string& out, T v) {
   out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
-void AppendDouble(std::string& out, double v) {
-  char buf[32];
-  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
-}
-
 template <typename T>
 void AppendArray(std::string& out, const char* key, const std::vector<T>& values) {
   out += ",\"";
@@ -166,22 +161,23 @@ Result<std::vector<StatsRow>> CompressionStats(const Corpus& corpus,
 }
 
 std::string StatsJson(const std::vector<StatsRow>& rows) {
-  std::string out = "{\"rows\":[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i) out += ',';
-    out += "{\"vocab\":";
-    AppendInt(out, rows[i].vocab);
-    out += ",\"events_before\":";
-    AppendDouble(out, rows[i].events_before);
-    out += ",\"events_after\":";
-    AppendDouble(out, rows[i].events_after);
-    out += ",\"compression\":";
-    AppendDouble(out, rows[i].compression);
-    out += ",\"reduction\":";
-    AppendDouble(out, rows[i].reduction);
-    out += '}';
+  std::string out;
+  JsonObjectWriter doc(out, JsonDoubles::kShortest);
+  doc.Key("rows");
+  JsonArrayWriter list(out);
+  for (const StatsRow& row : rows) {
+    list.Next();
+    JsonObjectWriter(out, JsonDoubles::kShortest)
+        .Field("vocab", static_cast<uint64_t>(row.vocab))
+        .Field("events_before", row.events_before)
+        .Field("events_after", row.events_after)
+        .Field("compression", row.compression)
+        .Field("reduction", row.reduction)
+        .Close();
   }
-  out += "]}\n";
+  list.Close();
+  doc.Close();
+  out += '\n';
   return out;
 }
 

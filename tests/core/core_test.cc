@@ -38,6 +38,37 @@ TEST(JsonWriterTest, EscapesAndRepairsText) {
   EXPECT_EQ(out, "{\"s\":\"x\",\"i\":-3,\"u\":18446744073709551615,\"d\":0.5,\"b\":true,\"r\":[1],\"nan\":null}");
 }
 
+TEST(JsonWriterTest, DoubleFormatsArraysNestingAndLines) {
+  std::string out;
+  JsonObjectWriter(out).Field("a", 0.1).Close();
+  EXPECT_EQ(out, "{\"a\":0.10000000000000001}");  // %.17g
+  out.clear();
+  JsonObjectWriter w(out, JsonDoubles::kShortest);
+  w.Field("a", 0.1).Field("b", 1e300 * 1e300).Field("c", -2.5e-7).Field("n", uint64_t{7});
+  w.NewLine("  ").Key("list");
+  JsonArrayWriter a(out, JsonDoubles::kShortest);
+  a.Element(1.0 / 3).Element("x\"y").Element(int64_t{-4}).ElementBool(false).ElementRaw("{}");
+  a.NewLine().Next();
+  JsonObjectWriter(out).FieldNull("z").Close();
+  a.Close();
+  w.Field("end", 1).Close();
+  // Shortest round-trip forms, derived with Python's repr(): 0.1, -2.5e-07,
+  // 0.3333333333333333.
+  EXPECT_EQ(out,
+            "{\"a\":0.1,\"b\":null,\"c\":-2.5e-07,\"n\":7,\n  \"list\":"
+            "[0.3333333333333333,\"x\\\"y\",-4,false,{},\n{\"z\":null}],\"end\":1}");
+  std::string empty;
+  JsonArrayWriter(empty).Close();
+  EXPECT_EQ(empty, "[]");
+  std::string six;
+  JsonArrayWriter(six, JsonDoubles::kDigits6)
+      .Element(3.14159265)
+      .Element(2.5e-9)
+      .Element(1e6)
+      .Close();
+  EXPECT_EQ(six, "[3.14159,2.5e-09,1e+06]");  // derived with Python: "%.6g" % x
+}
+
 TEST(StatusTest, CarriesMessagesAndValues) {
   Result<int> good = 5;
   ASSERT_TRUE(good.ok());

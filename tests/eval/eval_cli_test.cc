@@ -498,13 +498,20 @@ TEST_F(EvalCliTest, ErrorsAreClear) {
   EXPECT_NE(o.err.find("nope: not a directory"), std::string::npos) << o.err;
 
   const std::string bad = tmp_ + "/bad.jsonl";
-  std::ofstream(bad) << "{\"setting\":\"sglang\",\"request\":\"r\",\"seq\":1,\"view\":\"vertical\","
-                        "\"abnormal\":true,\"score\":1}\n"
-                     << "{\"setting\":\"sglang\",\"request\":\"r\",\"seq\":1,\"view\":\"vertical\","
-                        "\"abnormal\":1}\n";
+  const std::string lines =
+      "{\"setting\":\"sglang\",\"request\":\"r\",\"seq\":1,\"view\":\"vertical\","
+      "\"abnormal\":true,\"score\":1}\n"
+      "{\"setting\":\"sglang\",\"request\":\"r\",\"seq\":1,\"view\":\"vertical\","
+      "\"abnormal\":1}\n";
+  std::ofstream(bad) << lines;
   o = Run("eval --data " + Ds() + " --predictions '" + bad + "'");
   EXPECT_EQ(o.exit_code, 1);
-  EXPECT_NE(o.err.find(bad + ":2: no \"abnormal\" boolean"), std::string::npos) << o.err;
+  // The offset is the file byte of the offending value, the 1 of line 2's "abnormal":1.
+  const size_t value_at = lines.find("\"abnormal\":1}") + std::string("\"abnormal\":").size();
+  EXPECT_NE(o.err.find(bad + ":2: byte " + std::to_string(value_at) +
+                       ": \"abnormal\": expected a boolean"),
+            std::string::npos)
+      << o.err;
 
   // A dataset whose source simulation is gone: teller-numeric says so; the baselines
   // (features from steps.jsonl) do not need it.

@@ -10,13 +10,27 @@
 
 namespace teller {
 
+// How doubles are written. Both write "null" for NaN and infinities (JSON has neither).
+enum class JsonDoubles {
+  kDigits17,  // printf's %.17g: "0.10000000000000001"
+  kShortest,  // the shortest text that reads back as the same double: "0.1"
+  kDigits6,   // printf's %.6g, for figures whose further digits are noise: "3.14159"
+};
+
 // Appends `text` as a quoted JSON string.
 void AppendJsonString(std::string& out, std::string_view text);
+// Appends a number.
+void AppendJsonInt(std::string& out, int64_t value);
+void AppendJsonUint(std::string& out, uint64_t value);
+void AppendJsonDouble(std::string& out, double value, JsonDoubles format);
 
 // Builds one JSON object field by field: {"a":1,"b":"x"}.
 class JsonObjectWriter {
  public:
-  explicit JsonObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
+  explicit JsonObjectWriter(std::string& out, JsonDoubles doubles = JsonDoubles::kDigits17)
+      : out_(out), doubles_(doubles) {
+    out_ += '{';
+  }
   JsonObjectWriter& Field(std::string_view key, std::string_view value);
   JsonObjectWriter& Field(std::string_view key, const char* value) {
     return Field(key, std::string_view(value));
@@ -31,14 +45,52 @@ class JsonObjectWriter {
   }
   JsonObjectWriter& Field(std::string_view key, double value);
   JsonObjectWriter& FieldBool(std::string_view key, bool value);
+  JsonObjectWriter& FieldNull(std::string_view key);
   // Inserts already-serialised JSON (an array or object) as the field's value.
   JsonObjectWriter& FieldRaw(std::string_view key, std::string_view json);
+  // Writes the key of a field whose value the caller appends next, e.g. with a nested
+  // JsonObjectWriter or JsonArrayWriter on the same string.
+  JsonObjectWriter& Key(std::string_view key);
+  // The next field starts a new line, indented by `indent` (for files people read).
+  JsonObjectWriter& NewLine(std::string_view indent = {});
   void Close() { out_ += '}'; }
 
  private:
-  void Key(std::string_view key);
   std::string& out_;
+  JsonDoubles doubles_;
   bool first_ = true;
+  bool new_line_ = false;
+  std::string_view indent_;
+};
+
+// Builds one JSON array element by element: [1,"x",{...}].
+class JsonArrayWriter {
+ public:
+  explicit JsonArrayWriter(std::string& out, JsonDoubles doubles = JsonDoubles::kDigits17)
+      : out_(out), doubles_(doubles) {
+    out_ += '[';
+  }
+  JsonArrayWriter& Element(std::string_view value);
+  JsonArrayWriter& Element(const char* value) { return Element(std::string_view(value)); }
+  JsonArrayWriter& Element(int64_t value);
+  JsonArrayWriter& Element(uint64_t value);
+  JsonArrayWriter& Element(int value) { return Element(static_cast<int64_t>(value)); }
+  JsonArrayWriter& Element(unsigned value) { return Element(static_cast<uint64_t>(value)); }
+  JsonArrayWriter& Element(double value);
+  JsonArrayWriter& ElementBool(bool value);
+  JsonArrayWriter& ElementRaw(std::string_view json);
+  // Starts the next element, whose value the caller appends (a nested writer).
+  JsonArrayWriter& Next();
+  // The next element starts a new line, indented by `indent`.
+  JsonArrayWriter& NewLine(std::string_view indent = {});
+  void Close() { out_ += ']'; }
+
+ private:
+  std::string& out_;
+  JsonDoubles doubles_;
+  bool first_ = true;
+  bool new_line_ = false;
+  std::string_view indent_;
 };
 
 }  // namespace teller
