@@ -19,23 +19,6 @@ using reconstruct::Reconstruction;
 using reconstruct::Step;
 namespace {
 
-Status WriteFile(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t w = write(fd, text.data() + done, text.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      close(fd);
-      return Status::Error("cannot write " + path + ": " + err);
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (close(fd) != 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  return Status::Ok();
-}
 
 std::string Str(const Trace& t, StringId id) { return std::string(t.strings.Get(id)); }
 
@@ -161,9 +144,9 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
         .Field("request", trace.strings.Get(rid)).FieldRaw("is_fault", "null")
         .FieldRaw("fault_type", "null").FieldRaw("steps", ann_steps + "]");
     aw.Close();
-    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/trace.json", trace_json + "\n"));
-    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/log.txt", log_text));
-    TELLER_RETURN_IF_ERROR(WriteFile(dir + "/annotation.json", annotation + "\n"));
+    TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", trace_json + "\n"));
+    TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/log.txt", log_text));
+    TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/annotation.json", annotation + "\n"));
     ++summary.requests;
   }
   return summary;

@@ -36,14 +36,6 @@ void AppendDouble(std::string& out, double v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-Status WriteFile(const std::string& path, std::string_view data) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  Status s = WriteAll(fd, path, data);
-  if (close(fd) != 0 && s.ok())
-    s = Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  return s;
-}
 
 namespace {
 

@@ -30,8 +30,6 @@ inline void AppendInt(std::string& out, int64_t v) {
 // Shortest representation that reads back to the same double; "null" when not finite.
 void AppendDouble(std::string& out, double v);
 
-// Writes `data` to `path` (created or truncated).
-Status WriteFile(const std::string& path, std::string_view data);
 
 // An output file filled from a buffer that is written out when it grows past a
 // threshold, so that memory stays bounded however large the file gets. The file is

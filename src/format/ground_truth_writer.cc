@@ -8,6 +8,8 @@
 #include "teller/core/json_writer.h"
 #include "teller/format/ground_truth.h"
 
+#include "teller/core/file_util.h"
+
 namespace teller::format {
 namespace {
 
@@ -185,15 +187,7 @@ std::string GroundTruthToJson(const GroundTruth& t) {
 }
 
 Status WriteGroundTruth(const GroundTruth& truth, const std::string& path) {
-  const std::string text = GroundTruthToJson(truth);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::Error(path + ": cannot create: " + std::strerror(errno));
-  const size_t n = std::fwrite(text.data(), 1, text.size(), f);
-  const bool ok = n == text.size() && std::fflush(f) == 0;
-  const int err = errno;
-  std::fclose(f);
-  if (!ok) return Status::Error(path + ": write failed: " + std::strerror(err));
-  return Status::Ok();
+  return WriteFileAtomic(path, GroundTruthToJson(truth));
 }
 
 }  // namespace teller::format

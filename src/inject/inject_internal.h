@@ -8,8 +8,6 @@
 #ifndef TELLER_SRC_INJECT_INJECT_INTERNAL_H_
 #define TELLER_SRC_INJECT_INJECT_INTERNAL_H_
 
-#include <regex.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -24,6 +22,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "teller/core/regex.h"
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
@@ -92,36 +91,31 @@ uint64_t SplitMix(uint64_t x);
 class Pattern {
  public:
   static Result<Pattern> Compile(const std::string& text, const std::string& what, bool icase) {
-    auto re = std::shared_ptr<regex_t>(new regex_t, [](regex_t* r) {
-      regfree(r);
-      delete r;
-    });
-    const int rc = regcomp(re.get(), text.c_str(), REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
-    if (rc != 0) {
-      char buf[256];
-      regerror(rc, re.get(), buf, sizeof buf);
-      // regcomp failed: nothing to free, so drop the deleter's regfree.
-      re.reset(new regex_t, [](regex_t* r) { delete r; });
-      return Status::Error("bad " + what + " regex '" + text + "': " + buf);
+    Regex::Flags flags;
+    flags.icase = icase;
+    auto re = Regex::Compile(text, flags);
+    if (!re.ok()) {
+      // Keep the user's words: "bad --target regex 'gemm(': <regerror's reason>".
+      const std::string& msg = re.status().message();
+      const size_t why = msg.rfind("': ");
+      return Status::Error("bad " + what + " regex '" + text +
+                           "': " + (why == std::string::npos ? msg : msg.substr(why + 3)));
     }
     Pattern p;
-    p.re_ = std::move(re);
+    p.re_ = std::make_shared<const Regex>(std::move(re.value()));
     p.text_ = text;
     return p;
   }
   bool Matches(const Trace& trace, StringId name) const {
     if (cache_.size() < trace.strings.size()) cache_.resize(trace.strings.size(), -1);
     int8_t& c = cache_[name];
-    if (c < 0) {
-      const std::string s(trace.strings.Get(name));
-      c = regexec(re_.get(), s.c_str(), 0, nullptr, 0) == 0 ? 1 : 0;
-    }
+    if (c < 0) c = re_->Matches(trace.strings.Get(name)) ? 1 : 0;
     return c == 1;
   }
   const std::string& text() const { return text_; }
 
  private:
-  std::shared_ptr<regex_t> re_;
+  std::shared_ptr<const Regex> re_;
   std::string text_;
   mutable std::vector<int8_t> cache_;
 };

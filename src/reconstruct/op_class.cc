@@ -1,11 +1,12 @@
 // Kernel classes by name (include/teller/reconstruct/op_class.h).
 #include "teller/reconstruct/op_class.h"
 
-#include <regex.h>
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "teller/core/regex.h"
 
 namespace teller::reconstruct {
 namespace {
@@ -52,19 +53,16 @@ constexpr ClassRule kRules[] = {
 };
 
 struct CompiledRules {
-  std::vector<std::pair<OpClass, regex_t>> rules;
+  std::vector<std::pair<OpClass, Regex>> rules;
   CompiledRules() {
+    Regex::Flags icase;
+    icase.icase = true;
     for (const ClassRule& r : kRules) {
-      regex_t re;
       // The patterns are constants of this file: failing to compile is a programming
       // error, caught by the unit tests; such a rule is skipped.
-      if (regcomp(&re, r.pattern, REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0) {
-        rules.emplace_back(r.op_class, re);
-      }
+      auto re = Regex::Compile(r.pattern, icase);
+      if (re.ok()) rules.emplace_back(r.op_class, std::move(re.value()));
     }
-  }
-  ~CompiledRules() {
-    for (auto& [c, re] : rules) regfree(&re);
   }
 };
 
@@ -104,9 +102,8 @@ std::string_view OpClassPattern(OpClass c) {
 }
 
 OpClass ClassifyKernelName(std::string_view name) {
-  const std::string text(name);
   for (const auto& [c, re] : Rules().rules) {
-    if (regexec(&re, text.c_str(), 0, nullptr, 0) == 0) return c;
+    if (re.Matches(name)) return c;
   }
   return OpClass::kOther;
 }
