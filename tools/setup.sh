@@ -8,7 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
   zlib1g-dev libdeflate-dev libsimdjson-dev libsqlite3-dev sqlite3
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev   # fuzz targets (libFuzzer) and the sanitizer sub-builds
+  clang-format               # the format test (tools/format.sh --check)
   libarmadillo-dev   # Gaussian mixtures of candidate localization
   sentencepiece      # spm_train: the reference in bench/tpe_benchmark
   libxgboost-dev xgboost  # the XGBoost baseline of teller eval (the CLI package makes find_package(xgboost) work)
