@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 150;
   const double op_us = argc > 2 ? std::atof(argv[2]) : 5.0;
   constexpr int kLayers = 32;
-  const char* kOps[] = {"rms_norm", "qkv_proj", "rotary_emb", "attention",
-                        "o_proj", "rms_norm", "gate_up_proj", "down_proj"};
+  const char* kOps[] = {"rms_norm", "qkv_proj", "rotary_emb",   "attention",
+                        "o_proj",   "rms_norm", "gate_up_proj", "down_proj"};
   // Calibrate iterations per microsecond without NVTX.
   const auto c0 = std::chrono::steady_clock::now();
   double sink = Spin(20000, 100);

@@ -4,18 +4,17 @@
 // default) and with --no-tool, where NVTX has no tool attached and a call is a null
 // check. Both runs execute the same loops, so the difference is Teller's cost.
 // BM_ClockGettime is the floor: one CLOCK_MONOTONIC read per event.
+#include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvtx3.hpp>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <nvtx3/nvtx3.hpp>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 namespace {
 
@@ -57,7 +56,8 @@ BENCHMARK(BM_PushPopSameName);
 // A realistic vocabulary: 256 distinct names in rotation (layers x modules).
 void BM_PushPopRotatingNames(benchmark::State& state) {
   std::vector<std::string> names;
-  for (int i = 0; i < 256; ++i) names.push_back("model.layers." + std::to_string(i / 8) + ".op" + std::to_string(i % 8));
+  for (int i = 0; i < 256; ++i)
+    names.push_back("model.layers." + std::to_string(i / 8) + ".op" + std::to_string(i % 8));
   int64_t i = 0;
   for (auto _ : state) {
     nvtxRangePushA(names[i & 255].c_str());
@@ -77,9 +77,7 @@ void BM_ScopedRangeInDomain(benchmark::State& state) {
   static nvtx3::registered_string_in<BenchDomain> kName{"decode_step"};
   int64_t i = 0;
   for (auto _ : state) {
-    {
-      nvtx3::scoped_range_in<BenchDomain> r{nvtx3::event_attributes{kName, nvtx3::payload{i}}};
-    }
+    { nvtx3::scoped_range_in<BenchDomain> r{nvtx3::event_attributes{kName, nvtx3::payload{i}}}; }
     MaybeFlush(state, i++);
   }
   state.SetItemsProcessed(state.iterations());
@@ -91,7 +89,8 @@ void BM_PushPopUniqueNames(benchmark::State& state) {
   char name[64];
   int64_t i = 0;
   for (auto _ : state) {
-    std::snprintf(name, sizeof(name), "teller.step kind=decode n=1 reqs=cmpl-%lld", static_cast<long long>(i));
+    std::snprintf(name, sizeof(name), "teller.step kind=decode n=1 reqs=cmpl-%lld",
+                  static_cast<long long>(i));
     nvtxRangePushA(name);
     nvtxRangePop();
     MaybeFlush(state, i++);
@@ -120,7 +119,8 @@ int main(int argc, char** argv) {
     setenv("NVTX_INJECTION64_PATH", TELLER_INJECT_LIB, 1);
     nvtxMarkA("bench start");  // loads the injection now, not inside a timed loop
     void* lib = dlopen(TELLER_INJECT_LIB, RTLD_NOW | RTLD_NOLOAD);
-    if (lib != nullptr) g_flush = reinterpret_cast<FlushFn>(dlsym(lib, "_ZN6teller7collect8FlushNowEv"));
+    if (lib != nullptr)
+      g_flush = reinterpret_cast<FlushFn>(dlsym(lib, "_ZN6teller7collect8FlushNowEv"));
     if (g_flush == nullptr) {
       std::fprintf(stderr, "injection library not loaded from %s\n", TELLER_INJECT_LIB);
       return 1;

@@ -27,19 +27,20 @@ using teller::Trace;
 void BuildProcess(Trace& t, uint32_t proc, size_t budget, uint64_t& correlation) {
   auto& s = t.strings;
   const auto nvtx = s.Intern("nvtx"), rt = s.Intern("cuda_runtime"), kern = s.Intern("kernel");
-  const char* ops[] = {"rms_norm", "qkv_proj", "rotary_emb", "attention", "o_proj",
-                       "all_reduce", "gate_up_proj", "down_proj"};
-  const char* kernels[] = {"rms_norm_kernel", "sm90_xmma_gemm_bf16", "rotary_embedding_kernel",
-                           "flash_fwd_kernel", "sm90_xmma_gemm_bf16",
-                           "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "sm90_xmma_gemm_bf16",
-                           "sm90_xmma_gemm_bf16"};
+  const char* ops[] = {"rms_norm", "qkv_proj",   "rotary_emb",   "attention",
+                       "o_proj",   "all_reduce", "gate_up_proj", "down_proj"};
+  const char* kernels[] = {"rms_norm_kernel",         "sm90_xmma_gemm_bf16",
+                           "rotary_embedding_kernel", "flash_fwd_kernel",
+                           "sm90_xmma_gemm_bf16",     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                           "sm90_xmma_gemm_bf16",     "sm90_xmma_gemm_bf16"};
   const auto launch = s.Intern("cudaLaunchKernel"), graph = s.Intern("cudaGraphLaunch");
   int64_t now = 1'700'000'000'000'000'000 + proc * 1000;
   const size_t start = t.events.size();
   for (int step = 0; t.events.size() - start < budget; ++step) {
     const bool decode = step % 8 != 0;
     const std::string name = std::string("teller.step kind=") + (decode ? "decode" : "prefill") +
-                             " n=2 reqs=cmpl-" + std::to_string(step) + ",cmpl-" + std::to_string(step + 1);
+                             " n=2 reqs=cmpl-" + std::to_string(step) + ",cmpl-" +
+                             std::to_string(step + 1);
     EventRow row;
     row.process = proc;
     row.thread = 1;
@@ -138,14 +139,17 @@ int RunOnTrace(const char* path, int runs) {
   }
   std::sort(total.begin(), total.end());
   std::sort(import.begin(), import.end());
-  std::printf("%s: %zu events; import %.3f s, import + reconstruct median %.3f s (min %.3f, max %.3f, "
-              "first run included) over %d runs\n",
-              path, events, import[import.size() / 2], total[total.size() / 2], total.front(), total.back(), runs);
+  std::printf(
+      "%s: %zu events; import %.3f s, import + reconstruct median %.3f s (min %.3f, max %.3f, "
+      "first run included) over %d runs\n",
+      path, events, import[import.size() / 2], total[total.size() / 2], total.front(), total.back(),
+      runs);
   return 0;
 }
 
 int main(int argc, char** argv) {
-  if (argc > 2 && std::string(argv[1]) == "--trace") return RunOnTrace(argv[2], argc > 3 ? std::atoi(argv[3]) : 7);
+  if (argc > 2 && std::string(argv[1]) == "--trace")
+    return RunOnTrace(argv[2], argc > 3 ? std::atoi(argv[3]) : 7);
   const size_t target = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 5'600'000;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   constexpr uint32_t kProcesses = 6;  // 2 nodes x 3 GPUs, the paper's testbed
@@ -167,12 +171,16 @@ int main(int argc, char** argv) {
   std::sort(seconds.begin(), seconds.end());
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("events %zu, kernels %llu (linked %llu), steps %llu, requests %llu, graph launches %llu\n",
-              trace.events.size(), static_cast<unsigned long long>(stats.kernels),
-              static_cast<unsigned long long>(stats.kernels_linked), static_cast<unsigned long long>(stats.steps),
-              static_cast<unsigned long long>(stats.requests), static_cast<unsigned long long>(stats.graph_launches));
-  std::printf("Reconstruct: median %.3f s (min %.3f, max %.3f) over %d runs = %.2f M events/s; peak RSS %.0f MB\n",
-              seconds[seconds.size() / 2], seconds.front(), seconds.back(), runs,
-              trace.events.size() / seconds[seconds.size() / 2] / 1e6, ru.ru_maxrss / 1024.0);
+  std::printf(
+      "events %zu, kernels %llu (linked %llu), steps %llu, requests %llu, graph launches %llu\n",
+      trace.events.size(), static_cast<unsigned long long>(stats.kernels),
+      static_cast<unsigned long long>(stats.kernels_linked),
+      static_cast<unsigned long long>(stats.steps), static_cast<unsigned long long>(stats.requests),
+      static_cast<unsigned long long>(stats.graph_launches));
+  std::printf(
+      "Reconstruct: median %.3f s (min %.3f, max %.3f) over %d runs = %.2f M events/s; peak RSS "
+      "%.0f MB\n",
+      seconds[seconds.size() / 2], seconds.front(), seconds.back(), runs,
+      trace.events.size() / seconds[seconds.size() / 2] / 1e6, ru.ru_maxrss / 1024.0);
   return 0;
 }

@@ -60,12 +60,12 @@ double Median(std::vector<double> v) {
 
 // One engine's catalogue of symbol ids (a setting: its own model, kernels and APIs).
 struct Engine {
-  TokenId step[3];                        // prefill, decode, mixed
+  TokenId step[3];  // prefill, decode, mixed
   TokenId model, layer, sampler, launch, launch_ex, sync, memcpy, memcpy_api;
-  std::vector<TokenId> op;                // per-layer ops (frontend/backend ranges)
-  std::vector<std::vector<TokenId>> kernel;  // per op: variants by batch bucket
-  std::vector<bool> driver_launch;        // per op: launched through the driver API
-  std::vector<TokenId> comm, comm_kernel; // collectives (per layer) and their kernels
+  std::vector<TokenId> op;                    // per-layer ops (frontend/backend ranges)
+  std::vector<std::vector<TokenId>> kernel;   // per op: variants by batch bucket
+  std::vector<bool> driver_launch;            // per op: launched through the driver API
+  std::vector<TokenId> comm, comm_kernel;     // collectives (per layer) and their kernels
   std::vector<TokenId> tail_op, tail_kernel;  // sampler ops
   int layers = 32;
 };
@@ -176,12 +176,13 @@ bool DatasetCorpus(const std::string& data, uint64_t total, Corpus* out) {
   out->base_size = alphabet.base_size();
   size_t k = 0;
   for (; k < corpus->num_steps() && out->symbols.size() < total; ++k) {
-    out->symbols.insert(out->symbols.end(), ids.begin() + corpus->offsets[k], ids.begin() + corpus->offsets[k + 1]);
+    out->symbols.insert(out->symbols.end(), ids.begin() + corpus->offsets[k],
+                        ids.begin() + corpus->offsets[k + 1]);
     out->offsets.push_back(out->symbols.size());
   }
-  out->description = data + ": " + std::to_string(k) + " of " + std::to_string(corpus->num_steps()) +
-                     " steps, " + std::to_string(alphabet.base_size() - teller::tpe::kNumSpecialTokens) +
-                     " symbol types";
+  out->description =
+      data + ": " + std::to_string(k) + " of " + std::to_string(corpus->num_steps()) + " steps, " +
+      std::to_string(alphabet.base_size() - teller::tpe::kNumSpecialTokens) + " symbol types";
   return true;
 }
 
@@ -219,7 +220,8 @@ size_t WriteSpmInput(const Corpus& c, const std::string& path) {
   size_t longest = 0;
   for (size_t k = 0; k + 1 < c.offsets.size(); ++k) {
     const size_t start = text.size();
-    for (uint64_t i = c.offsets[k]; i < c.offsets[k + 1]; ++i) AppendUtf8(text, 0x4E00 + c.symbols[i]);
+    for (uint64_t i = c.offsets[k]; i < c.offsets[k + 1]; ++i)
+      AppendUtf8(text, 0x4E00 + c.symbols[i]);
     longest = std::max(longest, text.size() - start);
     text += '\n';
   }
@@ -473,7 +475,8 @@ int main(int argc, char** argv) {
   std::printf("corpus: %s; %zu symbols in %zu lines\n", corpus.description.c_str(),
               corpus.symbols.size(), corpus.offsets.size() - 1);
   if (vocab < corpus.base_size) {
-    std::fprintf(stderr, "tpe_benchmark: --vocab %u is below the base alphabet (%u)\n", vocab, corpus.base_size);
+    std::fprintf(stderr, "tpe_benchmark: --vocab %u is below the base alphabet (%u)\n", vocab,
+                 corpus.base_size);
     return 1;
   }
 
@@ -505,20 +508,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "teller run %d: %.3f s\n", r + 1, ours.back());
   }
   const double our_median = Median(ours);
-  std::printf("teller TPE: median %.3f s over %d runs (min %.3f, max %.3f); %llu merges, "
-              "%zu -> %llu tokens (%.2fx); %llu distinct lines\n",
-              our_median, runs, *std::min_element(ours.begin(), ours.end()),
-              *std::max_element(ours.begin(), ours.end()), static_cast<unsigned long long>(merges),
-              corpus.symbols.size(), static_cast<unsigned long long>(tokens),
-              static_cast<double>(corpus.symbols.size()) / static_cast<double>(tokens),
-              static_cast<unsigned long long>(distinct));
+  std::printf(
+      "teller TPE: median %.3f s over %d runs (min %.3f, max %.3f); %llu merges, "
+      "%zu -> %llu tokens (%.2fx); %llu distinct lines\n",
+      our_median, runs, *std::min_element(ours.begin(), ours.end()),
+      *std::max_element(ours.begin(), ours.end()), static_cast<unsigned long long>(merges),
+      corpus.symbols.size(), static_cast<unsigned long long>(tokens),
+      static_cast<double>(corpus.symbols.size()) / static_cast<double>(tokens),
+      static_cast<unsigned long long>(distinct));
 
   // Ours in a fresh process, for peak RSS (load the binary corpus + train once).
   const std::string bin = dir + "/corpus.bin";
   long our_rss_kb = 0;
   if (WriteBinary(corpus, bin)) {
     const ChildRun child = launcher.Run({SelfExe(), "--child-train", bin, std::to_string(vocab)},
-                                 dir + "/child.out", dir + "/child.err");
+                                        dir + "/child.out", dir + "/child.err");
     if (child.status == 0) {
       our_rss_kb = child.max_rss_kb;
       std::printf("teller TPE, fresh process (load + train): %.3f s wall, peak RSS %.1f MB\n",
@@ -533,10 +537,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tpe_benchmark: cannot write %s\n", input.c_str());
       return 1;
     }
-    const std::vector<std::string> args = {
-        spm, "--input=" + input, "--model_prefix=" + dir + "/spm", "--model_type=bpe",
-        "--vocab_size=" + std::to_string(vocab), "--split_by_whitespace=false",
-        "--character_coverage=1.0", "--max_sentence_length=" + std::to_string(longest + 16)};
+    const std::vector<std::string> args = {spm,
+                                           "--input=" + input,
+                                           "--model_prefix=" + dir + "/spm",
+                                           "--model_type=bpe",
+                                           "--vocab_size=" + std::to_string(vocab),
+                                           "--split_by_whitespace=false",
+                                           "--character_coverage=1.0",
+                                           "--max_sentence_length=" + std::to_string(longest + 16)};
     std::string cmd;
     for (const std::string& a : args) cmd += (cmd.empty() ? "" : " ") + a;
     std::printf("spm: %s\n", cmd.c_str());
@@ -545,8 +553,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < spm_runs; ++r) {
       const ChildRun run = launcher.Run(args, dir + "/spm.out", dir + "/spm.log");
       if (run.status != 0) {
-        std::fprintf(stderr, "tpe_benchmark: spm_train exited with %d (see %s/spm.log)\n", run.status,
-                     dir.c_str());
+        std::fprintf(stderr, "tpe_benchmark: spm_train exited with %d (see %s/spm.log)\n",
+                     run.status, dir.c_str());
         return 1;
       }
       spm_times.push_back(run.seconds);
@@ -555,14 +563,16 @@ int main(int argc, char** argv) {
                    static_cast<double>(run.max_rss_kb) / 1024.0);
     }
     const double spm_median = Median(spm_times);
-    std::printf("spm_train BPE: median %.3f s over %d runs (min %.3f, max %.3f), peak RSS %.1f MB\n",
-                spm_median, spm_runs, *std::min_element(spm_times.begin(), spm_times.end()),
-                *std::max_element(spm_times.begin(), spm_times.end()),
-                static_cast<double>(spm_rss_kb) / 1024.0);
+    std::printf(
+        "spm_train BPE: median %.3f s over %d runs (min %.3f, max %.3f), peak RSS %.1f MB\n",
+        spm_median, spm_runs, *std::min_element(spm_times.begin(), spm_times.end()),
+        *std::max_element(spm_times.begin(), spm_times.end()),
+        static_cast<double>(spm_rss_kb) / 1024.0);
     std::printf("ratio: spm / teller = %.1fx (target >= 4x); teller median %.3f s (target < 3 s)",
                 spm_median / our_median, our_median);
     if (our_rss_kb > 0) {
-      std::printf("; peak RSS teller %.1f MB vs spm %.1f MB", static_cast<double>(our_rss_kb) / 1024.0,
+      std::printf("; peak RSS teller %.1f MB vs spm %.1f MB",
+                  static_cast<double>(our_rss_kb) / 1024.0,
                   static_cast<double>(spm_rss_kb) / 1024.0);
     }
     std::printf("\n");

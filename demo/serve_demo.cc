@@ -113,7 +113,8 @@ void EngineThread(int slow_step) {
     g_sink += Work(1);
     nvtxRangePop();
     nvtxRangePop();
-    if (step == slow_step) Log("WARNING", "Step " + std::to_string(step) + " took longer than expected.");
+    if (step == slow_step)
+      Log("WARNING", "Step " + std::to_string(step) + " took longer than expected.");
     for (size_t i = 0; i < running.size();) {
       running[i].prefilled = true;
       if (--running[i].remaining_tokens <= 0) {

@@ -7,9 +7,9 @@
 
 #include "src/cli/commands.h"
 #include "teller/dataset/build.h"
+#include "teller/dataset/dataset_export.h"
 #include "teller/dataset/stats.h"
 #include "teller/ingest/ingest.h"
-#include "teller/dataset/dataset_export.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::cli {

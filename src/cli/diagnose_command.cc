@@ -78,7 +78,8 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (end == v.c_str() || *end != '\0' || n < 1 || n > 100000) {
-        std::fprintf(stderr, "teller diagnose: %s expects a positive whole number, got '%s'\n", a.c_str(), v.c_str());
+        std::fprintf(stderr, "teller diagnose: %s expects a positive whole number, got '%s'\n",
+                     a.c_str(), v.c_str());
         return 2;
       }
       (a == "--top" ? options.top_k : max_steps) = static_cast<size_t>(n);
@@ -86,8 +87,10 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       if (!value(&v)) return 2;
       char* end = nullptr;
       options.step_threshold = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || options.step_threshold < 0 || options.step_threshold >= 1) {
-        std::fprintf(stderr, "teller diagnose: --threshold expects a number in [0, 1), got '%s'\n", v.c_str());
+      if (end == v.c_str() || *end != '\0' || options.step_threshold < 0 ||
+          options.step_threshold >= 1) {
+        std::fprintf(stderr, "teller diagnose: --threshold expects a number in [0, 1), got '%s'\n",
+                     v.c_str());
         return 2;
       }
     } else if (!a.empty() && a[0] == '-') {
@@ -112,7 +115,8 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     return 1;
   }
   if (r.nodes.size() == 0) {
-    std::fprintf(stderr, "teller diagnose: %s holds no events to diagnose\n", traces.front().c_str());
+    std::fprintf(stderr, "teller diagnose: %s holds no events to diagnose\n",
+                 traces.front().c_str());
     return 1;
   }
   if (r.steps.empty()) {

@@ -39,7 +39,8 @@ bool IsGpu(EventKind k) {
          k == EventKind::kSync || k == EventKind::kOverhead;
 }
 
-void AppendEvent(std::string& out, const raw::RawProcessTrace& t, int64_t pid, const EventRecord& e) {
+void AppendEvent(std::string& out, const raw::RawProcessTrace& t, int64_t pid,
+                 const EventRecord& e) {
   const auto kind = static_cast<EventKind>(e.kind);
   JsonObjectWriter w(out);
   w.Field("kind", raw::KindName(kind));
@@ -50,7 +51,8 @@ void AppendEvent(std::string& out, const raw::RawProcessTrace& t, int64_t pid, c
   if (e.end_ns != 0) w.Field("end_ns", e.end_ns);
   if (IsNvtx(kind)) {
     w.Field("domain", t.String(e.domain));
-    if (kind == EventKind::kNvtxStart || kind == EventKind::kNvtxEnd) w.Field("range_id", e.correlation);
+    if (kind == EventKind::kNvtxStart || kind == EventKind::kNvtxEnd)
+      w.Field("range_id", e.correlation);
     if (e.aux != 0) w.Field("payload", e.value);
     if (e.category != 0) w.Field("category", static_cast<uint64_t>(e.category));
     if (kind == EventKind::kNvtxNameThread) w.Field("named_tid", e.value);
@@ -124,10 +126,13 @@ void PrintStats(const raw::RawProcessTrace& t) {
   std::printf("%s: pid %lld, %s\n", t.path.c_str(), static_cast<long long>(t.pid()),
               std::string(t.Info("cmdline")).c_str());
   std::printf("  %zu events in %zu threads:", t.events.size(), threads.size());
-  for (const auto& [k, n] : kinds) std::printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(n));
+  for (const auto& [k, n] : kinds)
+    std::printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(n));
   std::printf("\n  counters:");
-  for (const auto& [k, v] : t.counters) std::printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(v));
-  std::printf("%s\n", t.stats.clean_end ? "  (clean end)" : "  (no end chunk: process killed or still running)");
+  for (const auto& [k, v] : t.counters)
+    std::printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(v));
+  std::printf("%s\n", t.stats.clean_end ? "  (clean end)"
+                                        : "  (no end chunk: process killed or still running)");
   const std::string damage = raw::DescribeDamage(t);
   if (!damage.empty()) std::printf("  damage: %s\n", damage.c_str());
 }
@@ -197,7 +202,8 @@ int DumpCommand(const std::vector<std::string>& args) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
       const std::string damage = raw::DescribeDamage(t);
-      if (!damage.empty()) std::fprintf(stderr, "teller dump: %s: %s\n", file.c_str(), damage.c_str());
+      if (!damage.empty())
+        std::fprintf(stderr, "teller dump: %s: %s\n", file.c_str(), damage.c_str());
     }
   }
   std::fflush(stdout);

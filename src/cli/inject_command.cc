@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "src/cli/commands.h"
-#include "teller/sim/faults.h"
 #include "teller/inject/inject.h"
+#include "teller/sim/faults.h"
 
 namespace teller::cli {
 namespace {
@@ -47,7 +47,9 @@ void PrintList() {
   std::printf("%-20s %-20s %9s  %s\n", "mechanism", "category", "default", "what it does");
   for (const sim::MechanismInfo& info : sim::Mechanisms()) {
     if (!info.injectable) continue;
-    std::printf("%-20s %-20s %9g  %s\n", info.name, std::string(FaultCategoryName(info.category)).c_str(), info.default_magnitude, info.summary);
+    std::printf("%-20s %-20s %9g  %s\n", info.name,
+                std::string(FaultCategoryName(info.category)).c_str(), info.default_magnitude,
+                info.summary);
   }
   std::printf("\nNot injectable into a recorded trace (simulator only):");
   for (const sim::MechanismInfo& info : sim::Mechanisms()) {
@@ -90,8 +92,8 @@ int InjectCommand(const std::vector<std::string>& args) {
       PrintList();
       return 0;
     }
-    if (a == "--fault" || a == "--target" || a == "--magnitude" || a == "--onset" || a == "--duration" ||
-        a == "--rank" || a == "--seed" || a == "--out") {
+    if (a == "--fault" || a == "--target" || a == "--magnitude" || a == "--onset" ||
+        a == "--duration" || a == "--rank" || a == "--seed" || a == "--out") {
       const std::string* v = value(a.c_str());
       if (v == nullptr) return 2;
       if (a == "--fault") {
@@ -129,7 +131,8 @@ int InjectCommand(const std::vector<std::string>& args) {
       return 2;
     }
     if (!input.empty()) {
-      std::fprintf(stderr, "teller inject: one TRACE only (got %s and %s)\n", input.c_str(), a.c_str());
+      std::fprintf(stderr, "teller inject: one TRACE only (got %s and %s)\n", input.c_str(),
+                   a.c_str());
       return 2;
     }
     input = a;
@@ -155,33 +158,39 @@ int InjectCommand(const std::vector<std::string>& args) {
   for (const auto& st : gt.steps) faulty += st.fault >= 0;
   size_t faulty_requests = 0;
   for (const auto& r : gt.requests) faulty_requests += r.is_fault;
-  std::printf("teller inject: %s (%s) into %s\n", fx.mechanism.c_str(), fx.category.c_str(), input.c_str());
+  std::printf("teller inject: %s (%s) into %s\n", fx.mechanism.c_str(), fx.category.c_str(),
+              input.c_str());
   std::printf("  target     %s\n", fx.target.c_str());
-  std::printf("  magnitude  %g; window %s .. %s\n", fx.magnitude, Human(options.onset_ns).c_str(),
-              options.duration_ns > 0 ? Human(options.onset_ns + options.duration_ns).c_str() : "end");
+  std::printf(
+      "  magnitude  %g; window %s .. %s\n", fx.magnitude, Human(options.onset_ns).c_str(),
+      options.duration_ns > 0 ? Human(options.onset_ns + options.duration_ns).c_str() : "end");
   std::printf("  acted on   %llu event(s)%s; %llu event(s) moved (replay: %d sweep(s))\n",
               static_cast<unsigned long long>(fx.modified),
               fx.inserted ? (" (" + std::to_string(fx.inserted) + " added)").c_str() : "",
               static_cast<unsigned long long>(fx.shifted), fx.sweeps);
   std::printf("  median     %s -> %s; trace span %s -> %s\n", Human(fx.median_before_ns).c_str(),
-              Human(fx.median_after_ns).c_str(), Human(fx.span_before_ns).c_str(), Human(fx.span_after_ns).c_str());
-  std::printf("  truth      %zu of %zu step(s) faulty, %zu of %zu request(s)\n", faulty, gt.steps.size(),
-              faulty_requests, gt.requests.size());
+              Human(fx.median_after_ns).c_str(), Human(fx.span_before_ns).c_str(),
+              Human(fx.span_after_ns).c_str());
+  std::printf("  truth      %zu of %zu step(s) faulty, %zu of %zu request(s)\n", faulty,
+              gt.steps.size(), faulty_requests, gt.requests.size());
   if (!gt.faults.empty()) std::printf("  %s\n", gt.faults.front().description.c_str());
-  std::printf("wrote %s: %llu raw file(s), %llu events, %llu log line(s), ground_truth.json\n", out.c_str(),
-              static_cast<unsigned long long>(run->exported.files),
+  std::printf("wrote %s: %llu raw file(s), %llu events, %llu log line(s), ground_truth.json\n",
+              out.c_str(), static_cast<unsigned long long>(run->exported.files),
               static_cast<unsigned long long>(run->exported.events),
               static_cast<unsigned long long>(run->exported.log_lines));
   if (run->exported.dropped_gpu_annotations > 0) {
-    std::printf("  note: %llu GPU annotation(s) have no place in the raw format and were left out\n",
-                static_cast<unsigned long long>(run->exported.dropped_gpu_annotations));
+    std::printf(
+        "  note: %llu GPU annotation(s) have no place in the raw format and were left out\n",
+        static_cast<unsigned long long>(run->exported.dropped_gpu_annotations));
   }
-  std::printf("check: re-imported %llu events, %llu difference(s); %llu of %llu locator(s) resolve\n",
-              static_cast<unsigned long long>(run->verified_events),
-              static_cast<unsigned long long>(run->verify_mismatches),
-              static_cast<unsigned long long>(run->locators - run->locators_unresolved),
-              static_cast<unsigned long long>(run->locators));
-  for (const std::string& note : fx.notes) std::fprintf(stderr, "teller inject: note: %s\n", note.c_str());
+  std::printf(
+      "check: re-imported %llu events, %llu difference(s); %llu of %llu locator(s) resolve\n",
+      static_cast<unsigned long long>(run->verified_events),
+      static_cast<unsigned long long>(run->verify_mismatches),
+      static_cast<unsigned long long>(run->locators - run->locators_unresolved),
+      static_cast<unsigned long long>(run->locators));
+  for (const std::string& note : fx.notes)
+    std::fprintf(stderr, "teller inject: note: %s\n", note.c_str());
   return 0;
 }
 

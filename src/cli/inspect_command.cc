@@ -35,7 +35,6 @@ constexpr const char* kInspectUsage =
     "  --log-tolerance-ms  window around a step for log lines without a request id\n"
     "                      (default 50)\n";
 
-
 using reconstruct::Reconstruction;
 
 std::string FormatDuration(int64_t ns) {
@@ -85,7 +84,8 @@ void PrintTree(const Trace& trace, const Reconstruction& r, uint32_t root, int m
     }
     const uint32_t e = n.event[node];
     const int indent = static_cast<int>(n.depth[node]) - static_cast<int>(n.depth[root]);
-    std::printf("    %*s[%s] %s  %s\n", indent * 2, "", std::string(LayerName(n.layer[node])).c_str(),
+    std::printf("    %*s[%s] %s  %s\n", indent * 2, "",
+                std::string(LayerName(n.layer[node])).c_str(),
                 std::string(trace.strings.Get(trace.events.name[e])).c_str(),
                 FormatDuration(n.end_ns[node] - n.start_ns[node]).c_str());
     for (uint32_t c = n.child_begin[node + 1]; c > n.child_begin[node]; --c) {
@@ -258,31 +258,39 @@ int InspectCommand(const std::vector<std::string>& args) {
   }
 
   std::printf("%zu input(s), %llu events in %llu processes, %llu threads (%.3f s)\n", inputs.size(),
-              static_cast<unsigned long long>(s.events), static_cast<unsigned long long>(s.processes),
+              static_cast<unsigned long long>(s.events),
+              static_cast<unsigned long long>(s.processes),
               static_cast<unsigned long long>(s.threads), seconds);
   std::printf("  ranges %llu, steps %llu, requests %llu, host calls %llu\n",
               static_cast<unsigned long long>(s.ranges), static_cast<unsigned long long>(s.steps),
-              static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.host_calls));
-  std::printf("  kernels %llu (linked %llu, orphan %llu, communication %llu), graph launches %llu\n",
-              static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.kernels_linked),
-              static_cast<unsigned long long>(s.kernels_orphan), static_cast<unsigned long long>(s.comm_kernels),
-              static_cast<unsigned long long>(s.graph_launches));
+              static_cast<unsigned long long>(s.requests),
+              static_cast<unsigned long long>(s.host_calls));
+  std::printf(
+      "  kernels %llu (linked %llu, orphan %llu, communication %llu), graph launches %llu\n",
+      static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.kernels_linked),
+      static_cast<unsigned long long>(s.kernels_orphan),
+      static_cast<unsigned long long>(s.comm_kernels),
+      static_cast<unsigned long long>(s.graph_launches));
   std::printf("  memcpy %llu, memset %llu; unmatched push %llu, pop %llu\n",
               static_cast<unsigned long long>(s.memcpy), static_cast<unsigned long long>(s.memset),
-              static_cast<unsigned long long>(s.unmatched_push), static_cast<unsigned long long>(s.unmatched_pop));
-  std::printf("  log lines %llu, aligned to steps %llu\n", static_cast<unsigned long long>(s.log_lines),
+              static_cast<unsigned long long>(s.unmatched_push),
+              static_cast<unsigned long long>(s.unmatched_pop));
+  std::printf("  log lines %llu, aligned to steps %llu\n",
+              static_cast<unsigned long long>(s.log_lines),
               static_cast<unsigned long long>(s.log_lines_aligned));
   std::printf("processes:\n");
   for (uint32_t p = 0; p < trace.processes.size(); ++p) {
-    std::printf("  %-32s %9llu events %7llu kernels %6llu steps  %s\n", ProcessLabel(trace, p).c_str(),
-                static_cast<unsigned long long>(procs[p].events), static_cast<unsigned long long>(procs[p].kernels),
+    std::printf("  %-32s %9llu events %7llu kernels %6llu steps  %s\n",
+                ProcessLabel(trace, p).c_str(), static_cast<unsigned long long>(procs[p].events),
+                static_cast<unsigned long long>(procs[p].kernels),
                 static_cast<unsigned long long>(procs[p].steps),
                 std::string(trace.strings.Get(trace.processes[p].label)).substr(0, 60).c_str());
   }
   bool damage = false;
   for (const auto& [k, v] : trace.counters.items()) {
     if (v == 0) continue;
-    if (!damage) std::printf("counters (importers and reconstruction; damaged input shows here):\n");
+    if (!damage)
+      std::printf("counters (importers and reconstruction; damaged input shows here):\n");
     damage = true;
     std::printf("  %-40s %llu\n", std::string(k).c_str(), static_cast<unsigned long long>(v));
   }
@@ -290,7 +298,8 @@ int InspectCommand(const std::vector<std::string>& args) {
     const StringId rid = trace.strings.Find(request);
     auto it = rid == StringPool::kNotFound ? r.request_steps.end() : r.request_steps.find(rid);
     if (it == r.request_steps.end()) {
-      std::fprintf(stderr, "teller inspect: request '%s' is not in any step (%llu requests known)\n",
+      std::fprintf(stderr,
+                   "teller inspect: request '%s' is not in any step (%llu requests known)\n",
                    request.c_str(), static_cast<unsigned long long>(s.requests));
       return 1;
     }
@@ -298,12 +307,13 @@ int InspectCommand(const std::vector<std::string>& args) {
     for (uint32_t si : it->second) {
       const auto& step = r.steps[si];
       std::printf("  step %u on %s: %s, batch of %zu, %s, %zu log lines\n", step.ordinal,
-                  ProcessLabel(trace, step.process).c_str(), std::string(trace.strings.Get(step.kind)).c_str(),
-                  step.requests.size(),
+                  ProcessLabel(trace, step.process).c_str(),
+                  std::string(trace.strings.Get(step.kind)).c_str(), step.requests.size(),
                   FormatDuration(r.nodes.end_ns[step.node] - r.nodes.start_ns[step.node]).c_str(),
                   step.logs.size());
       for (uint32_t row : step.logs) {
-        std::printf("    log: %s\n", std::string(trace.strings.Get(trace.logs.message[row])).substr(0, 160).c_str());
+        std::printf("    log: %s\n",
+                    std::string(trace.strings.Get(trace.logs.message[row])).substr(0, 160).c_str());
       }
       if (tree) PrintTree(trace, r, step.node, max_nodes);
     }

@@ -93,8 +93,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "inspect" || command == "dataset" || command == "simulate" ||
-      command == "inject" || command == "tpe" || command == "diagnose" ||
-      command == "eval") {
+      command == "inject" || command == "tpe" || command == "diagnose" || command == "eval") {
     ReexecWithHugePages(argv);
   }
   const std::vector<std::string> args(argv + 2, argv + argc);

@@ -35,7 +35,8 @@ int RunRealismCompare(const sim::SimConfig& config, const std::string& real_path
   if (small.requests > kCompareRequests) small.requests = kCompareRequests;
   char tmpl[] = "/tmp/teller-realism-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
-    std::fprintf(stderr, "teller simulate --compare: cannot create a temporary directory in /tmp\n");
+    std::fprintf(stderr,
+                 "teller simulate --compare: cannot create a temporary directory in /tmp\n");
     return 1;
   }
   const std::string tmp = tmpl;
@@ -62,10 +63,10 @@ int RunRealismCompare(const sim::SimConfig& config, const std::string& real_path
     return 1;
   }
   char label[256];
-  std::snprintf(label, sizeof label, "%s, %d requests, seed %llu, tp %d pp %d (%d node(s) x %d GPU)",
-                small.profile.c_str(), small.requests,
-                static_cast<unsigned long long>(small.seed), small.tp, small.pp, small.nodes,
-                small.gpus_per_node);
+  std::snprintf(label, sizeof label,
+                "%s, %d requests, seed %llu, tp %d pp %d (%d node(s) x %d GPU)",
+                small.profile.c_str(), small.requests, static_cast<unsigned long long>(small.seed),
+                small.tp, small.pp, small.nodes, small.gpus_per_node);
   const std::string real_label = Basename(real_path);
   const std::string text = json ? eval::RealismReportJson(report.value(), label, real_label)
                                 : eval::RealismReportText(report.value(), label, real_label);

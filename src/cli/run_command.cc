@@ -77,8 +77,10 @@ int RunCommand(const std::vector<std::string>& args, const std::string& exe_dir)
       const std::string* v = value(a);
       if (!v) return 2;
       if (*v != "auto" && *v != "vllm" && *v != "sglang" && *v != "torch" && *v != "none") {
-        std::fprintf(stderr, "teller run: --python-hooks must be auto, vllm, sglang, torch or none, not '%s'\n",
-                     v->c_str());
+        std::fprintf(
+            stderr,
+            "teller run: --python-hooks must be auto, vllm, sglang, torch or none, not '%s'\n",
+            v->c_str());
         return 2;
       }
       options.python_hooks = *v;
@@ -86,7 +88,8 @@ int RunCommand(const std::vector<std::string>& args, const std::string& exe_dir)
       const std::string* v = value(a);
       if (!v) return 2;
       if (!ParseInt(*v, options.flush_ms)) {
-        std::fprintf(stderr, "teller run: --flush-ms must be a positive number of milliseconds, not '%s'\n",
+        std::fprintf(stderr,
+                     "teller run: --flush-ms must be a positive number of milliseconds, not '%s'\n",
                      v->c_str());
         return 2;
       }

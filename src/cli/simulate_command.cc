@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "src/cli/commands.h"
-#include "teller/sim/faults.h"
 #include "teller/format/ground_truth.h"
+#include "teller/sim/faults.h"
 #include "teller/sim/sim.h"
 
 namespace teller::cli {
@@ -59,7 +59,8 @@ void PrintList() {
   for (const char* p : sim::kProfiles) std::printf("  %s\n", p);
   std::printf("fault mechanisms (category: name - what it does):\n");
   for (const sim::MechanismInfo& m : sim::Mechanisms()) {
-    std::printf("  %-20s %-16s %s%s\n", std::string(FaultCategoryName(m.category)).c_str(), m.name, m.summary, m.injectable ? " [inject]" : "");
+    std::printf("  %-20s %-16s %s%s\n", std::string(FaultCategoryName(m.category)).c_str(), m.name,
+                m.summary, m.injectable ? " [inject]" : "");
   }
 }
 
@@ -85,8 +86,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       std::string s;
       if (!value(&s)) return false;
       if (!ParseInt(s, lo, hi, v)) {
-        std::fprintf(stderr, "teller simulate: %s expects a whole number in [%ld, %ld], got '%s'\n", a.c_str(), lo, hi,
-                     s.c_str());
+        std::fprintf(stderr, "teller simulate: %s expects a whole number in [%ld, %ld], got '%s'\n",
+                     a.c_str(), lo, hi, s.c_str());
         return false;
       }
       return true;
@@ -104,7 +105,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else if (a == "--profile") {
       if (!value(&config.profile)) return 2;
       if (!sim::IsProfile(config.profile)) {
-        std::fprintf(stderr, "teller simulate: unknown profile '%s' (see --list)\n", config.profile.c_str());
+        std::fprintf(stderr, "teller simulate: unknown profile '%s' (see --list)\n",
+                     config.profile.c_str());
         return 2;
       }
     } else if (a == "--seed") {
@@ -144,7 +146,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       char* end = nullptr;
       config.rate = std::strtod(s.c_str(), &end);
       if (end == s.c_str() || *end != '\0' || config.rate <= 0) {
-        std::fprintf(stderr, "teller simulate: --rate expects a positive number, got '%s'\n", s.c_str());
+        std::fprintf(stderr, "teller simulate: --rate expects a positive number, got '%s'\n",
+                     s.c_str());
         return 2;
       }
     } else if (a == "--arrival") {
@@ -157,7 +160,9 @@ int SimulateCommand(const std::vector<std::string>& args) {
         config.arrival = sim::Arrival::kReplay;
         config.replay_file = s.substr(7);
       } else {
-        std::fprintf(stderr, "teller simulate: --arrival is poisson, bursty or replay:FILE, got '%s'\n", s.c_str());
+        std::fprintf(stderr,
+                     "teller simulate: --arrival is poisson, bursty or replay:FILE, got '%s'\n",
+                     s.c_str());
         return 2;
       }
     } else if (a == "--fault") {
@@ -174,7 +179,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else if (a == "--preset") {
       if (!value(&preset)) return 2;
       if (preset != "paper") {
-        std::fprintf(stderr, "teller simulate: unknown preset '%s' (known: paper)\n", preset.c_str());
+        std::fprintf(stderr, "teller simulate: unknown preset '%s' (known: paper)\n",
+                     preset.c_str());
         return 2;
       }
     } else if (a == "--jobs") {
@@ -210,10 +216,12 @@ int SimulateCommand(const std::vector<std::string>& args) {
     for (const auto& s : result.value()) {
       requests += s.requests, faulty += s.faulty_requests, steps += s.steps, events += s.events;
     }
-    std::printf("wrote %s: 5 settings, %llu requests (%llu faulty, %.1f%%), %llu engine steps, %llu events\n",
-                out.c_str(), static_cast<unsigned long long>(requests), static_cast<unsigned long long>(faulty),
-                requests ? 100.0 * faulty / requests : 0.0, static_cast<unsigned long long>(steps),
-                static_cast<unsigned long long>(events));
+    std::printf(
+        "wrote %s: 5 settings, %llu requests (%llu faulty, %.1f%%), %llu engine steps, %llu "
+        "events\n",
+        out.c_str(), static_cast<unsigned long long>(requests),
+        static_cast<unsigned long long>(faulty), requests ? 100.0 * faulty / requests : 0.0,
+        static_cast<unsigned long long>(steps), static_cast<unsigned long long>(events));
     return 0;
   }
   if (random_faults > 0) {
@@ -238,11 +246,13 @@ int SimulateCommand(const std::vector<std::string>& args) {
     return 1;
   }
   const sim::SimSummary& s = result.value();
-  std::printf("wrote %s: %s, %llu requests (%llu faulty), %llu steps, %llu processes, %llu events, %.1f s of serving\n",
-              out.c_str(), config.profile.c_str(), static_cast<unsigned long long>(s.requests),
-              static_cast<unsigned long long>(s.faulty_requests), static_cast<unsigned long long>(s.steps),
-              static_cast<unsigned long long>(s.processes), static_cast<unsigned long long>(s.events),
-              static_cast<double>(s.simulated_ns) / 1e9);
+  std::printf(
+      "wrote %s: %s, %llu requests (%llu faulty), %llu steps, %llu processes, %llu events, %.1f s "
+      "of serving\n",
+      out.c_str(), config.profile.c_str(), static_cast<unsigned long long>(s.requests),
+      static_cast<unsigned long long>(s.faulty_requests), static_cast<unsigned long long>(s.steps),
+      static_cast<unsigned long long>(s.processes), static_cast<unsigned long long>(s.events),
+      static_cast<double>(s.simulated_ns) / 1e9);
   return 0;
 }
 

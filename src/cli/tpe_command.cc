@@ -154,13 +154,15 @@ int ParseOptions(const std::vector<std::string>& args, const char* sub, const ch
       o->vocab = v;
     } else if (a == "--min-frequency") {
       if (!ParseUint(v, 1, UINT64_MAX, &n)) {
-        std::fprintf(stderr, "teller tpe %s: --min-frequency takes a count >= 1, not '%s'\n", sub, v.c_str());
+        std::fprintf(stderr, "teller tpe %s: --min-frequency takes a count >= 1, not '%s'\n", sub,
+                     v.c_str());
         return 2;
       }
       o->min_frequency = n;
     } else if (a == "--step") {
       if (!ParseUint(v, 0, INT64_MAX, &n)) {
-        std::fprintf(stderr, "teller tpe %s: --step takes a step index >= 0, not '%s'\n", sub, v.c_str());
+        std::fprintf(stderr, "teller tpe %s: --step takes a step index >= 0, not '%s'\n", sub,
+                     v.c_str());
         return 2;
       }
       o->step = static_cast<int64_t>(n);
@@ -217,26 +219,30 @@ int Fail(const char* sub, const Status& status) {
 
 int TrainCommand(const std::vector<std::string>& args) {
   Options o;
-  if (const int rc = ParseOptions(args, "train", kTrainUsage,
-                                  {"--data", "--vocab", "--out", "--min-frequency", "--threads", "-q", "--quiet"}, &o);
+  if (const int rc = ParseOptions(
+          args, "train", kTrainUsage,
+          {"--data", "--vocab", "--out", "--min-frequency", "--threads", "-q", "--quiet"}, &o);
       rc >= 0) {
     return rc;
   }
   uint64_t vocab = 0;
   if (o.data.empty() || o.vocab.empty() || o.out.empty()) {
-    std::fprintf(stderr, "teller tpe train: --data DIR, --vocab N and --out MODEL_DIR are needed\n\n%s",
+    std::fprintf(stderr,
+                 "teller tpe train: --data DIR, --vocab N and --out MODEL_DIR are needed\n\n%s",
                  kTrainUsage);
     return 2;
   }
   if (!ParseUint(o.vocab, 1, UINT32_MAX / 2, &vocab)) {
-    std::fprintf(stderr, "teller tpe train: --vocab takes a vocabulary size, not '%s'\n", o.vocab.c_str());
+    std::fprintf(stderr, "teller tpe train: --vocab takes a vocabulary size, not '%s'\n",
+                 o.vocab.c_str());
     return 2;
   }
   const auto t0 = std::chrono::steady_clock::now();
   Result<Corpus> corpus = LoadCorpus(o.data, MakeLoadOptions(o));
   if (!corpus.ok()) return Fail("train", corpus.status());
   if (!o.quiet) {
-    std::fprintf(stderr, "teller tpe: %zu steps, %zu nodes, %zu distinct symbols; training to %llu\n",
+    std::fprintf(stderr,
+                 "teller tpe: %zu steps, %zu nodes, %zu distinct symbols; training to %llu\n",
                  corpus->num_steps(), corpus->num_nodes(), corpus->symbol_text.size(),
                  static_cast<unsigned long long>(vocab));
   }
@@ -244,17 +250,19 @@ int TrainCommand(const std::vector<std::string>& args) {
   t.vocab_size = static_cast<uint32_t>(vocab);
   Result<Trained> trained = TrainOnCorpus(*corpus, t, o.data);
   if (!trained.ok()) return Fail("train", trained.status());
-  if (const Status s = trained->model.Save(o.out, trained->metadata); !s.ok()) return Fail("train", s);
+  if (const Status s = trained->model.Save(o.out, trained->metadata); !s.ok())
+    return Fail("train", s);
   const ModelMetadata& m = trained->metadata;
-  std::fprintf(stderr,
-               "teller tpe train: vocabulary %u (%u special, %u symbols, %zu merges) on %llu steps: "
-               "%.2f -> %.2f events per step (%.2fx) in %.2f s (training %.2f s); wrote %s\n",
-               trained->model.size(), kNumSpecialTokens, trained->model.base_size() - kNumSpecialTokens,
-               trained->model.merges().size(), static_cast<unsigned long long>(m.steps),
-               static_cast<double>(m.symbols) / static_cast<double>(m.steps),
-               static_cast<double>(m.tokens) / static_cast<double>(m.steps),
-               static_cast<double>(m.symbols) / static_cast<double>(m.tokens), Seconds(t0),
-               m.train_seconds, o.out.c_str());
+  std::fprintf(
+      stderr,
+      "teller tpe train: vocabulary %u (%u special, %u symbols, %zu merges) on %llu steps: "
+      "%.2f -> %.2f events per step (%.2fx) in %.2f s (training %.2f s); wrote %s\n",
+      trained->model.size(), kNumSpecialTokens, trained->model.base_size() - kNumSpecialTokens,
+      trained->model.merges().size(), static_cast<unsigned long long>(m.steps),
+      static_cast<double>(m.symbols) / static_cast<double>(m.steps),
+      static_cast<double>(m.tokens) / static_cast<double>(m.steps),
+      static_cast<double>(m.symbols) / static_cast<double>(m.tokens), Seconds(t0), m.train_seconds,
+      o.out.c_str());
   if (!m.stop_reason.empty()) {
     std::fprintf(stderr, "teller tpe train: stopped before %llu tokens: %s\n",
                  static_cast<unsigned long long>(vocab), m.stop_reason.c_str());
@@ -264,13 +272,15 @@ int TrainCommand(const std::vector<std::string>& args) {
 
 int EncodeCommand(const std::vector<std::string>& args) {
   Options o;
-  if (const int rc = ParseOptions(args, "encode", kEncodeUsage,
-                                  {"--model", "--data", "--out", "--step", "--threads", "-q", "--quiet"}, &o);
+  if (const int rc =
+          ParseOptions(args, "encode", kEncodeUsage,
+                       {"--model", "--data", "--out", "--step", "--threads", "-q", "--quiet"}, &o);
       rc >= 0) {
     return rc;
   }
   if (o.model.empty() || o.data.empty()) {
-    std::fprintf(stderr, "teller tpe encode: --model MODEL_DIR and --data DIR are needed\n\n%s", kEncodeUsage);
+    std::fprintf(stderr, "teller tpe encode: --model MODEL_DIR and --data DIR are needed\n\n%s",
+                 kEncodeUsage);
     return 2;
   }
   Result<Model> model = Model::Load(o.model);
@@ -280,7 +290,8 @@ int EncodeCommand(const std::vector<std::string>& args) {
   size_t first = 0, last = corpus->num_steps();
   if (o.step >= 0) {
     if (static_cast<uint64_t>(o.step) >= corpus->num_steps()) {
-      std::fprintf(stderr, "teller tpe encode: --step %lld is out of range: %s has %zu steps (0..%zu)\n",
+      std::fprintf(stderr,
+                   "teller tpe encode: --step %lld is out of range: %s has %zu steps (0..%zu)\n",
                    static_cast<long long>(o.step), o.data.c_str(), corpus->num_steps(),
                    corpus->num_steps() - 1);
       return 1;
@@ -299,8 +310,9 @@ int EncodeCommand(const std::vector<std::string>& args) {
   }
   const std::vector<TokenId> ids = ModelIds(*corpus, *model);
   // Batches of steps encoded in parallel, written in order.
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  const int threads =
+      o.threads > 0 ? o.threads
+                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   const size_t batch = 64;
   std::vector<std::string> text(batch);
   uint64_t tokens = 0, nodes = 0;
@@ -349,10 +361,11 @@ int EncodeCommand(const std::vector<std::string>& args) {
     return 1;
   }
   if (!o.quiet) {
-    std::fprintf(stderr, "teller tpe encode: %zu steps, %llu nodes -> %llu tokens (%.2fx) in %.2f s\n",
-                 last - first, static_cast<unsigned long long>(nodes),
-                 static_cast<unsigned long long>(tokens),
-                 tokens ? static_cast<double>(nodes) / static_cast<double>(tokens) : 0.0, Seconds(t0));
+    std::fprintf(
+        stderr, "teller tpe encode: %zu steps, %llu nodes -> %llu tokens (%.2fx) in %.2f s\n",
+        last - first, static_cast<unsigned long long>(nodes),
+        static_cast<unsigned long long>(tokens),
+        tokens ? static_cast<double>(nodes) / static_cast<double>(tokens) : 0.0, Seconds(t0));
   }
   return 0;
 }
@@ -360,8 +373,9 @@ int EncodeCommand(const std::vector<std::string>& args) {
 int StatsCommand(const std::vector<std::string>& args) {
   Options o;
   o.vocab = "256,512,1024";
-  if (const int rc = ParseOptions(args, "stats", kStatsUsage,
-                                  {"--data", "--vocab", "--json", "--min-frequency", "--threads", "-q", "--quiet"}, &o);
+  if (const int rc = ParseOptions(
+          args, "stats", kStatsUsage,
+          {"--data", "--vocab", "--json", "--min-frequency", "--threads", "-q", "--quiet"}, &o);
       rc >= 0) {
     return rc;
   }
@@ -371,7 +385,8 @@ int StatsCommand(const std::vector<std::string>& args) {
   }
   std::vector<uint32_t> sizes;
   if (!ParseVocabList(o.vocab, &sizes)) {
-    std::fprintf(stderr, "teller tpe stats: --vocab takes sizes like 256,512,1024, not '%s'\n", o.vocab.c_str());
+    std::fprintf(stderr, "teller tpe stats: --vocab takes sizes like 256,512,1024, not '%s'\n",
+                 o.vocab.c_str());
     return 2;
   }
   Result<Corpus> corpus = LoadCorpus(o.data, MakeLoadOptions(o));
@@ -380,13 +395,16 @@ int StatsCommand(const std::vector<std::string>& args) {
   Result<std::vector<StatsRow>> rows = CompressionStats(*corpus, sizes, MakeTrainOptions(o));
   if (!rows.ok()) return Fail("stats", rows.status());
   if (!o.quiet) {
-    std::fprintf(stderr, "teller tpe: %zu steps, %zu nodes, %zu distinct symbols; trained in %.2f s\n",
+    std::fprintf(stderr,
+                 "teller tpe: %zu steps, %zu nodes, %zu distinct symbols; trained in %.2f s\n",
                  corpus->num_steps(), corpus->num_nodes(), corpus->symbol_text.size(), Seconds(t0));
   }
   if (o.json && !o.quiet) {  // the table says so itself; JSON has a fixed shape
     for (const StatsRow& r : *rows) {
       if (r.vocab_reached < r.vocab) {
-        std::fprintf(stderr, "teller tpe stats: vocabulary %u: training stopped at %u (no pair occurs often enough)\n",
+        std::fprintf(stderr,
+                     "teller tpe stats: vocabulary %u: training stopped at %u (no pair occurs "
+                     "often enough)\n",
                      r.vocab, r.vocab_reached);
       }
     }

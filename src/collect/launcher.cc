@@ -148,7 +148,8 @@ volatile sig_atomic_t g_child_pid = 0;
 // terminal (Ctrl-C) already reach the command, which shares our process group, so they
 // are not sent twice.
 void ForwardSignal(int sig, siginfo_t* info, void*) {
-  if (g_child_pid > 0 && (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
+  if (g_child_pid > 0 &&
+      (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
     kill(g_child_pid, sig);
   }
 }
@@ -269,10 +270,12 @@ std::string DefaultTraceDir() {
 }
 
 Result<int> RunTraced(const RunOptions& options) {
-  if (options.command.empty()) return Status::Error("no command given (usage: teller run -- CMD ...)");
+  if (options.command.empty())
+    return Status::Error("no command given (usage: teller run -- CMD ...)");
   const std::string requested = options.out_dir.empty() ? DefaultTraceDir() : options.out_dir;
   if (Status s = CheckTraceDir(requested, options.min_free_bytes); !s.ok()) {
-    return Status::Error("trace directory unusable: " + s.message() + "; the command was not started");
+    return Status::Error("trace directory unusable: " + s.message() +
+                         "; the command was not started");
   }
   const std::string dir = Absolute(requested);
 
@@ -316,8 +319,10 @@ Result<int> RunTraced(const RunOptions& options) {
   Stream out, err;
   out.terminal_fd = STDOUT_FILENO;
   err.terminal_fd = STDERR_FILENO;
-  out.log_fd = open((dir + "/" + kStdoutLogName).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  err.log_fd = open((dir + "/" + kStderrLogName).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  out.log_fd =
+      open((dir + "/" + kStdoutLogName).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  err.log_fd =
+      open((dir + "/" + kStderrLogName).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out.log_fd < 0 || err.log_fd < 0) {
     return Status::Error("cannot create log files in " + dir + ": " + Errno() +
                          "; the command was not started");
@@ -357,7 +362,8 @@ Result<int> RunTraced(const RunOptions& options) {
   const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
   struct sigaction saved[6];
   for (int i = 0; i < 6; ++i) sigaction(forwarded[i], &forward, &saved[i]);
-  struct sigaction ignore_pipe {}, saved_pipe;
+  struct sigaction ignore_pipe {
+  }, saved_pipe;
   ignore_pipe.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore_pipe, &saved_pipe);
 
@@ -379,7 +385,8 @@ Result<int> RunTraced(const RunOptions& options) {
   close(err_pipe[1]);
   close(exec_pipe[1]);
   int exec_errno = 0;
-  const bool exec_failed = read(exec_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
+  const bool exec_failed =
+      read(exec_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
   close(exec_pipe[0]);
   out.pipe_fd = out_pipe[0];
   err.pipe_fd = err_pipe[0];

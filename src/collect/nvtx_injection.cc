@@ -191,7 +191,9 @@ nvtxRangeId_t StartWith(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* 
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
   return StartWith(nullptr, a, nullptr, nullptr);
 }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return StartWith(nullptr, nullptr, m, nullptr); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) {
+  return StartWith(nullptr, nullptr, m, nullptr);
+}
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
   return StartWith(nullptr, nullptr, nullptr, m);
 }

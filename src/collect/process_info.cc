@@ -43,9 +43,8 @@ const std::vector<const char*>& RankVariableNames() {
       // vLLM data parallelism
       "VLLM_DP_RANK", "VLLM_DP_RANK_LOCAL", "VLLM_DP_SIZE",
       // MPI launchers and Slurm
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
-      "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-      "SLURM_NODEID",
+      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
+      "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NODEID",
       // device selection
       "CUDA_VISIBLE_DEVICES",
       // set by `teller run`

@@ -272,8 +272,8 @@ void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
   Global& g = G();
   ReadTscPair(g.tsc_now, g.mono_now);
   if (g.mono_now - g.mono_base >= kMinCalibrationNs && g.tsc_now > g.tsc_base) {
-    g.ns_per_tick = static_cast<double>(g.mono_now - g.mono_base) /
-                    static_cast<double>(g.tsc_now - g.tsc_base);
+    g.ns_per_tick =
+        static_cast<double>(g.mono_now - g.mono_base) / static_cast<double>(g.tsc_now - g.tsc_base);
     if (g.mono_now - g.mono_base >= 20 * kMinCalibrationNs) {
       g.tsc_base = g.tsc_now;  // keep the baseline recent so NTP slewing is followed
       g.mono_base = g.mono_now;
@@ -285,8 +285,8 @@ void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
       usleep(200);
       ReadTscPair(g.tsc_now, g.mono_now);
     }
-    g.ns_per_tick = static_cast<double>(g.mono_now - g.mono_base) /
-                    static_cast<double>(g.tsc_now - g.tsc_base);
+    g.ns_per_tick =
+        static_cast<double>(g.mono_now - g.mono_base) / static_cast<double>(g.tsc_now - g.tsc_base);
   }
   for (size_t k = 0; k < count; ++k) {
     ThreadBuffer* b = snaps[k].b;
@@ -294,7 +294,7 @@ void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
       raw::EventRecord& e = b->events[i & b->mask];
       if ((e.flags & raw::kFlagRawTsc) == 0) continue;
       int64_t ns = g.mono_now + static_cast<int64_t>(static_cast<double>(e.start_ns - g.tsc_now) *
-                                                      g.ns_per_tick);
+                                                     g.ns_per_tick);
       if (ns < b->last_converted_ns) ns = b->last_converted_ns;
       b->last_converted_ns = ns;
       e.start_ns = ns;

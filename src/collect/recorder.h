@@ -45,12 +45,12 @@ struct ThreadBuffer {
   raw::EventRecord* events = nullptr;
   uint64_t capacity = 0;  // power of two
   uint64_t mask = 0;
-  uint64_t wake_mask = 0;   // wake the flusher every (wake_mask + 1) events
+  uint64_t wake_mask = 0;  // wake the flusher every (wake_mask + 1) events
   uint64_t cached_tail = 0;
   uint64_t cached_string_tail = 0;
   uint32_t tid = 0;
-  int32_t depth = 0;        // NVTX push/pop nesting of this thread
-  int32_t api_depth = 0;    // CUDA API callback nesting (driver calls inside runtime calls)
+  int32_t depth = 0;      // NVTX push/pop nesting of this thread
+  int32_t api_depth = 0;  // CUDA API callback nesting (driver calls inside runtime calls)
   alignas(64) std::atomic<uint64_t> head{0};
   std::atomic<uint64_t> string_head{0};
   std::atomic<uint64_t> dropped_events{0};
@@ -85,12 +85,14 @@ struct ThreadBuffer {
 // Longest string kept; longer NVTX messages are truncated (and counted).
 inline constexpr size_t kMaxStringBytes = 4096;
 
-TELLER_RECORDER_API extern thread_local ThreadBuffer* tls_buffer __attribute__((tls_model("initial-exec")));
+TELLER_RECORDER_API extern thread_local ThreadBuffer* tls_buffer
+    __attribute__((tls_model("initial-exec")));
 
 // Slow paths (recorder.cc).
 TELLER_RECORDER_API ThreadBuffer* RegisterThread();  // nullptr when the recorder is disabled
 TELLER_RECORDER_API void WakeFlusher();
-TELLER_RECORDER_API uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length, uint64_t hash);
+TELLER_RECORDER_API uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length,
+                                        uint64_t hash);
 
 // True once InitRecorder() found a trace directory; the hot paths check it first.
 TELLER_RECORDER_API extern std::atomic<bool> g_recorder_enabled;

@@ -29,8 +29,7 @@ uint32_t SoftwareUpdate(const uint8_t* p, size_t n, uint32_t c) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t HardwareUpdate(const uint8_t* p, size_t n,
-                                                           uint32_t c) {
+__attribute__((target("sse4.2"))) uint32_t HardwareUpdate(const uint8_t* p, size_t n, uint32_t c) {
   uint64_t c64 = c;
   while (n >= 8) {
     uint64_t word;

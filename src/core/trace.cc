@@ -4,29 +4,46 @@ namespace teller {
 
 std::string_view EventTypeName(EventType type) {
   switch (type) {
-    case EventType::kPush: return "push";
-    case EventType::kPop: return "pop";
-    case EventType::kRange: return "range";
-    case EventType::kMark: return "mark";
-    case EventType::kRuntime: return "runtime";
-    case EventType::kDriver: return "driver";
-    case EventType::kKernel: return "kernel";
-    case EventType::kMemcpy: return "memcpy";
-    case EventType::kMemset: return "memset";
-    case EventType::kSync: return "sync";
-    case EventType::kGpuAnnotation: return "gpu_annotation";
+    case EventType::kPush:
+      return "push";
+    case EventType::kPop:
+      return "pop";
+    case EventType::kRange:
+      return "range";
+    case EventType::kMark:
+      return "mark";
+    case EventType::kRuntime:
+      return "runtime";
+    case EventType::kDriver:
+      return "driver";
+    case EventType::kKernel:
+      return "kernel";
+    case EventType::kMemcpy:
+      return "memcpy";
+    case EventType::kMemset:
+      return "memset";
+    case EventType::kSync:
+      return "sync";
+    case EventType::kGpuAnnotation:
+      return "gpu_annotation";
   }
   return "unknown";
 }
 
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kWarning: return "WARNING";
-    case LogLevel::kError: return "ERROR";
-    case LogLevel::kCritical: return "CRITICAL";
-    case LogLevel::kUnknown: break;
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarning:
+      return "WARNING";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kCritical:
+      return "CRITICAL";
+    case LogLevel::kUnknown:
+      break;
   }
   return "";
 }

@@ -13,8 +13,8 @@ constexpr std::array<std::string_view, kLayerCount> kLayerNames = {
     "STEP", "FRONTEND", "BACKEND", "COMM", "HOST", "GPU", "MARK"};
 
 constexpr std::array<const char*, kFeatureCount> kFeatureNames = {
-    "self_ns", "host_call_ns", "host_calls", "gpu_ops",
-    "gpu_ns",  "launch_delay_ns", "bytes",   "overlap_ns"};
+    "self_ns", "host_call_ns",    "host_calls", "gpu_ops",
+    "gpu_ns",  "launch_delay_ns", "bytes",      "overlap_ns"};
 
 constexpr std::array<std::string_view, kCallKindCount> kCallKindNames = {
     "other", "launch", "graph_launch", "synchronize", "memcpy", "memset", "alloc", "free"};
@@ -106,12 +106,16 @@ CallKind ClassifyCall(std::string_view api_name) {
 bool IsSynchronizingCall(std::string_view api_name) {
   if (ClassifyCall(api_name) == CallKind::kSynchronize) return true;
   // The synchronous forms only: their asynchronous siblings (cudaMemcpyAsync) return at once.
-  static constexpr std::string_view kBlocking[] = {
-      "cudaMemcpy",   "cudaMemcpy2D", "cudaMemcpy3D",        "cudaMemcpyFromSymbol",
-      "cudaMemcpyToSymbol", "cudaMemset", "cudaFree",        "cudaFreeHost",
-      "hipMemcpy",    "hipMemcpyWithStream", "hipMemcpyDtoH", "hipMemcpyHtoD",
-      "hipMemset",    "hipFree",      "cuMemcpy",            "cuMemcpyDtoH",
-      "cuMemcpyHtoD", "cuMemFree",    "cuMemFreeHost"};
+  static constexpr std::string_view kBlocking[] = {"cudaMemcpy",         "cudaMemcpy2D",
+                                                   "cudaMemcpy3D",       "cudaMemcpyFromSymbol",
+                                                   "cudaMemcpyToSymbol", "cudaMemset",
+                                                   "cudaFree",           "cudaFreeHost",
+                                                   "hipMemcpy",          "hipMemcpyWithStream",
+                                                   "hipMemcpyDtoH",      "hipMemcpyHtoD",
+                                                   "hipMemset",          "hipFree",
+                                                   "cuMemcpy",           "cuMemcpyDtoH",
+                                                   "cuMemcpyHtoD",       "cuMemFree",
+                                                   "cuMemFreeHost"};
   const std::string_view base = StripApiVersion(api_name);
   return std::find(std::begin(kBlocking), std::end(kBlocking), base) != std::end(kBlocking);
 }

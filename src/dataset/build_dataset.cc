@@ -19,8 +19,8 @@
 #include "src/dataset/json_out.h"
 #include "teller/core/file_util.h"
 #include "teller/dataset/build.h"
-#include "teller/ingest/ingest.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/ingest/ingest.h"
 
 namespace teller::dataset {
 namespace {
@@ -200,8 +200,7 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
     if (!old.ok())
       return Status::Error(old.status().message() + " (the existing index; remove it to rebuild)");
     for (internal::IndexEntry& e : old.value()) {
-      if (built.count(e.name) == 0 &&
-          IsDirectory(Join(out_dir, dataset::RequestDirName(e.name)))) {
+      if (built.count(e.name) == 0 && IsDirectory(Join(out_dir, dataset::RequestDirName(e.name)))) {
         entries.push_back(std::move(e));
       }
     }

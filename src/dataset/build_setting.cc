@@ -27,9 +27,9 @@
 #include "teller/core/json_writer.h"
 #include "teller/core/request_id.h"
 #include "teller/dataset/build.h"
-#include "teller/format/dataset_node.h"
-#include "teller/dataset/step_record.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/dataset/step_record.h"
+#include "teller/format/dataset_node.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::dataset {
@@ -45,7 +45,6 @@ constexpr uint32_t kNone = UINT32_MAX;
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
 
 // One engine step across ranks (step_record.h).
 using Group = EngineStep;
@@ -216,8 +215,8 @@ void SettingBuilder::FormatRecord(const Group& group) {
     const uint32_t node = rec_.node[i];
     const uint32_t e = n.event[node];
     if (i) out += ',';
-    format::DatasetNode dn =
-        format::DatasetNodeOf(trace_, e, n.layer[node], n.start_ns[node], n.end_ns[node], EscapedName(ev.name[e]));
+    format::DatasetNode dn = format::DatasetNodeOf(trace_, e, n.layer[node], n.start_ns[node],
+                                                   n.end_ns[node], EscapedName(ev.name[e]));
     dn.id = static_cast<int64_t>(i);
     dn.parent = rec_.parent[i];
     dn.depth = rec_.depth[i];
@@ -243,7 +242,8 @@ void SettingBuilder::FormatRecord(const Group& group) {
     col += ']';
   };
   column("type", [&](size_t i) {
-    AppendUint(col, static_cast<uint64_t>(format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]])));
+    AppendUint(col, static_cast<uint64_t>(
+                        format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]])));
   });
   column("layer", [&](size_t i) { AppendUint(col, static_cast<uint64_t>(n.layer[rec_.node[i]])); });
   column("name", [&](size_t i) { AppendUint(col, NameId(ev.name[n.event[rec_.node[i]]])); });

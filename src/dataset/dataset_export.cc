@@ -19,7 +19,6 @@ using reconstruct::Reconstruction;
 using reconstruct::Step;
 namespace {
 
-
 std::string Str(const Trace& t, StringId id) { return std::string(t.strings.Get(id)); }
 
 // The step's subtree in depth-first order with parent indices local to the step.
@@ -85,8 +84,12 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
     TELLER_RETURN_IF_ERROR(MakeDirs(dir));
     std::string trace_json, log_text, annotation;
     JsonObjectWriter tw(trace_json);
-    tw.Field("format", "teller-dataset-trace").Field("version", 1).Field("request", trace.strings.Get(rid))
-        .Field("setting", options.setting).FieldRaw("is_fault", "null").FieldRaw("fault_type", "null");
+    tw.Field("format", "teller-dataset-trace")
+        .Field("version", 1)
+        .Field("request", trace.strings.Get(rid))
+        .Field("setting", options.setting)
+        .FieldRaw("is_fault", "null")
+        .FieldRaw("fault_type", "null");
     std::string steps = "[";
     std::string ann_steps = "[";
     for (size_t k = 0; k < step_ids.size(); ++k) {
@@ -130,8 +133,9 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
           .Close();
       for (uint32_t row : step.logs) {
         const int64_t ts = trace.logs.ts_ns[row];
-        log_text += (ts == LogTable::kNoTime ? std::string("-") : std::to_string(ts)) + " step=" +
-                    std::to_string(k) + " " + std::string(LogLevelName(trace.logs.level[row])) + " " +
+        log_text += (ts == LogTable::kNoTime ? std::string("-") : std::to_string(ts)) +
+                    " step=" + std::to_string(k) + " " +
+                    std::string(LogLevelName(trace.logs.level[row])) + " " +
                     Str(trace, trace.logs.message[row]) + "\n";
         ++summary.log_lines;
       }
@@ -140,9 +144,12 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
     tw.FieldRaw("steps", steps + "]");
     tw.Close();
     JsonObjectWriter aw(annotation);
-    aw.Field("format", "teller-dataset-annotation").Field("version", 1)
-        .Field("request", trace.strings.Get(rid)).FieldRaw("is_fault", "null")
-        .FieldRaw("fault_type", "null").FieldRaw("steps", ann_steps + "]");
+    aw.Field("format", "teller-dataset-annotation")
+        .Field("version", 1)
+        .Field("request", trace.strings.Get(rid))
+        .FieldRaw("is_fault", "null")
+        .FieldRaw("fault_type", "null")
+        .FieldRaw("steps", ann_steps + "]");
     aw.Close();
     TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", trace_json + "\n"));
     TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/log.txt", log_text));

@@ -36,7 +36,6 @@ void AppendDouble(std::string& out, double v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-
 namespace {
 
 // Opens for one burst of writes: created (truncated) the first time, appended to after.

@@ -30,7 +30,6 @@ inline void AppendInt(std::string& out, int64_t v) {
 // Shortest representation that reads back to the same double; "null" when not finite.
 void AppendDouble(std::string& out, double v);
 
-
 // An output file filled from a buffer that is written out when it grows past a
 // threshold, so that memory stays bounded however large the file gets. The file is
 // created by the first write; no descriptor is held between writes.

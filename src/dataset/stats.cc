@@ -1,6 +1,5 @@
 // `teller dataset stats`: Table 1 of the paper (requests, faulty requests, steps, nodes
 // per setting; fault-category mix) from index.json, or recounted from the files.
-#include "teller/core/vocabulary.h"
 #include "teller/dataset/stats.h"
 
 #include <dirent.h>
@@ -15,6 +14,7 @@
 #include "teller/core/file_util.h"
 #include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
+#include "teller/core/vocabulary.h"
 #include "teller/format/ground_truth.h"
 
 namespace teller::dataset {
@@ -200,7 +200,8 @@ DatasetStats StatsFromEntries(const std::vector<IndexEntry>& entries) {
   }
   std::sort(stats.settings.begin(), stats.settings.end(),
             [](const SettingStats& a, const SettingStats& b) { return a.name < b.name; });
-  for (const FaultCategory c : kAllFaultCategories) stats.fault_mix[std::string(FaultCategoryName(c))] = 0.0;
+  for (const FaultCategory c : kAllFaultCategories)
+    stats.fault_mix[std::string(FaultCategoryName(c))] = 0.0;
   for (const auto& [category, count] : stats.total.fault_counts) {
     stats.fault_mix[category] =
         stats.total.faulty == 0

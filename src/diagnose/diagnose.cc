@@ -13,9 +13,6 @@
 
 namespace teller::diagnose {
 
-
-
-
 namespace {
 
 std::string Us(int64_t ns) {
@@ -48,18 +45,19 @@ std::string Short(std::string_view name) {
   return s;
 }
 
-
 // Runtime/driver call names in a node's subtree, for the rules below.
-void CallNames(const Trace& t, const reconstruct::Reconstruction& r, uint32_t node, std::set<std::string>* out,
-               uint64_t* bytes) {
+void CallNames(const Trace& t, const reconstruct::Reconstruction& r, uint32_t node,
+               std::set<std::string>* out, uint64_t* bytes) {
   std::vector<uint32_t> todo = {node};
   while (!todo.empty()) {
     const uint32_t i = todo.back();
     todo.pop_back();
     const uint32_t e = r.nodes.event[i];
     if (IsHostCall(t.events.type[e])) out->insert(std::string(t.strings.Get(t.events.name[e])));
-    if (t.events.type[e] == EventType::kMemcpy || t.events.type[e] == EventType::kMemset) *bytes += t.events.bytes[e];
-    for (uint32_t c = r.nodes.child_begin[i]; c < r.nodes.child_begin[i + 1]; ++c) todo.push_back(r.nodes.child_index[c]);
+    if (t.events.type[e] == EventType::kMemcpy || t.events.type[e] == EventType::kMemset)
+      *bytes += t.events.bytes[e];
+    for (uint32_t c = r.nodes.child_begin[i]; c < r.nodes.child_begin[i + 1]; ++c)
+      todo.push_back(r.nodes.child_index[c]);
   }
 }
 
@@ -108,15 +106,16 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
         return FaultCategory::kRuntimeDriver;
       }
     }
-    *why = host->feature == kLaunchDelayNs ? "kernels start long after their launch calls"
-                                           : "host runtime calls of " + Short(host->name) + " take longer than usual";
+    *why = host->feature == kLaunchDelayNs
+               ? "kernels start long after their launch calls"
+               : "host runtime calls of " + Short(host->name) + " take longer than usual";
     return FaultCategory::kRuntimeDriver;
   }
   if (compute != nullptr) {
     for (const auto& [rank, fams] : compute_families) {
       if (fams.size() >= 3) {
-        *why = std::to_string(fams.size()) + " compute families slow down together on rank " + std::to_string(rank) +
-               ": the GPU itself is slower";
+        *why = std::to_string(fams.size()) + " compute families slow down together on rank " +
+               std::to_string(rank) + ": the GPU itself is slower";
         return FaultCategory::kRuntimeDriver;
       }
     }
@@ -128,7 +127,8 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
     return FaultCategory::kCudaKernel;
   }
   if (comm != nullptr) {
-    *why = "collective " + Short(comm->name) + " takes " + Us(comm->self_ns) + " instead of " + Us(comm->expected_ns);
+    *why = "collective " + Short(comm->name) + " takes " + Us(comm->self_ns) + " instead of " +
+           Us(comm->expected_ns);
     return FaultCategory::kCommunication;
   }
   *why = Short(ev.front().name) + " deviates from its family";
@@ -151,7 +151,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       if (sd.rank_steps.empty()) {
         std::vector<std::string> ids;
         std::string kind, seq;
-        reconstruct::ParseStepMessage(trace.strings.Get(trace.events.name[n.event[st.node]]), &ids, &kind, &seq);
+        reconstruct::ParseStepMessage(trace.strings.Get(trace.events.name[n.event[st.node]]), &ids,
+                                      &kind, &seq);
         char* end = nullptr;
         sd.seq = seq.empty() ? 0 : std::strtoull(seq.c_str(), &end, 10);
         sd.has_seq = !seq.empty() && end != nullptr && *end == '\0';
@@ -165,7 +166,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       sd.end_ns = std::max(sd.end_ns, n.end_ns[st.node]);
       for (StringId q : st.requests) {
         const std::string id(trace.strings.Get(q));
-        if (std::find(sd.requests.begin(), sd.requests.end(), id) == sd.requests.end()) sd.requests.push_back(id);
+        if (std::find(sd.requests.begin(), sd.requests.end(), id) == sd.requests.end())
+          sd.requests.push_back(id);
       }
       for (uint32_t row : st.logs) {
         if (std::find(sd.logs.begin(), sd.logs.end(), row) == sd.logs.end()) sd.logs.push_back(row);
@@ -201,15 +203,19 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     // Causes first: when compute operators are suspicious, the collectives that waited
     // for them come after; then by anomaly and by the time lost.
     bool compute = false;
-    for (const localize::Instance* in : sus) compute |= loc.families[in->family].layer != Layer::kComm;
-    auto waits = [&](const localize::Instance* in) { return compute && loc.families[in->family].layer == Layer::kComm; };
-    std::sort(sus.begin(), sus.end(), [&](const localize::Instance* a, const localize::Instance* b) {
-      if (waits(a) != waits(b)) return !waits(a);
-      if (a->anomaly != b->anomaly) return a->anomaly > b->anomaly;
-      const int64_t xa = a->total_ns - a->expected_ns, xb = b->total_ns - b->expected_ns;
-      if (xa != xb) return xa > xb;
-      return a->node < b->node;
-    });
+    for (const localize::Instance* in : sus)
+      compute |= loc.families[in->family].layer != Layer::kComm;
+    auto waits = [&](const localize::Instance* in) {
+      return compute && loc.families[in->family].layer == Layer::kComm;
+    };
+    std::sort(sus.begin(), sus.end(),
+              [&](const localize::Instance* a, const localize::Instance* b) {
+                if (waits(a) != waits(b)) return !waits(a);
+                if (a->anomaly != b->anomaly) return a->anomaly > b->anomaly;
+                const int64_t xa = a->total_ns - a->expected_ns, xb = b->total_ns - b->expected_ns;
+                if (xa != xb) return xa > xb;
+                return a->node < b->node;
+              });
     std::vector<uint32_t> sus_nodes;
     for (const localize::Instance* in : sus) sus_nodes.push_back(in->node);
     const slice::Slice sl = slice::BuildSlice(trace, r, roots, sus_nodes, options.slice);
@@ -229,7 +235,10 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       e.expected_ns = in->expected_ns;
       e.feature = in->top_feature;
       e.z = in->top_z;
-      if (n.layer[in->node] == Layer::kComm) sd.horizontal = true; else sd.vertical = true;
+      if (n.layer[in->node] == Layer::kComm)
+        sd.horizontal = true;
+      else
+        sd.vertical = true;
       if (sd.evidence.size() < options.max_evidence) sd.evidence.push_back(e);
       if (all.size() < 256) all.push_back(std::move(e));
     }
@@ -242,11 +251,12 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     x << " is abnormal (score " << std::lround(sd.score * 100) / 100.0 << ")";
     if (!sd.evidence.empty()) {
       const Evidence& top = sd.evidence.front();
-      x << ": " << Short(top.name) << " on rank " << top.rank << " took " << Us(top.self_ns) << " against a typical "
-        << Us(top.expected_ns);
+      x << ": " << Short(top.name) << " on rank " << top.rank << " took " << Us(top.self_ns)
+        << " against a typical " << Us(top.expected_ns);
       if (top.expected_ns > 0) {
         char ratio[32];
-        std::snprintf(ratio, sizeof ratio, " (%.1fx)", static_cast<double>(top.self_ns) / top.expected_ns);
+        std::snprintf(ratio, sizeof ratio, " (%.1fx)",
+                      static_cast<double>(top.self_ns) / top.expected_ns);
         x << ratio;
       }
       std::set<std::string> others;
@@ -295,7 +305,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     a.instances += loc.families[f].count;
     a.median = std::max(a.median, loc.families[f].median_ns);
   }
-  std::map<std::pair<uint32_t, std::pair<std::string, std::string>>, float> best;  // (group, key) -> A
+  std::map<std::pair<uint32_t, std::pair<std::string, std::string>>, float>
+      best;  // (group, key) -> A
   for (const localize::StepFamily& sf : loc.step_families) {
     float a = sf.suspiciousness;
     if (loc.families[sf.family].layer == Layer::kComm && compute_suspicious[sf.step]) a *= 0.1f;
@@ -339,7 +350,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   };
   std::sort(ops.begin(), ops.end(), [&](const TopOperator& a, const TopOperator& b) {
     if (std::fabs(a.score - b.score) > 1e-4f) return a.score > b.score;
-    if (specificity(a.layer) != specificity(b.layer)) return specificity(a.layer) < specificity(b.layer);
+    if (specificity(a.layer) != specificity(b.layer))
+      return specificity(a.layer) < specificity(b.layer);
     if (a.count != b.count) return a.count > b.count;
     return a.name < b.name;
   });
@@ -348,10 +360,12 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   return d;
 }
 
-std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std::string>& sources) {
+std::string ToJson(const Trace& trace, const Diagnosis& d,
+                   const std::vector<std::string>& sources) {
   std::string out;
   out.reserve(1 << 20);
-  out += "{\"format\":\"teller-diagnosis\",\"version\":" + std::to_string(kSchemaVersion) + ",\"mode\":";
+  out += "{\"format\":\"teller-diagnosis\",\"version\":" + std::to_string(kSchemaVersion) +
+         ",\"mode\":";
   AppendJsonString(out, d.mode);
   out += ",\"sources\":[";
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -371,17 +385,24 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
         if (!first) out += ",\n";
         first = false;
         out += "{\"request\":";
-        if (q.empty()) out += "null"; else AppendJsonString(out, q);
+        if (q.empty())
+          out += "null";
+        else
+          AppendJsonString(out, q);
         out += ",\"step\":" + std::to_string(s.has_seq ? s.seq : s.ordinal);
         out += ",\"seq\":" + (s.has_seq ? std::to_string(s.seq) : std::string("null"));
         out += ",\"kind\":";
         AppendJsonString(out, s.kind);
-        out += ",\"view\":\"" + std::string(view) + "\",\"abnormal\":" + (abnormal ? "true" : "false");
+        out +=
+            ",\"view\":\"" + std::string(view) + "\",\"abnormal\":" + (abnormal ? "true" : "false");
         char score[32];
         std::snprintf(score, sizeof score, "%.4f", s.score);
         out += ",\"score\":" + std::string(score) + ",\"start_ns\":" + std::to_string(s.start_ns) +
                ",\"end_ns\":" + std::to_string(s.end_ns) + ",\"fault_type\":";
-        if (abnormal) AppendJsonString(out, s.fault_type); else out += "null";
+        if (abnormal)
+          AppendJsonString(out, s.fault_type);
+        else
+          out += "null";
         out += ",\"evidence\":[";
         if (abnormal) {
           bool f2 = true;
@@ -390,9 +411,13 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
             if (!f2) out += ',';
             f2 = false;
             JsonObjectWriter w(out);
-            w.Field("node", static_cast<uint64_t>(e.node)).Field("name", e.name).Field("layer", LayerName(e.layer));
+            w.Field("node", static_cast<uint64_t>(e.node))
+                .Field("name", e.name)
+                .Field("layer", LayerName(e.layer));
             w.Field("rank", static_cast<int64_t>(e.rank)).Field("pid", e.pid);
-            w.Field("score", static_cast<double>(e.score)).Field("self_ns", e.self_ns).Field("expected_ns", e.expected_ns);
+            w.Field("score", static_cast<double>(e.score))
+                .Field("self_ns", e.self_ns)
+                .Field("expected_ns", e.expected_ns);
             w.Field("feature", FeatureName(e.feature)).Field("z", static_cast<double>(e.z));
             w.Close();
           }
@@ -404,11 +429,13 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
           if (i) out += ',';
           const uint32_t row = s.logs[i];
           JsonObjectWriter w(out);
-          w.Field("ts_ns", trace.logs.ts_ns[row]).Field("level", LogLevelName(trace.logs.level[row]));
+          w.Field("ts_ns", trace.logs.ts_ns[row])
+              .Field("level", LogLevelName(trace.logs.level[row]));
           w.Field("message", trace.strings.Get(trace.logs.message[row]));
           w.Close();
         }
-        out += "],\"slice_nodes\":" + std::to_string(s.slice_nodes) + ",\"step_nodes\":" + std::to_string(s.step_nodes) + "}";
+        out += "],\"slice_nodes\":" + std::to_string(s.slice_nodes) +
+               ",\"step_nodes\":" + std::to_string(s.step_nodes) + "}";
       }
     }
   }
@@ -417,8 +444,11 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
     const TopOperator& o = d.top_operators[i];
     if (i) out += ",\n";
     JsonObjectWriter w(out);
-    w.Field("name", o.name).Field("layer", LayerName(o.layer)).Field("score", static_cast<double>(o.score));
-    w.Field("count", static_cast<uint64_t>(o.count)).Field("instances", static_cast<uint64_t>(o.instances));
+    w.Field("name", o.name)
+        .Field("layer", LayerName(o.layer))
+        .Field("score", static_cast<double>(o.score));
+    w.Field("count", static_cast<uint64_t>(o.count))
+        .Field("instances", static_cast<uint64_t>(o.instances));
     w.Field("excess_ns", o.excess_ns);
     w.Field("median_ns", o.median_ns);
     w.Close();
@@ -436,12 +466,14 @@ std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std
 
 std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
   std::ostringstream o;
-  o << "diagnosis (" << d.mode << " fit): " << d.abnormal_steps << " of " << d.steps.size() << " steps abnormal\n";
+  o << "diagnosis (" << d.mode << " fit): " << d.abnormal_steps << " of " << d.steps.size()
+    << " steps abnormal\n";
   std::vector<const StepDiagnosis*> ab;
   for (const StepDiagnosis& s : d.steps) {
     if (s.abnormal) ab.push_back(&s);
   }
-  std::sort(ab.begin(), ab.end(), [](const StepDiagnosis* a, const StepDiagnosis* b) { return a->score > b->score; });
+  std::sort(ab.begin(), ab.end(),
+            [](const StepDiagnosis* a, const StepDiagnosis* b) { return a->score > b->score; });
   std::map<std::string, size_t> types;
   for (const StepDiagnosis* s : ab) ++types[s->fault_type];
   if (!types.empty()) {
@@ -452,14 +484,16 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
   o << "\n";
   for (size_t i = 0; i < ab.size() && i < max_steps; ++i) {
     const StepDiagnosis& s = *ab[i];
-    o << (s.has_seq ? "step " + std::to_string(s.seq) : "step #" + std::to_string(s.ordinal)) << "  score "
-      << std::lround(s.score * 100) / 100.0 << "  " << s.fault_type << "  views:" << (s.vertical ? " vertical" : "")
-      << (s.horizontal ? " horizontal" : "") << "  slice " << s.slice_nodes << "/" << s.step_nodes << " nodes\n";
+    o << (s.has_seq ? "step " + std::to_string(s.seq) : "step #" + std::to_string(s.ordinal))
+      << "  score " << std::lround(s.score * 100) / 100.0 << "  " << s.fault_type
+      << "  views:" << (s.vertical ? " vertical" : "") << (s.horizontal ? " horizontal" : "")
+      << "  slice " << s.slice_nodes << "/" << s.step_nodes << " nodes\n";
     o << "  " << s.explanation << "\n";
     for (const Evidence& e : s.evidence) {
       char line[256];
-      std::snprintf(line, sizeof line, "    %-5s rank %-2d a=%.2f  %10s (typ %10s)  %-15s %s\n", std::string(LayerName(e.layer)).c_str(), e.rank,
-                    e.score, Us(e.self_ns).c_str(), Us(e.expected_ns).c_str(), FeatureName(e.feature), Short(e.name).c_str());
+      std::snprintf(line, sizeof line, "    %-5s rank %-2d a=%.2f  %10s (typ %10s)  %-15s %s\n",
+                    std::string(LayerName(e.layer)).c_str(), e.rank, e.score, Us(e.self_ns).c_str(),
+                    Us(e.expected_ns).c_str(), FeatureName(e.feature), Short(e.name).c_str());
       o << line;
     }
     size_t shown = 0;
@@ -471,12 +505,14 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
       o << "    log " << LogLevelName(trace.logs.level[row]) << ": " << msg << "\n";
     }
   }
-  if (ab.size() > max_steps) o << "... " << ab.size() - max_steps << " more abnormal steps (see --json)\n";
+  if (ab.size() > max_steps)
+    o << "... " << ab.size() - max_steps << " more abnormal steps (see --json)\n";
   o << "\ntop operators (most suspicious first):\n";
   for (const TopOperator& t : d.top_operators) {
     char line[256];
-    std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n", t.score, std::string(LayerName(t.layer)).c_str(),
-                  t.count, t.instances, Us(t.excess_ns).c_str(), Us(t.median_ns).c_str(), Short(t.name).c_str());
+    std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n",
+                  t.score, std::string(LayerName(t.layer)).c_str(), t.count, t.instances,
+                  Us(t.excess_ns).c_str(), Us(t.median_ns).c_str(), Short(t.name).c_str());
     o << line;
   }
   bool damage = false;

@@ -1,5 +1,4 @@
 // Splits, scoring per view, averaging and the tables (include/teller/eval/evaluate.h).
-#include "teller/core/vocabulary.h"
 #include "teller/eval/evaluate.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <set>
 
 #include "teller/core/json_writer.h"
+#include "teller/core/vocabulary.h"
 #include "teller/format/ground_truth.h"
 
 namespace teller::eval {

@@ -63,7 +63,9 @@ std::vector<std::string> StatFeatureNames() {
   std::vector<std::string> names;
   for (int t = 0; t < kTypeTags; ++t) {
     for (const char* stat : {"count", "sum_us", "max_us", "mean_us"}) {
-      names.push_back("type." + std::string(format::TypeTagShortName(static_cast<format::TypeTag>(t))) + "." + stat);
+      names.push_back("type." +
+                      std::string(format::TypeTagShortName(static_cast<format::TypeTag>(t))) + "." +
+                      stat);
     }
   }
   for (int l = 0; l < kLayers; ++l) {

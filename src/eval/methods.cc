@@ -1,11 +1,11 @@
 // Methods by name and how each predicts a fold (include/teller/eval/methods.h).
-#include "teller/core/vocabulary.h"
 #include "teller/eval/methods.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "teller/core/vocabulary.h"
 #include "teller/eval/models.h"
 #include "teller/eval/numeric.h"
 #include "teller/format/ground_truth.h"

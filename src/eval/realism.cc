@@ -1,7 +1,6 @@
 // Realism report (include/teller/eval/realism.h, docs/realism.md).
 #include "teller/eval/realism.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,8 +32,6 @@ constexpr double kMinPeriodicity = 0.7;
 constexpr size_t kMaxSegments = 32;
 // Segments shorter than this cannot show three layers of a real model.
 constexpr size_t kMinSegment = 12;
-
-
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -172,8 +169,8 @@ Prepared Prepare(const Trace& trace) {
       }
     }
     if (ev.process[i] < used_process.size()) used_process[ev.process[i]] = 1;
-    out.items.push_back({i, ev.process[i], c, ev.start_ns[i], std::max<int64_t>(ev.end_ns[i] - ev.start_ns[i], 0),
-                         step});
+    out.items.push_back({i, ev.process[i], c, ev.start_ns[i],
+                         std::max<int64_t>(ev.end_ns[i] - ev.start_ns[i], 0), step});
   }
   out.processes = static_cast<uint64_t>(std::count(used_process.begin(), used_process.end(), 1));
   return out;
@@ -296,8 +293,8 @@ LayerPattern FindLayer(const Prepared& p, const std::vector<uint8_t>& selected) 
   if (best == nullptr) return out;
   out.found = true;
   out.classes = best->first;
-  out.layers_per_period = static_cast<uint32_t>(
-      std::max<ptrdiff_t>(1, std::count(out.classes.begin(), out.classes.end(), OpClass::kAttention)));
+  out.layers_per_period = static_cast<uint32_t>(std::max<ptrdiff_t>(
+      1, std::count(out.classes.begin(), out.classes.end(), OpClass::kAttention)));
   out.period = best->second.period;
   out.layers = best->second.layers;
   out.periodicity = best->second.periodicity;
@@ -344,9 +341,7 @@ std::string LayerText(const LayerPattern& l) {
   return s;
 }
 
-
 }  // namespace
-
 
 uint32_t FindPeriod(const std::vector<OpClass>& seq, double* periodicity) {
   *periodicity = 0;
@@ -393,7 +388,6 @@ uint32_t CyclicEditDistance(const std::vector<OpClass>& a, const std::vector<OpC
   return best;
 }
 
-
 Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) {
   const Prepared sim = Prepare(simulated);
   const Prepared rea = Prepare(real);
@@ -429,7 +423,8 @@ Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) 
         if (item.step >= 0) step_used[item.step] = 1;
       }
     }
-    summary.steps_compared = static_cast<uint64_t>(std::count(step_used.begin(), step_used.end(), 1));
+    summary.steps_compared =
+        static_cast<uint64_t>(std::count(step_used.begin(), step_used.end(), 1));
     return sel;
   };
   const std::vector<uint8_t> sim_sel = select(sim, report.simulated);
@@ -441,7 +436,8 @@ Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) 
   if (report.simulated_layer.found && report.real_layer.found) {
     // Compare the same number of decoder layers: a unit of two layers (alternating layer
     // types) against two copies of a one-layer unit.
-    const uint32_t ls = report.simulated_layer.layers_per_period, lr = report.real_layer.layers_per_period;
+    const uint32_t ls = report.simulated_layer.layers_per_period,
+                   lr = report.real_layer.layers_per_period;
     const uint32_t g = std::gcd(ls, lr);
     auto repeat = [](const std::vector<OpClass>& unit, uint32_t times) {
       std::vector<OpClass> out;
@@ -454,8 +450,8 @@ Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) 
     const std::vector<OpClass> b = repeat(report.real_layer.classes, ls / g);
     report.layer_edit_distance = CyclicEditDistance(a, b);
     const size_t longest = std::max(a.size(), b.size());
-    report.layer_agreement = 1.0 - static_cast<double>(report.layer_edit_distance) /
-                                       static_cast<double>(longest);
+    report.layer_agreement =
+        1.0 - static_cast<double>(report.layer_edit_distance) / static_cast<double>(longest);
   } else {
     report.layer_agreement = kNaN;
   }
@@ -463,12 +459,14 @@ Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) 
   // Class mix and durations.
   std::vector<double> sim_dur[kOpClassCount], real_dur[kOpClassCount];
   for (size_t k = 0; k < sim.items.size(); ++k) {
-    if (sim_sel[k]) sim_dur[static_cast<size_t>(sim.items[k].op_class)].push_back(
-        static_cast<double>(std::max<int64_t>(sim.items[k].duration, 1)));
+    if (sim_sel[k])
+      sim_dur[static_cast<size_t>(sim.items[k].op_class)].push_back(
+          static_cast<double>(std::max<int64_t>(sim.items[k].duration, 1)));
   }
   for (size_t k = 0; k < rea.items.size(); ++k) {
-    if (real_sel[k]) real_dur[static_cast<size_t>(rea.items[k].op_class)].push_back(
-        static_cast<double>(std::max<int64_t>(rea.items[k].duration, 1)));
+    if (real_sel[k])
+      real_dur[static_cast<size_t>(rea.items[k].op_class)].push_back(
+          static_cast<double>(std::max<int64_t>(rea.items[k].duration, 1)));
   }
   const double sim_total = static_cast<double>(std::max<uint64_t>(report.simulated.gpu_work, 1));
   const double real_total = static_cast<double>(std::max<uint64_t>(report.real.gpu_work, 1));
@@ -640,6 +638,5 @@ std::string RealismReportJson(const RealismReport& r, std::string_view simulated
   out += "]}\n";
   return out;
 }
-
 
 }  // namespace teller::eval

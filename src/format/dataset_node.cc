@@ -26,21 +26,33 @@ std::string_view TypeTagShortName(TypeTag tag) {
 
 TypeTag TypeTagOf(Layer layer, EventType type) {
   switch (type) {
-    case EventType::kRuntime: return TypeTag::kRuntime;
-    case EventType::kDriver: return TypeTag::kDriver;
-    case EventType::kKernel: return TypeTag::kKernel;
+    case EventType::kRuntime:
+      return TypeTag::kRuntime;
+    case EventType::kDriver:
+      return TypeTag::kDriver;
+    case EventType::kKernel:
+      return TypeTag::kKernel;
     case EventType::kMemcpy:
-    case EventType::kMemset: return TypeTag::kMemory;
-    case EventType::kSync: return TypeTag::kSync;
-    case EventType::kMark: return TypeTag::kMark;
-    case EventType::kGpuAnnotation: return TypeTag::kGpuAnnotation;
-    default: break;
+    case EventType::kMemset:
+      return TypeTag::kMemory;
+    case EventType::kSync:
+      return TypeTag::kSync;
+    case EventType::kMark:
+      return TypeTag::kMark;
+    case EventType::kGpuAnnotation:
+      return TypeTag::kGpuAnnotation;
+    default:
+      break;
   }
   switch (layer) {
-    case Layer::kStep: return TypeTag::kStep;
-    case Layer::kBackend: return TypeTag::kBackend;
-    case Layer::kComm: return TypeTag::kComm;
-    default: return TypeTag::kFrontend;
+    case Layer::kStep:
+      return TypeTag::kStep;
+    case Layer::kBackend:
+      return TypeTag::kBackend;
+    case Layer::kComm:
+      return TypeTag::kComm;
+    default:
+      return TypeTag::kFrontend;
   }
 }
 

@@ -5,10 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/ground_truth.h"
-
-#include "teller/core/file_util.h"
 
 namespace teller::format {
 namespace {

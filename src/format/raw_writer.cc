@@ -59,9 +59,8 @@ void RawFileWriter::Abandon() {
   fd_ = -1;
 }
 
-Status RawFileWriter::WriteChunk(ChunkType type, uint16_t record_bytes,
-                                 uint32_t record_count, const PayloadPart* parts,
-                                 size_t part_count) {
+Status RawFileWriter::WriteChunk(ChunkType type, uint16_t record_bytes, uint32_t record_count,
+                                 const PayloadPart* parts, size_t part_count) {
   if (fd_ < 0) return Status::Error("trace file " + path_ + " is closed");
   ChunkHeader header{};
   header.magic = kChunkMagic;

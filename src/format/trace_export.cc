@@ -132,8 +132,8 @@ Status WriteProcessFile(const Trace& trace, uint32_t proc, const std::vector<uin
   if (p.world_size >= 0) info.AddKeyValue("world_size", std::to_string(p.world_size));
   info.AddKeyValue("start_realtime_ns", std::to_string(offset + kFirstMonotonicNs));
   info.AddKeyValue("start_monotonic_ns", std::to_string(kFirstMonotonicNs));
-  info.AddKeyValue("exported_from", p.source != 0 ? trace.strings.Get(p.source)
-                                                  : std::string_view(options.source));
+  info.AddKeyValue("exported_from",
+                   p.source != 0 ? trace.strings.Get(p.source) : std::string_view(options.source));
   TELLER_RETURN_IF_ERROR(w.WritePayload(ChunkType::kProcessInfo, info));
   ClockPair anchor;
   anchor.realtime_ns = offset + kFirstMonotonicNs;
@@ -164,8 +164,8 @@ Status WriteProcessFile(const Trace& trace, uint32_t proc, const std::vector<uin
       case EventType::kRange: {
         r.domain = strings.Id(ev.domain[i], trace.strings);
         if (ev.category[i] != 0) {
-          auto [it, inserted] = category_ids.emplace(ev.category[i],
-                                                     static_cast<uint32_t>(category_ids.size() + 1));
+          auto [it, inserted] =
+              category_ids.emplace(ev.category[i], static_cast<uint32_t>(category_ids.size() + 1));
           if (inserted) {
             EventRecord naming;
             std::memset(&naming, 0, sizeof naming);

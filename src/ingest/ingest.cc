@@ -33,11 +33,16 @@ std::vector<std::string> ListDir(const std::string& dir) {
 
 std::string_view InputFormatName(InputFormat f) {
   switch (f) {
-    case InputFormat::kTellerRaw: return "teller-raw";
-    case InputFormat::kKineto: return "kineto-json";
-    case InputFormat::kNsysSqlite: return "nsys-sqlite";
-    case InputFormat::kLog: return "log";
-    case InputFormat::kUnknown: break;
+    case InputFormat::kTellerRaw:
+      return "teller-raw";
+    case InputFormat::kKineto:
+      return "kineto-json";
+    case InputFormat::kNsysSqlite:
+      return "nsys-sqlite";
+    case InputFormat::kLog:
+      return "log";
+    case InputFormat::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -96,7 +101,8 @@ Status ImportPath(const std::string& path, Trace& trace) {
   if (stat(path.c_str(), &st) != 0) {
     return Status::Error("cannot open " + path + ": " + std::strerror(errno));
   }
-  return Status::Error(path + ": not a trace Teller can read (expected a Teller trace "
+  return Status::Error(path +
+                       ": not a trace Teller can read (expected a Teller trace "
                        "directory or .tlr file, a Kineto .json/.json.gz, an Nsight Systems "
                        ".sqlite export, or a log file)");
 }

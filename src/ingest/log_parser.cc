@@ -1,7 +1,8 @@
 #include "src/ingest/log_parser.h"
-#include "teller/core/request_id.h"
 
 #include <cstring>
+
+#include "teller/core/request_id.h"
 
 namespace teller::ingest::logs {
 namespace {

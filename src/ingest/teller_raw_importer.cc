@@ -34,9 +34,9 @@ class AnchorClock {
     if (anchors_.size() == 1) return mono + Offset(0);
     // Events arrive nearly in order: remember the segment.
     if (mono < anchors_[seg_].monotonic_ns || mono >= anchors_[seg_ + 1].monotonic_ns) {
-      const auto it = std::upper_bound(
-          anchors_.begin(), anchors_.end(), mono,
-          [](int64_t m, const raw::ClockAnchor& a) { return m < a.monotonic_ns; });
+      const auto it =
+          std::upper_bound(anchors_.begin(), anchors_.end(), mono,
+                           [](int64_t m, const raw::ClockAnchor& a) { return m < a.monotonic_ns; });
       const size_t hi = static_cast<size_t>(it - anchors_.begin());
       seg_ = hi == 0 ? 0 : std::min(hi - 1, anchors_.size() - 2);
     }

@@ -55,7 +55,8 @@ Result<Pattern> KernelPattern(Context& ctx) {
   const EventTable& ev = ctx.trace.events;
   int64_t total[kOpClassCount] = {};
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] != EventType::kKernel || ctx.is_comm[i] || !ctx.InWindow(ev.start_ns[i])) continue;
+    if (ev.type[i] != EventType::kKernel || ctx.is_comm[i] || !ctx.InWindow(ev.start_ns[i]))
+      continue;
     total[static_cast<size_t>(ClassifyKernelName(ctx.trace.strings.Get(ev.name[i])))] +=
         ev.end_ns[i] - ev.start_ns[i];
   }
@@ -66,8 +67,9 @@ Result<Pattern> KernelPattern(Context& ctx) {
     if (total[c] > 0 && (best == kOpClassCount || total[c] > total[best])) best = c;
   }
   if (best == kOpClassCount) {
-    return Status::Error("no compute kernel in the window to slow down (kernels with most GPU time: " +
-                         TopKernelNames(ctx.trace, 5) + ")");
+    return Status::Error(
+        "no compute kernel in the window to slow down (kernels with most GPU time: " +
+        TopKernelNames(ctx.trace, 5) + ")");
   }
   const OpClass oc = static_cast<OpClass>(best);
   auto p = Pattern::Compile(std::string(OpClassPattern(oc)), "class", true);
@@ -79,7 +81,8 @@ Result<Pattern> KernelPattern(Context& ctx) {
 }
 
 // "<most common name>... kernels" for explanations.
-std::string DescribeNames(const Context& ctx, const std::vector<uint32_t>& events, const char* noun) {
+std::string DescribeNames(const Context& ctx, const std::vector<uint32_t>& events,
+                          const char* noun) {
   std::unordered_map<StringId, size_t> count;
   for (const uint32_t e : events) ++count[ctx.trace.events.name[e]];
   StringId best = 0;

@@ -25,7 +25,8 @@ Status CheckMagnitude(const MechanismInfo& info, double magnitude) {
     case Mechanism::kLaunchLatency:
     case Mechanism::kSlowLink:
       if (magnitude < 1.0) {
-        return Status::Error(std::string(info.name) + ": --magnitude is a slowdown factor and must be at least 1 (got " +
+        return Status::Error(std::string(info.name) +
+                             ": --magnitude is a slowdown factor and must be at least 1 (got " +
                              std::to_string(magnitude) + ")");
       }
       break;
@@ -85,13 +86,14 @@ Result<int64_t> ParseDurationNs(std::string_view text) {
 Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
   const MechanismInfo* info = FindMechanism(options.mechanism);
   if (info == nullptr) {
-    return Status::Error("unknown fault mechanism '" + options.mechanism + "'; teller inject supports: " +
-                         SupportedList());
+    return Status::Error("unknown fault mechanism '" + options.mechanism +
+                         "'; teller inject supports: " + SupportedList());
   }
   if (!info->injectable) {
-    return Status::Error("'" + options.mechanism + "' cannot be injected into a recorded trace (it changes what " +
-                         "the engine schedules, which only the simulator can replay: teller simulate --faults " +
-                         options.mechanism + "); teller inject supports: " + SupportedList());
+    return Status::Error(
+        "'" + options.mechanism + "' cannot be injected into a recorded trace (it changes what " +
+        "the engine schedules, which only the simulator can replay: teller simulate --faults " +
+        options.mechanism + "); teller inject supports: " + SupportedList());
   }
   Context ctx(trace, options, *info);
   TELLER_RETURN_IF_ERROR(CheckMagnitude(*info, ctx.magnitude));
@@ -103,9 +105,11 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
     ctx.t0 = std::min(ctx.t0, ev.start_ns[i]);
     ctx.t_end = std::max(ctx.t_end, std::max(ev.end_ns[i], ev.start_ns[i]));
   }
-  if (options.onset_ns < 0 || options.duration_ns < 0) return Status::Error("--onset and --duration must not be negative");
+  if (options.onset_ns < 0 || options.duration_ns < 0)
+    return Status::Error("--onset and --duration must not be negative");
   ctx.w0 = ctx.t0 + options.onset_ns;
-  ctx.w1 = options.duration_ns > 0 ? ctx.w0 + options.duration_ns : std::numeric_limits<int64_t>::max();
+  ctx.w1 =
+      options.duration_ns > 0 ? ctx.w0 + options.duration_ns : std::numeric_limits<int64_t>::max();
   if (ctx.w0 >= ctx.t_end) {
     return Status::Error("--onset " + FormatNs(static_cast<double>(options.onset_ns)) +
                          " is after the end of the trace (it spans " +
@@ -130,7 +134,8 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
   ctx.range_end = RangeEnds(trace, ev.start_ns, ev.end_ns);
   ctx.steps = OuterSteps(trace, *ctx.layers, ctx.range_end);
 
-  if (info->mechanism == Mechanism::kAllocatorStall) TELLER_RETURN_IF_ERROR(PrepareAllocatorStall(ctx));
+  if (info->mechanism == Mechanism::kAllocatorStall)
+    TELLER_RETURN_IF_ERROR(PrepareAllocatorStall(ctx));
 
   {
     const reconstruct::CommKernelIndex comm = reconstruct::IndexCommKernels(trace, *ctx.layers);
@@ -143,18 +148,36 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
   replay.group_transfer_factor.assign(ctx.coll.groups.size(), 1.0);
 
   switch (info->mechanism) {
-    case Mechanism::kKernelThrottle: TELLER_RETURN_IF_ERROR(ApplyKernelFactor(ctx, replay, false)); break;
-    case Mechanism::kKernelSlowOneGpu: TELLER_RETURN_IF_ERROR(ApplyKernelFactor(ctx, replay, true)); break;
-    case Mechanism::kGpuThrottle: TELLER_RETURN_IF_ERROR(ApplyGpuThrottle(ctx, replay)); break;
-    case Mechanism::kLaunchLatency: TELLER_RETURN_IF_ERROR(ApplyLaunchLatency(ctx, replay)); break;
-    case Mechanism::kSyncStall: TELLER_RETURN_IF_ERROR(ApplySyncStall(ctx, replay)); break;
-    case Mechanism::kAllocatorStall: ApplyAllocatorStall(ctx, replay); break;
-    case Mechanism::kStragglerRank: TELLER_RETURN_IF_ERROR(ApplyStraggler(ctx, replay)); break;
-    case Mechanism::kSlowLink: TELLER_RETURN_IF_ERROR(ApplySlowLink(ctx, replay)); break;
+    case Mechanism::kKernelThrottle:
+      TELLER_RETURN_IF_ERROR(ApplyKernelFactor(ctx, replay, false));
+      break;
+    case Mechanism::kKernelSlowOneGpu:
+      TELLER_RETURN_IF_ERROR(ApplyKernelFactor(ctx, replay, true));
+      break;
+    case Mechanism::kGpuThrottle:
+      TELLER_RETURN_IF_ERROR(ApplyGpuThrottle(ctx, replay));
+      break;
+    case Mechanism::kLaunchLatency:
+      TELLER_RETURN_IF_ERROR(ApplyLaunchLatency(ctx, replay));
+      break;
+    case Mechanism::kSyncStall:
+      TELLER_RETURN_IF_ERROR(ApplySyncStall(ctx, replay));
+      break;
+    case Mechanism::kAllocatorStall:
+      ApplyAllocatorStall(ctx, replay);
+      break;
+    case Mechanism::kStragglerRank:
+      TELLER_RETURN_IF_ERROR(ApplyStraggler(ctx, replay));
+      break;
+    case Mechanism::kSlowLink:
+      TELLER_RETURN_IF_ERROR(ApplySlowLink(ctx, replay));
+      break;
     default:
-      return Status::Error("'" + options.mechanism + "' is marked injectable but teller inject has no "
-                           "implementation of it; supported: kernel_throttle, kernel_slow_one_gpu, "
-                           "gpu_throttle, launch_latency, sync_stall, allocator_stall, straggler_rank, slow_link");
+      return Status::Error(
+          "'" + options.mechanism +
+          "' is marked injectable but teller inject has no "
+          "implementation of it; supported: kernel_throttle, kernel_slow_one_gpu, "
+          "gpu_throttle, launch_latency, sync_stall, allocator_stall, straggler_rank, slow_link");
   }
   std::sort(ctx.modified.begin(), ctx.modified.end());
   replay.Run();
@@ -170,8 +193,9 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
   fx.sweeps = replay.sweeps;
   fx.converged = replay.converged;
   if (!replay.converged) {
-    fx.notes.push_back("the timing replay did not settle after " + std::to_string(kMaxSweeps) +
-                       " sweeps (a dependency cycle, likely from clock skew); times are those of the last sweep");
+    fx.notes.push_back(
+        "the timing replay did not settle after " + std::to_string(kMaxSweeps) +
+        " sweeps (a dependency cycle, likely from clock skew); times are those of the last sweep");
   }
   fx.span_before_ns = ctx.t_end - ctx.t0;
 
@@ -181,7 +205,8 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
     if (!ctx.is_comm[i]) continue;
     const int64_t d0 = replay.e0()[i] - replay.s0()[i];
     const int64_t d1 = replay.ne[i] - replay.ns[i];
-    const int64_t limit = std::max<int64_t>(kAffectedMinNs, static_cast<int64_t>(kAffectedShare * d0));
+    const int64_t limit =
+        std::max<int64_t>(kAffectedMinNs, static_cast<int64_t>(kAffectedShare * d0));
     if (std::llabs(d1 - d0) > limit) affected[i] = 1;
   }
 
@@ -234,7 +259,8 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
   fx.target = ctx.target;
   const uint64_t moved_logs = ShiftLogs(trace, replay, ctx.steps);
   if (moved_logs > 0) {
-    fx.notes.push_back(std::to_string(moved_logs) + " log line(s) moved with their process's host timeline");
+    fx.notes.push_back(std::to_string(moved_logs) +
+                       " log line(s) moved with their process's host timeline");
   }
 
   BuildTruth(ctx, replay, affected, result);
@@ -242,10 +268,12 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
 }
 
 Result<InjectRun> InjectIntoTrace(const std::string& input, const std::string& out_dir,
-                                  const InjectOptions& options, const raw::ExportOptions& export_options) {
+                                  const InjectOptions& options,
+                                  const raw::ExportOptions& export_options) {
   // Cheap checks first: an unusable output should not cost an import.
   TELLER_RETURN_IF_ERROR(raw::CheckExportDir(out_dir));
-  if (FindMechanism(options.mechanism) == nullptr || !FindMechanism(options.mechanism)->injectable) {
+  if (FindMechanism(options.mechanism) == nullptr ||
+      !FindMechanism(options.mechanism)->injectable) {
     Trace empty;
     auto r = InjectFault(empty, options);  // the same error text as the library's
     return r.status();
@@ -278,7 +306,8 @@ Result<InjectRun> InjectIntoTrace(const std::string& input, const std::string& o
   run.verified_events = back.events.size();
   if (run.verify_mismatches > 0) {
     run.result.effect.notes.push_back("the output does not read back exactly as written (" +
-                                      std::to_string(run.verify_mismatches) + " difference(s); first: " + first + ")");
+                                      std::to_string(run.verify_mismatches) +
+                                      " difference(s); first: " + first + ")");
   }
   std::vector<const NodeLocator*> all;
   for (const StepTruth& st : run.result.truth.steps) {
@@ -291,7 +320,8 @@ Result<InjectRun> InjectIntoTrace(const std::string& input, const std::string& o
   run.locators_unresolved = static_cast<uint64_t>(std::count(resolved.begin(), resolved.end(), -1));
   if (run.locators_unresolved > 0) {
     run.result.effect.notes.push_back(std::to_string(run.locators_unresolved) + " of " +
-                                      std::to_string(run.locators) + " locators do not resolve in the output");
+                                      std::to_string(run.locators) +
+                                      " locators do not resolve in the output");
   }
   return run;
 }

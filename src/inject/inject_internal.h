@@ -55,7 +55,6 @@ using sim::Mechanism;
 using sim::MechanismInfo;
 using sim::Mechanisms;
 
-
 constexpr int64_t kUs = 1'000;
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSec = 1'000'000'000;
@@ -70,7 +69,8 @@ constexpr int kMaxSweeps = 64;
 //   allocator_stall: a caching-allocator miss (cudaMalloc) blocks magnitude x 180 us;
 //   straggler_rank: the rank reaches each collective magnitude x 55 us late.
 constexpr int64_t kSyncStallUnitNs = static_cast<int64_t>(MagnitudeUnits::kSyncStallMs * kMs + 0.5);
-constexpr int64_t kAllocatorStallUnitNs = static_cast<int64_t>(MagnitudeUnits::kAllocatorStallUs * kUs + 0.5);
+constexpr int64_t kAllocatorStallUnitNs =
+    static_cast<int64_t>(MagnitudeUnits::kAllocatorStallUs * kUs + 0.5);
 constexpr int64_t kStragglerUnitNs = static_cast<int64_t>(MagnitudeUnits::kStragglerUs * kUs + 0.5);
 // allocator_stall on a trace without steps: misses inserted into at most this many ranges.
 constexpr size_t kMaxInsertedWithoutSteps = 16;
@@ -153,22 +153,25 @@ struct Context {
   std::shared_ptr<reconstruct::Classifier> classifier;
   std::unique_ptr<reconstruct::LayerCache> layers;  // of `trace`, over `classifier`
   reconstruct::CollectiveGroups coll;
-  std::vector<uint8_t> is_comm;  // per event: a communication kernel
+  std::vector<uint8_t> is_comm;         // per event: a communication kernel
   std::vector<uint32_t> gpu_processes;  // processes with GPU work
   std::vector<int64_t> range_end;       // original ends of range rows
   std::vector<StepRange> steps;
   // Results of Apply*
-  std::vector<uint32_t> modified;       // events acted on
-  std::string target;                   // for the ground truth
-  std::string what;                     // "ampere_bf16_s16816gemm... kernels" for texts
-  int rank_process = -1;                // process acted on, -1 = all
-  std::vector<uint32_t> inserted;       // rows added (allocator_stall)
+  std::vector<uint32_t> modified;  // events acted on
+  std::string target;              // for the ground truth
+  std::string what;                // "ampere_bf16_s16816gemm... kernels" for texts
+  int rank_process = -1;           // process acted on, -1 = all
+  std::vector<uint32_t> inserted;  // rows added (allocator_stall)
   // Evidence nodes that the fault did not change but that locate it (the operator range
   // an allocator miss sits in): listed in the vertical view with the modified nodes.
   std::vector<uint32_t> context;
 
   Context(Trace& t, const InjectOptions& o, const MechanismInfo& i)
-      : trace(t), options(o), info(i), magnitude(o.magnitude > 0 ? o.magnitude : i.default_magnitude) {}
+      : trace(t),
+        options(o),
+        info(i),
+        magnitude(o.magnitude > 0 ? o.magnitude : i.default_magnitude) {}
   bool InWindow(int64_t t) const { return t >= w0 && t < w1; }
   int RankOf(uint32_t p) const {
     if (trace.processes[p].rank >= 0) return trace.processes[p].rank;
@@ -182,7 +185,8 @@ Result<uint32_t> PickProcess(const Context& ctx, const std::vector<uint32_t>& ca
                              const std::string& why_none);
 std::string TopKernelNames(const Trace& trace, size_t n);
 Result<Pattern> KernelPattern(Context& ctx);
-std::string DescribeNames(const Context& ctx, const std::vector<uint32_t>& events, const char* noun);
+std::string DescribeNames(const Context& ctx, const std::vector<uint32_t>& events,
+                          const char* noun);
 
 // The mechanisms (mechanisms.cc).
 Status ApplyKernelFactor(Context& ctx, Replay& replay, bool one_gpu);
@@ -202,7 +206,8 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
 
 // Resolves many locators in one pass over the events (roundtrip.cc): the event row of
 // each, -1 when it matches none.
-std::vector<int64_t> ResolveAll(const Trace& trace, const std::vector<const NodeLocator*>& locators);
+std::vector<int64_t> ResolveAll(const Trace& trace,
+                                const std::vector<const NodeLocator*>& locators);
 
 // Log lines (logs.cc).
 uint64_t ShiftLogs(Trace& trace, const Replay& replay, const std::vector<StepRange>& steps);

@@ -38,7 +38,8 @@ uint64_t ShiftLogs(Trace& trace, const Replay& replay, const std::vector<StepRan
   std::vector<std::vector<std::pair<int64_t, int64_t>>> timeline(procs);
   for (uint32_t i = 0; i < ev.size(); ++i) {
     const uint32_t p = ev.process[i];
-    if (p >= procs || !IsHostEvent(ev.type[i]) || static_cast<int64_t>(ev.thread[i]) != thread[p]) continue;
+    if (p >= procs || !IsHostEvent(ev.type[i]) || static_cast<int64_t>(ev.thread[i]) != thread[p])
+      continue;
     timeline[p].emplace_back(replay.s0()[i], replay.ns[i] - replay.s0()[i]);
     timeline[p].emplace_back(replay.e0()[i], replay.ne[i] - replay.e0()[i]);
   }
@@ -55,7 +56,8 @@ uint64_t ShiftLogs(Trace& trace, const Replay& replay, const std::vector<StepRan
       p = only;
     }
     const auto& t = timeline[p];
-    const auto it = std::upper_bound(t.begin(), t.end(), std::make_pair(logs.ts_ns[r], std::numeric_limits<int64_t>::max()));
+    const auto it = std::upper_bound(
+        t.begin(), t.end(), std::make_pair(logs.ts_ns[r], std::numeric_limits<int64_t>::max()));
     if (it == t.begin()) continue;
     const int64_t d = std::prev(it)->second;
     if (d > 0) {

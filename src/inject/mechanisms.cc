@@ -16,12 +16,14 @@ Status ApplyKernelFactor(Context& ctx, Replay& replay, bool one_gpu) {
   }
   if (hits.empty()) {
     return Status::Error("no kernel in the window matches --target '" + pattern->text() +
-                         "' (the kernels with most GPU time: " + TopKernelNames(ctx.trace, 5) + ")");
+                         "' (the kernels with most GPU time: " + TopKernelNames(ctx.trace, 5) +
+                         ")");
   }
   if (one_gpu) {
     std::set<uint32_t> procs;
     for (const uint32_t i : hits) procs.insert(ev.process[i]);
-    auto p = PickProcess(ctx, std::vector<uint32_t>(procs.begin(), procs.end()), "no GPU to slow down");
+    auto p =
+        PickProcess(ctx, std::vector<uint32_t>(procs.begin(), procs.end()), "no GPU to slow down");
     if (!p.ok()) return p.status();
     ctx.rank_process = static_cast<int>(p.value());
     hits.erase(std::remove_if(hits.begin(), hits.end(),
@@ -45,7 +47,8 @@ Status ApplyGpuThrottle(Context& ctx, Replay& replay) {
   }
   std::set<uint32_t> procs;
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] == EventType::kKernel && ctx.InWindow(ev.start_ns[i])) procs.insert(ev.process[i]);
+    if (ev.type[i] == EventType::kKernel && ctx.InWindow(ev.start_ns[i]))
+      procs.insert(ev.process[i]);
   }
   auto picked = PickProcess(ctx, std::vector<uint32_t>(procs.begin(), procs.end()),
                             "no kernel in the window: gpu_throttle has nothing to slow down");
@@ -55,7 +58,8 @@ Status ApplyGpuThrottle(Context& ctx, Replay& replay) {
   const int64_t window = std::min(ctx.w1, ctx.t_end) - ctx.w0;
   const int64_t ramp = std::min(kThrottleRampNs, window / 4);
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] != EventType::kKernel || ev.process[i] != proc || !ctx.InWindow(ev.start_ns[i])) continue;
+    if (ev.type[i] != EventType::kKernel || ev.process[i] != proc || !ctx.InWindow(ev.start_ns[i]))
+      continue;
     if (pattern && !pattern->Matches(ctx.trace, ev.name[i])) continue;
     double share = kMemoryBoundShare;
     if (ctx.is_comm[i]) {
@@ -64,23 +68,32 @@ Status ApplyGpuThrottle(Context& ctx, Replay& replay) {
       switch (ClassifyKernelName(ctx.trace.strings.Get(ev.name[i]))) {
         case OpClass::kGemm:
         case OpClass::kAttention:
-        case OpClass::kAttentionReduce: share = 1.0; break;
-        case OpClass::kOther: share = kUnknownShare; break;
+        case OpClass::kAttentionReduce:
+          share = 1.0;
+          break;
+        case OpClass::kOther:
+          share = kUnknownShare;
+          break;
         case OpClass::kAllReduce:
-        case OpClass::kAllGather: share = 0; break;
-        default: break;
+        case OpClass::kAllGather:
+          share = 0;
+          break;
+        default:
+          break;
       }
     }
-    const double ramped =
-        ramp > 0 ? std::min(1.0, static_cast<double>(ev.start_ns[i] - ctx.w0) / static_cast<double>(ramp)) : 1.0;
+    const double ramped = ramp > 0 ? std::min(1.0, static_cast<double>(ev.start_ns[i] - ctx.w0) /
+                                                       static_cast<double>(ramp))
+                                   : 1.0;
     const double f = 1.0 + (ctx.magnitude - 1.0) * ramped * share;
     if (f <= 1.0005) continue;
     replay.factor[i] = f;
     ctx.modified.push_back(i);
   }
   if (ctx.modified.empty()) {
-    return Status::Error("gpu_throttle: no compute kernel on rank " + std::to_string(ctx.RankOf(proc)) +
-                         " in the window" + (pattern ? " matches --target '" + pattern->text() + "'" : ""));
+    return Status::Error("gpu_throttle: no compute kernel on rank " +
+                         std::to_string(ctx.RankOf(proc)) + " in the window" +
+                         (pattern ? " matches --target '" + pattern->text() + "'" : ""));
   }
   ctx.target = "GPU of rank " + std::to_string(ctx.RankOf(proc)) +
                (pattern ? " (kernels ~ " + pattern->text() + ")" : " (compute-bound kernels)");
@@ -115,26 +128,30 @@ Status ApplyLaunchLatency(Context& ctx, Replay& replay) {
   for (uint32_t i = 0; i < ev.size(); ++i) {
     if (!IsHostCall(ev.type[i]) || !ctx.InWindow(ev.start_ns[i])) continue;
     const int32_t g = first_gpu[i];
-    const bool launches = (g >= 0 && ev.type[g] == EventType::kKernel) ||
-                          ctx.trace.strings.Get(ev.name[i]).find("Launch") != std::string_view::npos;
+    const bool launches =
+        (g >= 0 && ev.type[g] == EventType::kKernel) ||
+        ctx.trace.strings.Get(ev.name[i]).find("Launch") != std::string_view::npos;
     if (!launches) continue;
     if (pattern && (g < 0 || !pattern->Matches(ctx.trace, ev.name[g]))) continue;
     calls.push_back(i);
   }
   if (calls.empty()) {
-    return Status::Error(pattern ? "no launch call in the window launches a kernel matching --target '" +
-                                       pattern->text() + "'"
-                                 : std::string("no kernel launch call in the window (the trace has no "
-                                               "runtime/driver API events)"));
+    return Status::Error(
+        pattern ? "no launch call in the window launches a kernel matching --target '" +
+                      pattern->text() + "'"
+                : std::string("no kernel launch call in the window (the trace has no "
+                              "runtime/driver API events)"));
   }
   auto filtered = RankFilter(ctx, std::move(calls));
   if (!filtered.ok()) return filtered.status();
   for (const uint32_t c : filtered.value()) {
-    replay.added[c] = static_cast<int64_t>(std::llround((ctx.magnitude - 1.0) * (ev.end_ns[c] - ev.start_ns[c])));
+    replay.added[c] =
+        static_cast<int64_t>(std::llround((ctx.magnitude - 1.0) * (ev.end_ns[c] - ev.start_ns[c])));
   }
   ctx.modified = std::move(filtered).value();
   ctx.target = pattern ? "launch calls of kernels ~ " + pattern->text() : "kernel launch calls";
-  if (ctx.rank_process >= 0) ctx.target += " on rank " + std::to_string(ctx.RankOf(ctx.rank_process));
+  if (ctx.rank_process >= 0)
+    ctx.target += " on rank " + std::to_string(ctx.RankOf(ctx.rank_process));
   ctx.what = DescribeNames(ctx, ctx.modified, "calls");
   return Status::Ok();
 }
@@ -161,8 +178,9 @@ Status ApplySyncStall(Context& ctx, Replay& replay) {
   }
   if (calls.empty()) calls = std::move(fallback);
   if (calls.empty()) {
-    return Status::Error(pattern ? "no host call in the window matches --target '" + pattern->text() + "'"
-                                 : std::string("no synchronization or blocking copy in the window"));
+    return Status::Error(
+        pattern ? "no host call in the window matches --target '" + pattern->text() + "'"
+                : std::string("no synchronization or blocking copy in the window"));
   }
   auto filtered = RankFilter(ctx, std::move(calls));
   if (!filtered.ok()) return filtered.status();
@@ -171,7 +189,8 @@ Status ApplySyncStall(Context& ctx, Replay& replay) {
   }
   ctx.modified = std::move(filtered).value();
   ctx.target = pattern ? "host calls ~ " + pattern->text() : "synchronizations";
-  if (ctx.rank_process >= 0) ctx.target += " on rank " + std::to_string(ctx.RankOf(ctx.rank_process));
+  if (ctx.rank_process >= 0)
+    ctx.target += " on rank " + std::to_string(ctx.RankOf(ctx.rank_process));
   ctx.what = DescribeNames(ctx, ctx.modified, "calls");
   return Status::Ok();
 }
@@ -185,7 +204,8 @@ Status PrepareAllocatorStall(Context& ctx) {
   if (ctx.options.target.empty()) {
     std::vector<uint32_t> existing;
     for (uint32_t i = 0; i < ev.size(); ++i) {
-      if (IsHostCall(ev.type[i]) && ctx.InWindow(ev.start_ns[i]) && IsAllocatorCall(trace.strings.Get(ev.name[i]))) {
+      if (IsHostCall(ev.type[i]) && ctx.InWindow(ev.start_ns[i]) &&
+          IsAllocatorCall(trace.strings.Get(ev.name[i]))) {
         existing.push_back(i);
       }
     }
@@ -213,7 +233,8 @@ Status PrepareAllocatorStall(Context& ctx) {
     }
     if (procs.empty()) {
       for (uint32_t i = 0; i < ev.size(); ++i) {
-        if ((ev.type[i] == EventType::kRange || ev.type[i] == EventType::kPush) && ctx.InWindow(ev.start_ns[i])) {
+        if ((ev.type[i] == EventType::kRange || ev.type[i] == EventType::kPush) &&
+            ctx.InWindow(ev.start_ns[i])) {
           procs.insert(ev.process[i]);
         }
       }
@@ -227,12 +248,14 @@ Status PrepareAllocatorStall(Context& ctx) {
   // Range rows per (process, thread), by start, for the search of each step's first op.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> ranges;
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if ((ev.type[i] == EventType::kRange || ev.type[i] == EventType::kPush) && ctx.range_end[i] >= 0) {
+    if ((ev.type[i] == EventType::kRange || ev.type[i] == EventType::kPush) &&
+        ctx.range_end[i] >= 0) {
       ranges[{ev.process[i], ev.thread[i]}].push_back(i);
     }
   }
   for (auto& [key, list] : ranges) {
-    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return ev.start_ns[a] < ev.start_ns[b]; });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](uint32_t a, uint32_t b) { return ev.start_ns[a] < ev.start_ns[b]; });
   }
   std::set<uint32_t> step_rows;
   for (const StepRange& s : ctx.steps) step_rows.insert(s.event);
@@ -248,7 +271,8 @@ Status PrepareAllocatorStall(Context& ctx) {
   };
   if (!ctx.steps.empty()) {
     for (const StepRange& s : ctx.steps) {
-      if (!ctx.InWindow(s.start) || (only >= 0 && s.process != static_cast<uint32_t>(only))) continue;
+      if (!ctx.InWindow(s.start) || (only >= 0 && s.process != static_cast<uint32_t>(only)))
+        continue;
       const auto it = ranges.find({s.process, s.thread});
       bool placed = false;
       if (it != ranges.end()) {
@@ -257,13 +281,15 @@ Status PrepareAllocatorStall(Context& ctx) {
                                   [&](uint32_t row, int64_t t) { return ev.start_ns[row] < t; });
         for (; r != list.end() && ev.start_ns[*r] <= s.end; ++r) {
           if (!usable(*r)) continue;
-          spots.push_back({s.process, s.thread, ev.start_ns[*r] + (ctx.range_end[*r] > ev.start_ns[*r] ? 1 : 0),
+          spots.push_back({s.process, s.thread,
+                           ev.start_ns[*r] + (ctx.range_end[*r] > ev.start_ns[*r] ? 1 : 0),
                            static_cast<int64_t>(*r)});
           placed = true;
           break;
         }
       }
-      if (!placed && !pattern) spots.push_back({s.process, s.thread, s.start + (s.end > s.start ? 1 : 0), -1});
+      if (!placed && !pattern)
+        spots.push_back({s.process, s.thread, s.start + (s.end > s.start ? 1 : 0), -1});
     }
   } else {
     // No steps: the busiest host thread of each process, up to kMaxInsertedWithoutSteps
@@ -282,14 +308,16 @@ Status PrepareAllocatorStall(Context& ctx) {
       const size_t n = std::min(cands.size(), kMaxInsertedWithoutSteps);
       for (size_t k = 0; k < n; ++k) {
         const uint32_t r = cands[k * cands.size() / n];
-        spots.push_back({proc, b.second, ev.start_ns[r] + (ctx.range_end[r] > ev.start_ns[r] ? 1 : 0),
+        spots.push_back({proc, b.second,
+                         ev.start_ns[r] + (ctx.range_end[r] > ev.start_ns[r] ? 1 : 0),
                          static_cast<int64_t>(r)});
       }
     }
   }
   if (spots.empty()) {
-    return Status::Error(pattern ? "no operator range in the window matches --target '" + pattern->text() + "'"
-                                 : std::string("no step or range in the window to place allocator misses in"));
+    return Status::Error(
+        pattern ? "no operator range in the window matches --target '" + pattern->text() + "'"
+                : std::string("no step or range in the window to place allocator misses in"));
   }
   // New correlation ids above every id of the process, so they collide with nothing.
   std::vector<uint64_t> next_id(trace.processes.size(), 0);
@@ -298,7 +326,8 @@ Status PrepareAllocatorStall(Context& ctx) {
     const uint32_t p = ev.process[i];
     if (p >= next_id.size()) continue;
     next_id[p] = std::max(next_id[p], ev.correlation[i]);
-    if (IsHostCall(ev.type[i]) && trace.strings.Get(ev.name[i]).rfind("hip", 0) == 0) hip[ctx.trace.events.process[i]] = 1;
+    if (IsHostCall(ev.type[i]) && trace.strings.Get(ev.name[i]).rfind("hip", 0) == 0)
+      hip[ctx.trace.events.process[i]] = 1;
   }
   const StringId category = trace.strings.Intern("cuda_runtime");
   const StringId cuda_malloc = trace.strings.Intern("cudaMalloc");
@@ -339,11 +368,13 @@ Status ApplyStraggler(Context& ctx, Replay& replay) {
   }
   if (procs.size() < 2) {
     size_t with_comm = 0;
-    for (uint32_t p = 0; p < ctx.trace.processes.size(); ++p) with_comm += ctx.coll.cluster_of[p] >= 0;
-    return Status::Error("straggler_rank needs collectives that line up across several ranks; this trace has " +
-                         std::to_string(with_comm) + " process(es) with communication kernels" +
-                         (with_comm > 1 ? " whose collectives do not end together" : "") +
-                         " (give a folder of all ranks' traces)");
+    for (uint32_t p = 0; p < ctx.trace.processes.size(); ++p)
+      with_comm += ctx.coll.cluster_of[p] >= 0;
+    return Status::Error(
+        "straggler_rank needs collectives that line up across several ranks; this trace has " +
+        std::to_string(with_comm) + " process(es) with communication kernels" +
+        (with_comm > 1 ? " whose collectives do not end together" : "") +
+        " (give a folder of all ranks' traces)");
   }
   auto picked = PickProcess(ctx, std::vector<uint32_t>(procs.begin(), procs.end()), "no rank");
   if (!picked.ok()) return picked.status();
@@ -360,13 +391,15 @@ Status ApplyStraggler(Context& ctx, Replay& replay) {
   std::vector<uint32_t> targets;
   bool only_p2p = true;
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.process[i] != proc || ctx.coll.group_of[i] < 0 || !ctx.InWindow(ev.start_ns[i])) continue;
+    if (ev.process[i] != proc || ctx.coll.group_of[i] < 0 || !ctx.InWindow(ev.start_ns[i]))
+      continue;
     targets.push_back(i);
     only_p2p &= p2p(ev.name[i]);
   }
   if (!only_p2p) {
-    targets.erase(std::remove_if(targets.begin(), targets.end(), [&](uint32_t i) { return p2p(ev.name[i]); }),
-                  targets.end());
+    targets.erase(
+        std::remove_if(targets.begin(), targets.end(), [&](uint32_t i) { return p2p(ev.name[i]); }),
+        targets.end());
   }
   const int64_t late = static_cast<int64_t>(std::llround(ctx.magnitude * kStragglerUnitNs));
   for (const uint32_t i : targets) {
@@ -409,15 +442,17 @@ Status ApplySlowLink(Context& ctx, Replay& replay) {
   }
   if (unknown_hosts) {
     ctx.modified.clear();
-    return Status::Error("slow_link needs to know which host each rank ran on; this trace's ranks come from "
-                         "Kineto files, which do not say (use a teller run / teller simulate trace)");
+    return Status::Error(
+        "slow_link needs to know which host each rank ran on; this trace's ranks come from "
+        "Kineto files, which do not say (use a teller run / teller simulate trace)");
   }
   if (ctx.modified.empty()) {
     std::set<StringId> hosts;
     for (const ProcessInfo& p : ctx.trace.processes) hosts.insert(p.host);
-    return Status::Error("slow_link needs collectives between ranks on different hosts; this trace has " +
-                         std::to_string(ctx.coll.groups.size()) + " cross-rank collective(s) on " +
-                         std::to_string(hosts.size()) + " host(s) and none spans two hosts");
+    return Status::Error(
+        "slow_link needs collectives between ranks on different hosts; this trace has " +
+        std::to_string(ctx.coll.groups.size()) + " cross-rank collective(s) on " +
+        std::to_string(hosts.size()) + " host(s) and none spans two hosts");
   }
   std::sort(ctx.modified.begin(), ctx.modified.end());
   ctx.target = "links between hosts";

@@ -138,7 +138,8 @@ class Replay {
       if (!IsHostCall(ev_.type[i]) || ev_.correlation[i] == 0) continue;
       const auto [it, inserted] = call_of.emplace(key(i), i);
       // A driver call nested in a runtime call shares its id: the outer call launches.
-      if (!inserted && (ev_.flags[it->second] & kEventNestedCall) && !(ev_.flags[i] & kEventNestedCall)) {
+      if (!inserted && (ev_.flags[it->second] & kEventNestedCall) &&
+          !(ev_.flags[i] & kEventNestedCall)) {
         it->second = i;
       }
     }
@@ -148,7 +149,8 @@ class Replay {
       const auto it = call_of.find(key(i));
       if (it == call_of.end()) continue;
       const uint32_t c = it->second;
-      if (IsGpuWork(t) && first_gpu_of_call_[c] < 0) first_gpu_of_call_[c] = static_cast<int32_t>(i);
+      if (IsGpuWork(t) && first_gpu_of_call_[c] < 0)
+        first_gpu_of_call_[c] = static_cast<int32_t>(i);
       // Work recorded before its launch (clock skew, pytorch#192021) gets no launch edge:
       // it would tie the launch back to itself.
       if (s0_[i] >= s0_[c]) launch_[i] = static_cast<int32_t>(c);
@@ -225,7 +227,8 @@ class Replay {
     for (const uint32_t s : process_streams_[p]) {
       if (hinted && stream_id_[s] != stream_hint) continue;
       const auto& ends = stream_end_max_[s];
-      const size_t k = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), e0_[c]) - ends.begin());
+      const size_t k =
+          static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), e0_[c]) - ends.begin());
       if (k == 0) continue;
       consider(stream_events_[s][k - 1]);
     }
@@ -276,7 +279,8 @@ class Replay {
         case kGpuStart: {
           int64_t start = s0_[i];
           const int32_t c = launch_[i];
-          if (c >= 0) start = std::max(start, ns[c] + std::min(s0_[i] - s0_[c], kLaunchLatencyCapNs));
+          if (c >= 0)
+            start = std::max(start, ns[c] + std::min(s0_[i] - s0_[c], kLaunchLatencyCapNs));
           if (t == EventType::kSync) {
             ns[i] = start;
             break;
@@ -286,7 +290,8 @@ class Replay {
           start += pre_delay[i];
           ns[i] = start;
           const int64_t d0 = e0_[i] - s0_[i];
-          ne[i] = start + (group_of[i] >= 0 ? d0 : static_cast<int64_t>(std::llround(d0 * factor[i])));
+          ne[i] =
+              start + (group_of[i] >= 0 ? d0 : static_cast<int64_t>(std::llround(d0 * factor[i])));
           break;
         }
         case kGpuEnd: {
@@ -296,13 +301,15 @@ class Replay {
           int64_t late_old = kNever, late_new = kNever;
           double slow = 1.0;
           for (const uint32_t m : members) {
-            const int64_t off = ev_.process[m] < proc_offset_.size() ? proc_offset_[ev_.process[m]] : 0;
+            const int64_t off =
+                ev_.process[m] < proc_offset_.size() ? proc_offset_[ev_.process[m]] : 0;
             late_old = std::max(late_old, s0_[m] - off);
             late_new = std::max(late_new, ns[m] - off);
             slow = std::max(slow, factor[m]);
           }
           slow = std::max(slow, group_transfer_factor[group_of[i]]);
-          const int64_t extra = static_cast<int64_t>(std::llround((slow - 1.0) * group_w_[group_of[i]]));
+          const int64_t extra =
+              static_cast<int64_t>(std::llround((slow - 1.0) * group_w_[group_of[i]]));
           // A rank that arrived later than before waits less: its own part after arriving
           // is only the transfer.
           const int64_t own = std::min(e0_[i] - s0_[i], group_w_[group_of[i]]);

@@ -20,7 +20,8 @@ struct CorrKey {
 };
 struct KeyHash {
   size_t operator()(const RangeKey& k) const {
-    return SplitMix((static_cast<uint64_t>(k.process) << 32 | k.thread) ^ (static_cast<uint64_t>(k.name) << 17));
+    return SplitMix((static_cast<uint64_t>(k.process) << 32 | k.thread) ^
+                    (static_cast<uint64_t>(k.name) << 17));
   }
   size_t operator()(const CorrKey& k) const {
     return SplitMix(k.correlation ^ (static_cast<uint64_t>(k.process) << 48));
@@ -30,12 +31,14 @@ struct KeyHash {
 }  // namespace
 
 namespace internal {
-std::vector<int64_t> ResolveAll(const Trace& trace, const std::vector<const NodeLocator*>& locators) {
+std::vector<int64_t> ResolveAll(const Trace& trace,
+                                const std::vector<const NodeLocator*>& locators) {
   std::vector<int64_t> out(locators.size(), -1);
   std::map<std::pair<std::string, int64_t>, uint32_t> process_of;
   for (uint32_t p = 0; p < trace.processes.size(); ++p) {
     process_of.emplace(std::make_pair(std::string(trace.strings.Get(trace.processes[p].host)),
-                                      trace.processes[p].pid), p);
+                                      trace.processes[p].pid),
+                       p);
   }
   // Per key: the locators asking for it, and how many rows of the key were seen.
   struct Want {
@@ -56,21 +59,28 @@ std::vector<int64_t> ResolveAll(const Trace& trace, const std::vector<const Node
         if (name != StringPool::kNotFound) ranges[RangeKey{p, l.tid, name}].locators.push_back(k);
         break;
       }
-      case NodeLocator::Kind::kCall: calls[CorrKey{p, l.correlation}].locators.push_back(k); break;
-      case NodeLocator::Kind::kGpu: gpus[CorrKey{p, l.correlation}].locators.push_back(k); break;
+      case NodeLocator::Kind::kCall:
+        calls[CorrKey{p, l.correlation}].locators.push_back(k);
+        break;
+      case NodeLocator::Kind::kGpu:
+        gpus[CorrKey{p, l.correlation}].locators.push_back(k);
+        break;
     }
   }
   auto by_occurrence = [&](Want& w) {
-    std::sort(w.locators.begin(), w.locators.end(),
-              [&](size_t a, size_t b) { return locators[a]->occurrence < locators[b]->occurrence; });
+    std::sort(w.locators.begin(), w.locators.end(), [&](size_t a, size_t b) {
+      return locators[a]->occurrence < locators[b]->occurrence;
+    });
   };
   for (auto& [key, w] : ranges) by_occurrence(w);
   for (auto& [key, w] : gpus) by_occurrence(w);
   // The row that is the `seen`-th of its key answers the locators asking for that one.
   auto take = [&](Want& w, uint32_t row) {
     const uint32_t seen = w.seen++;
-    while (w.cursor < w.locators.size() && locators[w.locators[w.cursor]]->occurrence < seen) ++w.cursor;
-    for (size_t c = w.cursor; c < w.locators.size() && locators[w.locators[c]]->occurrence == seen; ++c) {
+    while (w.cursor < w.locators.size() && locators[w.locators[w.cursor]]->occurrence < seen)
+      ++w.cursor;
+    for (size_t c = w.cursor; c < w.locators.size() && locators[w.locators[c]]->occurrence == seen;
+         ++c) {
       out[w.locators[c]] = row;
     }
   };
@@ -86,7 +96,9 @@ std::vector<int64_t> ResolveAll(const Trace& trace, const std::vector<const Node
       if (it == calls.end()) continue;
       for (const size_t k : it->second.locators) {
         // The outer call of a nested pair owns the GPU work.
-        if (out[k] < 0 || ((ev.flags[out[k]] & kEventNestedCall) && !(ev.flags[i] & kEventNestedCall))) out[k] = i;
+        if (out[k] < 0 ||
+            ((ev.flags[out[k]] & kEventNestedCall) && !(ev.flags[i] & kEventNestedCall)))
+          out[k] = i;
       }
     } else if (ev.correlation[i] != 0 && IsGpuWork(t)) {
       const auto it = gpus.find(CorrKey{ev.process[i], ev.correlation[i]});
@@ -124,7 +136,8 @@ uint64_t CountRoundTripDifferences(const Trace& written, const Trace& read, std:
   // Events per process in table order (GPU annotations are not written).
   std::vector<std::vector<uint32_t>> wa(written.processes.size()), rb(read.processes.size());
   for (uint32_t i = 0; i < written.events.size(); ++i) {
-    if (written.events.type[i] != EventType::kGpuAnnotation && written.events.process[i] < wa.size()) {
+    if (written.events.type[i] != EventType::kGpuAnnotation &&
+        written.events.process[i] < wa.size()) {
       wa[written.events.process[i]].push_back(i);
     }
   }
@@ -135,25 +148,28 @@ uint64_t CountRoundTripDifferences(const Trace& written, const Trace& read, std:
   const EventTable& y = read.events;
   for (size_t p = 0; p < procs; ++p) {
     if (wa[p].size() != rb[p].size()) {
-      note("process " + std::to_string(p) + ": " + std::to_string(wa[p].size()) + " events written, " +
-           std::to_string(rb[p].size()) + " read");
+      note("process " + std::to_string(p) + ": " + std::to_string(wa[p].size()) +
+           " events written, " + std::to_string(rb[p].size()) + " read");
     }
     const size_t n = std::min(wa[p].size(), rb[p].size());
     for (size_t k = 0; k < n; ++k) {
       const uint32_t i = wa[p][k], j = rb[p][k];
       const EventType t = x.type[i];
       bool same = t == y.type[j] && written.strings.Get(x.name[i]) == read.strings.Get(y.name[j]) &&
-                  x.thread[i] == y.thread[j] && x.start_ns[i] == y.start_ns[j] && x.end_ns[i] == y.end_ns[j] &&
-                  x.correlation[i] == y.correlation[j];
-      if (t == EventType::kPush || t == EventType::kPop || t == EventType::kMark || t == EventType::kRange) {
+                  x.thread[i] == y.thread[j] && x.start_ns[i] == y.start_ns[j] &&
+                  x.end_ns[i] == y.end_ns[j] && x.correlation[i] == y.correlation[j];
+      if (t == EventType::kPush || t == EventType::kPop || t == EventType::kMark ||
+          t == EventType::kRange) {
         same = same && written.strings.Get(x.domain[i]) == read.strings.Get(y.domain[j]);
       }
       if (IsGpuWork(t) || t == EventType::kSync) {
         same = same && x.device[i] == y.device[j] && x.stream[i] == y.stream[j] &&
                (x.flags[i] & kEventInGraph) == (y.flags[j] & kEventInGraph);
       }
-      if (t == EventType::kMemcpy || t == EventType::kMemset) same = same && x.bytes[i] == y.bytes[j];
-      if (IsHostCall(t)) same = same && (x.flags[i] & kEventNestedCall) == (y.flags[j] & kEventNestedCall);
+      if (t == EventType::kMemcpy || t == EventType::kMemset)
+        same = same && x.bytes[i] == y.bytes[j];
+      if (IsHostCall(t))
+        same = same && (x.flags[i] & kEventNestedCall) == (y.flags[j] & kEventNestedCall);
       if (!same) {
         note("process " + std::to_string(p) + " event " + std::to_string(k) + " (" +
              std::string(written.strings.Get(x.name[i])) + ") differs");
@@ -164,8 +180,8 @@ uint64_t CountRoundTripDifferences(const Trace& written, const Trace& read, std:
   auto log_key = [](const Trace& t, uint32_t r) {
     const LogTable& l = t.logs;
     return std::to_string(l.ts_ns[r]) + '\x1f' + std::string(t.strings.Get(l.request[r])) + '\x1f' +
-           std::to_string(static_cast<int>(l.level[r])) + '\x1f' + std::to_string(l.process[r]) + '\x1f' +
-           std::string(t.strings.Get(l.message[r]));
+           std::to_string(static_cast<int>(l.level[r])) + '\x1f' + std::to_string(l.process[r]) +
+           '\x1f' + std::string(t.strings.Get(l.message[r]));
   };
   std::multiset<std::string> la, lb;
   for (uint32_t r = 0; r < written.logs.size(); ++r) la.insert(log_key(written, r));

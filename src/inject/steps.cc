@@ -39,7 +39,8 @@ std::vector<StepRange> OuterSteps(const Trace& trace, reconstruct::LayerCache& l
   const EventTable& ev = trace.events;
   std::vector<StepRange> all;
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if ((ev.type[i] != EventType::kRange && ev.type[i] != EventType::kPush) || range_end[i] < 0) continue;
+    if ((ev.type[i] != EventType::kRange && ev.type[i] != EventType::kPush) || range_end[i] < 0)
+      continue;
     if (layers.Of(i) != Layer::kStep) continue;
     all.push_back({i, ev.process[i], ev.thread[i], ev.start_ns[i], range_end[i]});
   }

@@ -215,8 +215,9 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
     fx.notes.push_back(std::to_string(outside) + " modified event(s) lie outside every step");
   }
   if (aggs.empty()) {
-    fx.notes.push_back("the trace has no step ranges (teller.step, engine step markers, ProfilerStep#): "
-                       "the ground truth has no steps, only the fault");
+    fx.notes.push_back(
+        "the trace has no step ranges (teller.step, engine step markers, ProfilerStep#): "
+        "the ground truth has no steps, only the fault");
   }
 
   // The fault.
@@ -251,8 +252,9 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
     if (!a.direct.empty() || !a.affected.empty()) faulty.push_back(a.seq);
   }
   std::sort(faulty.begin(), faulty.end());
-  const std::string in_steps = faulty.empty() ? std::string("outside the trace's steps")
-                                              : (faulty.size() == 1 ? "in step " : "in steps ") + SeqRanges(faulty);
+  const std::string in_steps =
+      faulty.empty() ? std::string("outside the trace's steps")
+                     : (faulty.size() == 1 ? "in step " : "in steps ") + SeqRanges(faulty);
 
   auto durations = [&](const std::vector<uint32_t>& events, bool after) {
     std::vector<int64_t> d;
@@ -271,27 +273,32 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
   auto sentence = [&](const std::vector<uint32_t>& direct, const std::vector<uint32_t>& affected) {
     const auto [before, after, ratio] = measured(direct);
     const std::string n = std::to_string(direct.size());
-    auto plural = [&](const char* word) { return std::string(word) + (direct.size() == 1 ? "" : "s"); };
+    auto plural = [&](const char* word) {
+      return std::string(word) + (direct.size() == 1 ? "" : "s");
+    };
     switch (m) {
       case Mechanism::kKernelThrottle:
       case Mechanism::kKernelSlowOneGpu:
         return ctx.what + " ran " + FormatFactor(ratio) + " slower (" + FormatNs(after) + " vs " +
-               FormatNs(before) + " median, " + n + " " + plural("kernel") + ") " + in_steps + " " + on_ranks;
+               FormatNs(before) + " median, " + n + " " + plural("kernel") + ") " + in_steps + " " +
+               on_ranks;
       case Mechanism::kGpuThrottle:
-        return "the GPU of " + on_ranks.substr(3) + " was throttled: its compute-bound kernels ran " +
-               FormatFactor(ratio) + " slower (" + FormatNs(after) + " vs " + FormatNs(before) +
-               " median, " + n + " " + plural("kernel") + ") " + in_steps;
+        return "the GPU of " + on_ranks.substr(3) +
+               " was throttled: its compute-bound kernels ran " + FormatFactor(ratio) +
+               " slower (" + FormatNs(after) + " vs " + FormatNs(before) + " median, " + n + " " +
+               plural("kernel") + ") " + in_steps;
       case Mechanism::kLaunchLatency:
-        return "kernel launch calls (" + ctx.what + ") took " + FormatFactor(ratio) + " longer on the host (" +
-               FormatNs(after) + " vs " + FormatNs(before) + " median, " + n + " " + plural("call") + ") " + in_steps + " " +
-               on_ranks + ", so the GPU waited between kernels";
+        return "kernel launch calls (" + ctx.what + ") took " + FormatFactor(ratio) +
+               " longer on the host (" + FormatNs(after) + " vs " + FormatNs(before) + " median, " +
+               n + " " + plural("call") + ") " + in_steps + " " + on_ranks +
+               ", so the GPU waited between kernels";
       case Mechanism::kSyncStall:
-        return ctx.what + " blocked " + FormatNs(after) + " instead of " + FormatNs(before) + " (median, " + n + " " +
-               plural("call") + ") " + in_steps + " " + on_ranks;
+        return ctx.what + " blocked " + FormatNs(after) + " instead of " + FormatNs(before) +
+               " (median, " + n + " " + plural("call") + ") " + in_steps + " " + on_ranks;
       case Mechanism::kAllocatorStall:
         if (!ctx.inserted.empty()) {
-          return "caching-allocator misses: " + n + " added " + ctx.what + " stalled the host " + FormatNs(after) +
-                 " each " + in_steps + " " + on_ranks;
+          return "caching-allocator misses: " + n + " added " + ctx.what + " stalled the host " +
+                 FormatNs(after) + " each " + in_steps + " " + on_ranks;
         }
         return "caching-allocator misses: " + ctx.what + " stalled the host " + FormatNs(after) +
                " each (vs " + FormatNs(before) + ") " + in_steps + " " + on_ranks;
@@ -301,12 +308,15 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
         std::vector<int64_t> later;
         for (const uint32_t i : affected) {
           const int64_t grew = (replay.ne[i] - replay.ns[i]) - (replay.e0()[i] - replay.s0()[i]);
-          if (static_cast<int>(ev.process[i]) != ctx.rank_process && grew > 0) later.push_back(grew);
+          if (static_cast<int>(ev.process[i]) != ctx.rank_process && grew > 0)
+            later.push_back(grew);
         }
-        std::string s = on_ranks.substr(3) + " reached " + n + " " + plural("collective") + " (" + ctx.what + ") " +
-                        FormatNs(static_cast<double>(MedianNs(delays))) + " late (median) " + in_steps;
+        std::string s = on_ranks.substr(3) + " reached " + n + " " + plural("collective") + " (" +
+                        ctx.what + ") " + FormatNs(static_cast<double>(MedianNs(delays))) +
+                        " late (median) " + in_steps;
         if (!later.empty()) {
-          s += "; " + std::to_string(later.size()) + " collective kernels on the other ranks waited for it (median +" +
+          s += "; " + std::to_string(later.size()) +
+               " collective kernels on the other ranks waited for it (median +" +
                FormatNs(static_cast<double>(MedianNs(later))) + ", up to +" +
                FormatNs(static_cast<double>(*std::max_element(later.begin(), later.end()))) + ")";
         } else {
@@ -315,8 +325,9 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
         return s;
       }
       case Mechanism::kSlowLink:
-        return "collectives between hosts (" + ctx.what + ") took " + FormatNs(after) + " instead of " +
-               FormatNs(before) + " (median, " + n + " " + plural("kernel") + ") " + in_steps;
+        return "collectives between hosts (" + ctx.what + ") took " + FormatNs(after) +
+               " instead of " + FormatNs(before) + " (median, " + n + " " + plural("kernel") +
+               ") " + in_steps;
       default:
         return std::string(ctx.info.summary);
     }
@@ -328,13 +339,15 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
     for (uint32_t i = 0; i < ev.size(); ++i) {
       if (affected_comm[i]) all_affected.push_back(i);
     }
-    f.description = std::string(ctx.info.summary) + ". Injected: " + sentence(ctx.modified, all_affected) + ".";
+    f.description =
+        std::string(ctx.info.summary) + ". Injected: " + sentence(ctx.modified, all_affected) + ".";
   }
   gt.faults.push_back(f);
 
   // Steps.
   const Occurrences occ = CountOccurrences(trace);
-  std::sort(aggs.begin(), aggs.end(), [](const StepAgg& a, const StepAgg& b) { return a.seq < b.seq; });
+  std::sort(aggs.begin(), aggs.end(),
+            [](const StepAgg& a, const StepAgg& b) { return a.seq < b.seq; });
   uint64_t unlocatable = 0;
   std::set<uint64_t> faulty_set(faulty.begin(), faulty.end());
   for (StepAgg& a : aggs) {
@@ -383,19 +396,21 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
       st.explanation = sentence(a.direct, a.affected) + "; step " + std::to_string(a.seq) +
                        (took == took0 ? " still took " + FormatNs(static_cast<double>(took)) +
                                             " (the delay was hidden by idle time)"
-                                      : " took " + FormatNs(static_cast<double>(took)) + " instead of " +
-                                            FormatNs(static_cast<double>(took0))) +
+                                      : " took " + FormatNs(static_cast<double>(took)) +
+                                            " instead of " + FormatNs(static_cast<double>(took0))) +
                        " from its start to its last GPU work.";
       if (a.direct.empty()) {
-        st.explanation = "no operator of this step was changed, but its collectives waited for a slowed rank: " +
-                         st.explanation;
+        st.explanation =
+            "no operator of this step was changed, but its collectives waited for a slowed rank: " +
+            st.explanation;
       }
     }
     gt.steps.push_back(std::move(st));
   }
   if (unlocatable > 0) {
-    fx.notes.push_back(std::to_string(unlocatable) +
-                       " modified event(s) carry no correlation id and cannot be named by a locator");
+    fx.notes.push_back(
+        std::to_string(unlocatable) +
+        " modified event(s) carry no correlation id and cannot be named by a locator");
   }
 
   // Requests.

@@ -6,23 +6,23 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <memory>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <tuple>
 
 namespace teller::localize {
 
-
 using reconstruct::Nodes;
 using reconstruct::Reconstruction;
-
 
 namespace {
 
 bool IsRange(EventType t) { return t == EventType::kPush || t == EventType::kRange; }
-bool IsOperatorLayer(Layer l) { return l == Layer::kFrontend || l == Layer::kBackend || l == Layer::kComm; }
+bool IsOperatorLayer(Layer l) {
+  return l == Layer::kFrontend || l == Layer::kBackend || l == Layer::kComm;
+}
 
 using Vec = std::array<double, kFeatureCount>;
 
@@ -58,7 +58,8 @@ void FitStandardization(const std::vector<Vec>& x, FamilyModel* m) {
     // MAD but a wide normal spread, which must not read as anomalies.
     double p85 = 0;
     if (!col.empty()) {
-      const size_t k = std::min(col.size() - 1, static_cast<size_t>(0.85 * static_cast<double>(col.size())));
+      const size_t k =
+          std::min(col.size() - 1, static_cast<size_t>(0.85 * static_cast<double>(col.size())));
       std::nth_element(col.begin(), col.begin() + static_cast<long>(k), col.end());
       p85 = col[k];
     }
@@ -85,9 +86,12 @@ arma::vec Standardize(const Vec& v, const FamilyModel& m, size_t dims) {
   return out;
 }
 
-size_t Dims(const FamilyModel& m) { return static_cast<size_t>(std::count(m.active.begin(), m.active.end(), true)); }
+size_t Dims(const FamilyModel& m) {
+  return static_cast<size_t>(std::count(m.active.begin(), m.active.end(), true));
+}
 
-void FitModel(const std::vector<Vec>& x, const std::vector<int64_t>& totals, const Options& o, FamilyModel* m) {
+void FitModel(const std::vector<Vec>& x, const std::vector<int64_t>& totals, const Options& o,
+              FamilyModel* m) {
   FitStandardization(x, m);
   m->fitted_on = static_cast<uint32_t>(x.size());
   std::vector<double> t(totals.begin(), totals.end());
@@ -100,7 +104,9 @@ void FitModel(const std::vector<Vec>& x, const std::vector<int64_t>& totals, con
   const int k = x.size() >= 200 ? o.max_components : std::min(2, o.max_components);
   arma::arma_rng::set_seed(o.seed);
   // static_spread: deterministic and robust seeding (random subsets can get stuck).
-  if (!m->gmm.learn(data, static_cast<arma::uword>(k), arma::maha_dist, arma::static_spread, 10, 25, 1e-4, false)) return;
+  if (!m->gmm.learn(data, static_cast<arma::uword>(k), arma::maha_dist, arma::static_spread, 10, 25,
+                    1e-4, false))
+    return;
   // Central components: the heaviest and every component of substantial weight, so that
   // a family with several normal modes (prefill and decode sizes) keeps them all; rare
   // components are where outliers gather.
@@ -140,7 +146,8 @@ double Rho(const Vec& v, const FamilyModel& m) {
     const double w = std::exp(logw[g] - top);
     total += w;
     // Deviations below the robust scale are noise, whatever the component's spread.
-    const arma::vec sd = arma::max(arma::sqrt(m.gmm.dcovs.col(g)), arma::vec(dims, arma::fill::ones) * 0.5);
+    const arma::vec sd =
+        arma::max(arma::sqrt(m.gmm.dcovs.col(g)), arma::vec(dims, arma::fill::ones) * 0.5);
     const double z = arma::abs((x - m.gmm.means.col(g)) / sd).max();
     nearest_any = std::min(nearest_any, z);
     if (!m.central[g]) continue;
@@ -191,18 +198,19 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
   // Bottom-up subtree aggregates: deepest nodes first.
   std::vector<uint32_t> order(N);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return n.depth[a] > n.depth[b]; });
-  std::vector<int64_t> ready(N, INT64_MIN);  // when the stream became free for the op
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return n.depth[a] > n.depth[b]; });
+  std::vector<int64_t> ready(N, INT64_MIN);    // when the stream became free for the op
   std::vector<int64_t> prev_on_stream(N, -1);  // the GPU operation before it on its stream
-  std::vector<double> sync_ns(N, 0);  // time in synchronizations: waiting, not working
+  std::vector<double> sync_ns(N, 0);           // time in synchronizations: waiting, not working
   // GPU work end times per process, sorted, to tell a synchronization's wait from its stall.
   std::unordered_map<uint32_t, std::vector<int64_t>> gpu_ends;
   for (uint32_t i = 0; i < N; ++i) {
     if (IsGpuWork(ev.type[n.event[i]])) gpu_ends[n.process[i]].push_back(n.end_ns[i]);
   }
   for (auto& [p, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
-  std::vector<double> call_ns(N, 0), calls(N, 0), ops(N, 0), op_ns(N, 0), delay(N, 0), bytes(N, 0), child_range_ns(N, 0),
-      overlap(N, 0);
+  std::vector<double> call_ns(N, 0), calls(N, 0), ops(N, 0), op_ns(N, 0), delay(N, 0), bytes(N, 0),
+      child_range_ns(N, 0), overlap(N, 0);
   // GPU overlap with other streams of the same device: against the latest operation seen
   // on each other stream (operations sorted by start).
   {
@@ -212,7 +220,8 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
       if (IsGpuWork(ev.type[e])) by_device[{n.process[i], ev.device[e]}].push_back(i);
     }
     for (auto& [key, list] : by_device) {
-      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
+      std::sort(list.begin(), list.end(),
+                [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
       std::map<uint32_t, int64_t> latest_end;  // stream -> end
       std::map<uint32_t, uint32_t> last_op;    // stream -> last operation
       for (uint32_t i : list) {
@@ -224,7 +233,8 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         last_op[stream] = i;
         double o = 0;
         for (const auto& [s, end] : latest_end) {
-          if (s != stream && end > n.start_ns[i]) o += static_cast<double>(std::min(end, n.end_ns[i]) - n.start_ns[i]);
+          if (s != stream && end > n.start_ns[i])
+            o += static_cast<double>(std::min(end, n.end_ns[i]) - n.start_ns[i]);
         }
         overlap[i] = o;
         int64_t& mine = latest_end[stream];
@@ -289,13 +299,15 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
       if (op_range || gpu_op || bare_call) {
         Vec v{};
         const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
-        v[kSelfNs] = gpu_op || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
+        v[kSelfNs] =
+            gpu_op || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
         if (bare_call && sync_ns[i] > 0) {
           // A synchronization's own cost is how long it blocks after the GPU work it
           // waits for has finished; the waiting itself belongs to that work.
           const auto& ends = gpu_ends[n.process[i]];
           const auto it = std::upper_bound(ends.begin(), ends.end(), n.end_ns[i]);
-          const int64_t gpu_done = it == ends.begin() ? n.start_ns[i] : std::max(n.start_ns[i], *(it - 1));
+          const int64_t gpu_done =
+              it == ends.begin() ? n.start_ns[i] : std::max(n.start_ns[i], *(it - 1));
           v[kSelfNs] = static_cast<double>(std::max<int64_t>(0, n.end_ns[i] - gpu_done));
           v[kHostCallNs] = v[kSelfNs];
         }
@@ -312,7 +324,9 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         // The time an instance stands for: its GPU time, else its own time less what it
         // spent waiting in synchronizations (a wrapper that waits for slow kernels is not
         // where the time goes); a synchronization call itself keeps its time.
-        x.total.push_back(static_cast<int64_t>(ops[i] > 0 ? op_ns[i] : bare_call ? v[kSelfNs] : std::max(0.0, dur - sync_ns[i])));
+        x.total.push_back(static_cast<int64_t>(ops[i] > 0  ? op_ns[i]
+                                               : bare_call ? v[kSelfNs]
+                                                           : std::max(0.0, dur - sync_ns[i])));
         // Operators of prefill, decode and mixed steps work on batches of very different
         // sizes: each step kind is its own family (our refinement of docs/method.md §3).
         const StringId kind = units[s].kind;
@@ -321,12 +335,14 @@ Extracted Extract(const Trace& t, const Reconstruction& r) {
         // GPU operations: the operation before them on their stream.
         const int64_t ctx = gpu_op ? prev_on_stream[i] : prev;
         const std::string before = ctx >= 0 ? FamilyName(t, r, static_cast<uint32_t>(ctx)) : "";
-        x.family_key.push_back(FamilyName(t, r, i) + '\x1f' + std::string(LayerName(n.layer[i])) + '\x1f' +
-                               std::string(kind != 0 ? t.strings.Get(kind) : "") + '\x1f' + before);
+        x.family_key.push_back(FamilyName(t, r, i) + '\x1f' + std::string(LayerName(n.layer[i])) +
+                               '\x1f' + std::string(kind != 0 ? t.strings.Get(kind) : "") + '\x1f' +
+                               before);
       }
       // Children pushed last-first so that they are visited in order.
       for (uint32_t c = n.child_begin[i + 1]; c-- > n.child_begin[i];) {
-        const int64_t before = c > n.child_begin[i] ? static_cast<int64_t>(n.child_index[c - 1]) : -1;
+        const int64_t before =
+            c > n.child_begin[i] ? static_cast<int64_t>(n.child_index[c - 1]) : -1;
         todo.push_back({n.child_index[c], covered || op_range, before});
       }
     }
@@ -369,7 +385,8 @@ std::string FamilyName(const Trace& trace, const Reconstruction& r, uint32_t nod
   return out;
 }
 
-Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces, const Options& options) {
+Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
+                  const Options& options) {
   std::unordered_map<std::string, std::vector<Vec>> x;
   std::unordered_map<std::string, std::vector<int64_t>> totals;
   for (const auto& [t, r] : traces) {
@@ -393,12 +410,14 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
   }
   for (auto& [key, m] : model.impl().families) {
     const auto it = level.find(key);
-    if (it != level.end() && it->second.second > 0) m.baseline_a = it->second.first / it->second.second;
+    if (it != level.end() && it->second.second > 0)
+      m.baseline_a = it->second.first / it->second.second;
   }
   return model;
 }
 
-Result Localize(const Trace& trace, const Reconstruction& r, const Options& options, const Model* baseline) {
+Result Localize(const Trace& trace, const Reconstruction& r, const Options& options,
+                const Model* baseline) {
   Extracted x = Extract(trace, r);
   Result out;
   // Families of this trace, in order of first appearance.
@@ -406,7 +425,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
   std::vector<std::vector<size_t>> members;
   std::vector<uint32_t> fam(x.node.size());
   for (size_t i = 0; i < x.node.size(); ++i) {
-    auto [it, added] = family_of.emplace(x.family_key[i], static_cast<uint32_t>(out.families.size()));
+    auto [it, added] =
+        family_of.emplace(x.family_key[i], static_cast<uint32_t>(out.families.size()));
     if (added) {
       Family f;
       f.key = x.family_key[i];
@@ -454,7 +474,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
       float best = 0;
       for (size_t f = 0; f < kFeatureCount; ++f) {
         if (!model->active[f]) continue;
-        const double z = (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
+        const double z =
+            (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
         if (std::fabs(z) > std::fabs(best)) {
           best = static_cast<float>(z);
           top_feature[i] = static_cast<Feature>(f);
@@ -466,11 +487,14 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
         bool material = false;
         for (size_t f = 0; f < kFeatureCount && !material; ++f) {
           if (!model->active[f]) continue;
-          const double z = (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
+          const double z =
+              (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
           if (std::fabs(z) < 4.0) continue;
-          const bool time = f == kSelfNs || f == kHostCallNs || f == kGpuNs || f == kLaunchDelayNs || f == kOverlapNs;
+          const bool time = f == kSelfNs || f == kHostCallNs || f == kGpuNs ||
+                            f == kLaunchDelayNs || f == kOverlapNs;
           const double typical = std::expm1(model->median[f]);
-          material = !time || std::fabs(x.features[i][f] - typical) >= static_cast<double>(options.min_excess_ns);
+          material = !time || std::fabs(x.features[i][f] - typical) >=
+                                  static_cast<double>(options.min_excess_ns);
         }
         if (!material) rho[i] = 1.0f;
       }
@@ -491,8 +515,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
     for (uint32_t st = 0; st < r.steps.size(); ++st) {
       std::vector<std::string> ids;
       std::string kind, seq;
-      reconstruct::ParseStepMessage(trace.strings.Get(trace.events.name[r.nodes.event[r.steps[st].node]]), &ids, &kind,
-                                    &seq);
+      reconstruct::ParseStepMessage(
+          trace.strings.Get(trace.events.name[r.nodes.event[r.steps[st].node]]), &ids, &kind, &seq);
       uint32_t g;
       if (!seq.empty() && by_seq.count(seq)) {
         g = by_seq[seq];
@@ -525,7 +549,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
     in.expected_ns = expected[i];
     in.top_feature = top_feature[i];
     in.top_z = top_z[i];
-    group_members[out.group_of_step[x.step[i]]].push_back(static_cast<uint32_t>(out.instances.size()));
+    group_members[out.group_of_step[x.step[i]]].push_back(
+        static_cast<uint32_t>(out.instances.size()));
     out.instances.push_back(in);
   }
   // Structure: a family that appears in only a few steps of its kind (a fallback kernel,
@@ -575,7 +600,9 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
       std::vector<float> values;
       for (uint32_t i : list) values.push_back(out.instances[i].rho);
       std::sort(values.begin(), values.end());
-      const size_t k = std::max<size_t>(1, static_cast<size_t>(std::floor(options.quantile * static_cast<double>(values.size()))));
+      const size_t k = std::max<size_t>(
+          1,
+          static_cast<size_t>(std::floor(options.quantile * static_cast<double>(values.size()))));
       double mean = 0;
       for (size_t j = 0; j < k; ++j) mean += values[j];
       mean /= static_cast<double>(k);
@@ -590,7 +617,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& opti
                      anomalous >= std::min(options.min_suspicious, list.size());
       // The step's score: its most suspicious candidate family; families with a lone
       // outlier count at half weight.
-      out.group_score[g] = std::max(out.group_score[g], sf.candidate ? sf.suspiciousness : 0.5f * sf.suspiciousness);
+      out.group_score[g] =
+          std::max(out.group_score[g], sf.candidate ? sf.suspiciousness : 0.5f * sf.suspiciousness);
       if (sf.candidate) {
         for (uint32_t i : list) {
           if (out.instances[i].anomaly > options.instance_threshold) out.suspicious[g].push_back(i);

@@ -45,7 +45,8 @@ Result<std::shared_ptr<Classifier>> Classifier::FromText(std::string_view text,
     std::getline(fields, pattern);
     const size_t p = pattern.find_first_not_of(" \t");
     pattern = p == std::string::npos ? "" : pattern.substr(p);
-    while (!pattern.empty() && (pattern.back() == '\r' || pattern.back() == ' ')) pattern.pop_back();
+    while (!pattern.empty() && (pattern.back() == '\r' || pattern.back() == ' '))
+      pattern.pop_back();
     Layer layer;
     const std::string where = source + ":" + std::to_string(line_no) + ": ";
     // HOST is the layer of every runtime/driver call, never a rule's choice.
@@ -78,8 +79,7 @@ std::shared_ptr<Classifier> Classifier::BuiltIn() {
   return result.ok() ? result.value() : std::shared_ptr<Classifier>(new Classifier());
 }
 
-Layer Classifier::Classify(EventType type, std::string_view category,
-                           std::string_view name) const {
+Layer Classifier::Classify(EventType type, std::string_view category, std::string_view name) const {
   if (IsHostCall(type)) return Layer::kHostCall;
   const bool gpu = IsGpuWork(type) || type == EventType::kSync || type == EventType::kGpuAnnotation;
   Layer layer = gpu ? Layer::kGpu : (type == EventType::kMark ? Layer::kMark : Layer::kFrontend);

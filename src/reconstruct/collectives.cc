@@ -58,7 +58,8 @@ CollectiveGroups FindCollectiveGroups(const Trace& trace, const CommKernelIndex&
     for (size_t c = 0; c < refs.size() && out.cluster_of[p] < 0; ++c) {
       const uint32_t r = refs[c];
       std::vector<int64_t> diff = EndDifferences(trace, index, p, r, false);
-      if (diff.empty() || diff.size() * 2 < std::min(index.keyed[p].size(), index.keyed[r].size())) {
+      if (diff.empty() ||
+          diff.size() * 2 < std::min(index.keyed[p].size(), index.keyed[r].size())) {
         continue;
       }
       std::vector<int64_t> sorted = diff;

@@ -1,7 +1,6 @@
 // Kernel classes by name (include/teller/reconstruct/op_class.h).
 #include "teller/reconstruct/op_class.h"
 
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,21 +74,35 @@ const CompiledRules& Rules() {
 
 std::string_view OpClassName(OpClass c) {
   switch (c) {
-    case OpClass::kNorm: return "norm";
-    case OpClass::kGemm: return "gemm";
-    case OpClass::kRotary: return "rotary";
-    case OpClass::kKvWrite: return "kv_write";
-    case OpClass::kAttention: return "attention";
-    case OpClass::kAttentionReduce: return "attention_reduce";
-    case OpClass::kAllReduce: return "allreduce";
-    case OpClass::kAllGather: return "allgather";
-    case OpClass::kActivation: return "activation";
-    case OpClass::kMoeRouting: return "moe_routing";
-    case OpClass::kSampling: return "sampling";
-    case OpClass::kCopy: return "copy";
-    case OpClass::kElementwise: return "elementwise";
+    case OpClass::kNorm:
+      return "norm";
+    case OpClass::kGemm:
+      return "gemm";
+    case OpClass::kRotary:
+      return "rotary";
+    case OpClass::kKvWrite:
+      return "kv_write";
+    case OpClass::kAttention:
+      return "attention";
+    case OpClass::kAttentionReduce:
+      return "attention_reduce";
+    case OpClass::kAllReduce:
+      return "allreduce";
+    case OpClass::kAllGather:
+      return "allgather";
+    case OpClass::kActivation:
+      return "activation";
+    case OpClass::kMoeRouting:
+      return "moe_routing";
+    case OpClass::kSampling:
+      return "sampling";
+    case OpClass::kCopy:
+      return "copy";
+    case OpClass::kElementwise:
+      return "elementwise";
     case OpClass::kOther:
-    case OpClass::kCount: break;
+    case OpClass::kCount:
+      break;
   }
   return "other";
 }
@@ -110,10 +123,14 @@ OpClass ClassifyKernelName(std::string_view name) {
 
 OpClass ClassifyGpuEvent(const Trace& trace, size_t event) {
   switch (trace.events.type[event]) {
-    case EventType::kKernel: return ClassifyKernelName(trace.strings.Get(trace.events.name[event]));
-    case EventType::kMemcpy: return OpClass::kCopy;
-    case EventType::kMemset: return OpClass::kElementwise;
-    default: return OpClass::kOther;
+    case EventType::kKernel:
+      return ClassifyKernelName(trace.strings.Get(trace.events.name[event]));
+    case EventType::kMemcpy:
+      return OpClass::kCopy;
+    case EventType::kMemset:
+      return OpClass::kElementwise;
+    default:
+      return OpClass::kOther;
   }
 }
 

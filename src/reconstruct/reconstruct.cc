@@ -131,7 +131,8 @@ class Builder {
       }
       i = j;
     }
-    for (uint32_t node : ev_flags_synthetic_) trace_.events.flags[nodes_.event[node]] |= kEventSynthetic;
+    for (uint32_t node : ev_flags_synthetic_)
+      trace_.events.flags[nodes_.event[node]] |= kEventSynthetic;
   }
 
   // Algorithm 1 step 4, device side: GPU work belongs to the host call of the same
@@ -172,7 +173,8 @@ class Builder {
           parent = static_cast<int32_t>(it->second);
         }
       }
-      const uint32_t node = AddNode(e, ev_.start_ns[e], std::max(ev_.end_ns[e], ev_.start_ns[e]), parent);
+      const uint32_t node =
+          AddNode(e, ev_.start_ns[e], std::max(ev_.end_ns[e], ev_.start_ns[e]), parent);
       if (t == EventType::kKernel) {
         ++out_.stats.kernels;
         if (nodes_.layer[node] == Layer::kComm) ++out_.stats.comm_kernels;
@@ -207,7 +209,8 @@ class Builder {
     // thread and GPU nodes after all host nodes.
     for (size_t i = 0; i < n; ++i) {
       const int32_t p = nodes_.parent[i];
-      if (p >= 0) nodes_.depth[i] = static_cast<uint16_t>(std::min<int>(nodes_.depth[p] + 1, 65535));
+      if (p >= 0)
+        nodes_.depth[i] = static_cast<uint16_t>(std::min<int>(nodes_.depth[p] + 1, 65535));
     }
     nodes_.child_begin.assign(n + 1, 0);
     for (size_t i = 0; i < n; ++i) {
@@ -217,13 +220,15 @@ class Builder {
     nodes_.child_index.assign(nodes_.child_begin[n], 0);
     std::vector<uint32_t> fill(nodes_.child_begin.begin(), nodes_.child_begin.end() - 1);
     for (size_t i = 0; i < n; ++i) {
-      if (nodes_.parent[i] >= 0) nodes_.child_index[fill[nodes_.parent[i]]++] = static_cast<uint32_t>(i);
+      if (nodes_.parent[i] >= 0)
+        nodes_.child_index[fill[nodes_.parent[i]]++] = static_cast<uint32_t>(i);
     }
     for (size_t i = 0; i < n; ++i) {
       auto begin = nodes_.child_index.begin() + nodes_.child_begin[i];
       auto end = nodes_.child_index.begin() + nodes_.child_begin[i + 1];
       std::sort(begin, end, [this](uint32_t a, uint32_t b) {
-        return nodes_.start_ns[a] != nodes_.start_ns[b] ? nodes_.start_ns[a] < nodes_.start_ns[b] : a < b;
+        return nodes_.start_ns[a] != nodes_.start_ns[b] ? nodes_.start_ns[a] < nodes_.start_ns[b]
+                                                        : a < b;
       });
     }
   }
@@ -236,7 +241,8 @@ class Builder {
     }
     std::sort(step_nodes.begin(), step_nodes.end(), [this](uint32_t a, uint32_t b) {
       if (nodes_.process[a] != nodes_.process[b]) return nodes_.process[a] < nodes_.process[b];
-      return nodes_.start_ns[a] != nodes_.start_ns[b] ? nodes_.start_ns[a] < nodes_.start_ns[b] : a < b;
+      return nodes_.start_ns[a] != nodes_.start_ns[b] ? nodes_.start_ns[a] < nodes_.start_ns[b]
+                                                      : a < b;
     });
     uint32_t ordinal = 0;
     std::vector<std::string> ids;
@@ -292,7 +298,8 @@ class Builder {
     std::sort(by_start.begin(), by_start.end(),
               [&](uint32_t a, uint32_t b) { return step_start(a) < step_start(b); });
     int64_t longest = 0;
-    for (uint32_t s = 0; s < out_.steps.size(); ++s) longest = std::max(longest, step_end(s) - step_start(s));
+    for (uint32_t s = 0; s < out_.steps.size(); ++s)
+      longest = std::max(longest, step_end(s) - step_start(s));
     for (uint32_t row = 0; row < logs.size(); ++row) {
       const int64_t ts = logs.ts_ns[row];
       bool aligned = false;
@@ -306,7 +313,8 @@ class Builder {
           if (ts != LogTable::kNoTime) {
             for (uint32_t s : it->second) {
               const int64_t gap = ts < step_start(s) ? step_start(s) - ts
-                                  : ts > step_end(s) ? ts - step_end(s) : 0;
+                                  : ts > step_end(s) ? ts - step_end(s)
+                                                     : 0;
               if (gap < best_gap) {
                 best_gap = gap;
                 best = s;
@@ -323,7 +331,9 @@ class Builder {
         for (auto it = first; it != by_start.end() && step_start(*it) <= ts + tol; ++it) {
           const uint32_t s = *it;
           if (ts < step_start(s) - tol || ts > step_end(s) + tol) continue;
-          if (logs.process[row] != LogTable::kNoProcess && logs.process[row] != out_.steps[s].process) continue;
+          if (logs.process[row] != LogTable::kNoProcess &&
+              logs.process[row] != out_.steps[s].process)
+            continue;
           out_.steps[s].logs.push_back(row);
           aligned = true;
         }

@@ -15,8 +15,8 @@
 #include "src/sim/sim_internal.h"
 #include "src/sim/world.h"
 #include "teller/core/regex.h"
-#include "teller/sim/faults.h"
 #include "teller/format/ground_truth.h"
+#include "teller/sim/faults.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
@@ -25,11 +25,11 @@ struct ActiveFault {
   int id = 0;
   FaultSpec spec;
   const MechanismInfo* info = nullptr;
-  int64_t onset = 0, end = 0;  // true time
-  int rank = -1;               // rank-scoped mechanisms
-  std::string target;          // family name or regex source
+  int64_t onset = 0, end = 0;          // true time
+  int rank = -1;                       // rank-scoped mechanisms
+  std::string target;                  // family name or regex source
   std::shared_ptr<const Regex> regex;  // compiled target when it is a regex
-  bool used = false;           // acted at least once
+  bool used = false;                   // acted at least once
   bool Active(int64_t t) const { return t >= onset && t < end; }
 };
 
@@ -106,8 +106,8 @@ class Run {
   size_t unfinished_ = 0;
   std::vector<StepWindow> step_windows_;
   std::unordered_map<int, int> preempted_by_;  // request -> kv fault that preempted it
-  std::vector<int> running_;   // request indices, in admission order
-  std::vector<int> waiting_;   // FCFS queue (front = first)
+  std::vector<int> running_;                   // request indices, in admission order
+  std::vector<int> waiting_;                   // FCFS queue (front = first)
   size_t next_arrival_ = 0;
 };
 

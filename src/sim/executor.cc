@@ -18,10 +18,10 @@ constexpr uint32_t kSideStream = 13;
 
 // Per-rank shape of the batch a rank runs in this step.
 struct Shape {
-  double tokens = 1;     // T: tokens through the layers
-  double seqs = 1;       // B: sequences (rows of lm_head / sampling)
-  double ctx = 1;        // sum of context lengths (KV read by decode attention)
-  double qk = 0;         // sum of q*k over prefill chunks (attention FLOPs)
+  double tokens = 1;  // T: tokens through the layers
+  double seqs = 1;    // B: sequences (rows of lm_head / sampling)
+  double ctx = 1;     // sum of context lengths (KV read by decode attention)
+  double qk = 0;      // sum of q*k over prefill chunks (attention FLOPs)
   bool prefill = false;
 };
 
@@ -33,8 +33,8 @@ double Micro(double us) { return us * 1000.0; }
 // docs/serving-notes.md §2.3 for the measurements these are fitted to).
 static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Shape& s, int tp,
                            bool cross_node) {
-  constexpr double kBw = 2.2e6;       // HBM bytes per us
-  constexpr double kFlops = 6.5e8;    // dense bf16 flop per us at full efficiency
+  constexpr double kBw = 2.2e6;     // HBM bytes per us
+  constexpr double kFlops = 6.5e8;  // dense bf16 flop per us at full efficiency
   const double T = std::max(1.0, s.tokens);
   const double h = p.hidden, d = p.head_dim;
   const double q_heads = p.heads / static_cast<double>(tp);
@@ -48,40 +48,72 @@ static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Sh
   auto bandwidth_us = [&](double bytes) {
     // Across nodes: 4 x 100 Gb/s NICs per node shared by its GPUs, plus fabric latency.
     if (cross_node) return 22.0 + bytes / 3.0e4;
-    return 5.5 + bytes / 9.0e4;                   // NVLink custom all-reduce
+    return 5.5 + bytes / 9.0e4;  // NVLink custom all-reduce
   };
   double us = 0;
   switch (k.cost) {
-    case Cost::kNorm: us = 2.4 + T * h * 4.0 / kBw; break;
-    case Cost::kRotary: us = 2.2 + T * (q_heads + kv_heads) * d * 4.0 / kBw; break;
-    case Cost::kKvWrite: us = 2.0 + T * 2.0 * kv_heads * d * 4.0 / kBw; break;
-    case Cost::kActivation: us = 2.5 + T * p.intermediate / tp * 6.0 / kBw; break;
-    case Cost::kElementwise: us = 2.0 + T * h * 6.0 / kBw; break;
-    case Cost::kCopy: us = 4.0 + T * h * 4.0 / kBw; break;
-    case Cost::kEmbedding: us = 3.0 + T * h * 2.0 / kBw; break;
-    case Cost::kGemmQkv: us = gemm(T, h, (q_heads + 2 * kv_heads) * d); break;
-    case Cost::kGemmO: us = gemm(T, q_heads * d, h); break;
-    case Cost::kGemmUp: us = gemm(T, h, 2.0 * p.intermediate / tp); break;
-    case Cost::kGemmDown: us = gemm(T, p.intermediate / static_cast<double>(tp), h); break;
-    case Cost::kLmHead: us = gemm(s.seqs, h, p.vocab / static_cast<double>(tp)); break;
+    case Cost::kNorm:
+      us = 2.4 + T * h * 4.0 / kBw;
+      break;
+    case Cost::kRotary:
+      us = 2.2 + T * (q_heads + kv_heads) * d * 4.0 / kBw;
+      break;
+    case Cost::kKvWrite:
+      us = 2.0 + T * 2.0 * kv_heads * d * 4.0 / kBw;
+      break;
+    case Cost::kActivation:
+      us = 2.5 + T * p.intermediate / tp * 6.0 / kBw;
+      break;
+    case Cost::kElementwise:
+      us = 2.0 + T * h * 6.0 / kBw;
+      break;
+    case Cost::kCopy:
+      us = 4.0 + T * h * 4.0 / kBw;
+      break;
+    case Cost::kEmbedding:
+      us = 3.0 + T * h * 2.0 / kBw;
+      break;
+    case Cost::kGemmQkv:
+      us = gemm(T, h, (q_heads + 2 * kv_heads) * d);
+      break;
+    case Cost::kGemmO:
+      us = gemm(T, q_heads * d, h);
+      break;
+    case Cost::kGemmUp:
+      us = gemm(T, h, 2.0 * p.intermediate / tp);
+      break;
+    case Cost::kGemmDown:
+      us = gemm(T, p.intermediate / static_cast<double>(tp), h);
+      break;
+    case Cost::kLmHead:
+      us = gemm(s.seqs, h, p.vocab / static_cast<double>(tp));
+      break;
     case Cost::kAttention: {
       const double prefill = 4.0 * s.qk * q_heads * d / (kFlops * 0.55);
       const double decode = s.ctx * 2.0 * kv_heads * d * 2.0 / kBw;
       us = 5.0 + prefill + (s.prefill ? 0.0 : decode);
       break;
     }
-    case Cost::kAttentionReduce: us = 2.6 + s.seqs * q_heads * d * 8.0 / kBw; break;
-    case Cost::kAllReduce: us = bandwidth_us(T * h * 2.0); break;
+    case Cost::kAttentionReduce:
+      us = 2.6 + s.seqs * q_heads * d * 8.0 / kBw;
+      break;
+    case Cost::kAllReduce:
+      us = bandwidth_us(T * h * 2.0);
+      break;
     case Cost::kAllGather: {
       // FSDP gathers a layer's parameters; vLLM/SGLang gather logits.
-      const double bytes = p.fsdp ? (h * (q_heads + 2 * kv_heads) * d * tp + h * h +
-                                     3.0 * h * p.intermediate) * 2.0
-                                  : s.seqs * p.vocab * 2.0;
+      const double bytes =
+          p.fsdp ? (h * (q_heads + 2 * kv_heads) * d * tp + h * h + 3.0 * h * p.intermediate) * 2.0
+                 : s.seqs * p.vocab * 2.0;
       us = bandwidth_us(bytes * (tp - 1) / std::max(1, tp));
       break;
     }
-    case Cost::kSendRecv: us = bandwidth_us(T * h * 2.0); break;
-    case Cost::kSample: us = 4.0 + s.seqs * p.vocab * 4.0 / kBw; break;
+    case Cost::kSendRecv:
+      us = bandwidth_us(T * h * 2.0);
+      break;
+    case Cost::kSample:
+      us = 4.0 + s.seqs * p.vocab * 4.0 / kBw;
+      break;
   }
   return Micro(us);
 }
@@ -96,8 +128,8 @@ class Executor {
  private:
   // `structural` >= 0: a fault whose evidence is the structure itself (reordered or
   // substituted operators): every node emitted is labelled with it.
-  void EmitOps(const std::vector<OpSpec>& ops, const std::vector<int>& ranks, bool graph,
-               int layer, int structural = -1);
+  void EmitOps(const std::vector<OpSpec>& ops, const std::vector<int>& ranks, bool graph, int layer,
+               int structural = -1);
   void EmitKernelAcross(const KernelSpec& k, const std::vector<int>& ranks, bool graph,
                         int structural);
   void SendRecv(const std::vector<int>& senders, const std::vector<int>& receivers);
@@ -117,12 +149,13 @@ class Executor {
   StepLabels* labels_;
   Rng rng_;
   int64_t step_start_ = 0;
-  std::vector<Shape> shape_;                 // per rank
-  std::vector<uint64_t> graph_corr_;         // per rank: the current graph launch, 0 = eager
-  std::vector<int64_t> graph_ready_;         // per rank: earliest start of the next graph kernel
-  std::vector<std::vector<NodeLocator>> culprit_;  // per rank: fault nodes since the last collective
-  std::vector<bool> culprit_flag_;           // per rank: late for a reason with no node (stall)
-  std::vector<int> kernel_fault_;            // scratch, per position in a group
+  std::vector<Shape> shape_;          // per rank
+  std::vector<uint64_t> graph_corr_;  // per rank: the current graph launch, 0 = eager
+  std::vector<int64_t> graph_ready_;  // per rank: earliest start of the next graph kernel
+  std::vector<std::vector<NodeLocator>>
+      culprit_;                     // per rank: fault nodes since the last collective
+  std::vector<bool> culprit_flag_;  // per rank: late for a reason with no node (stall)
+  std::vector<int> kernel_fault_;   // scratch, per position in a group
   int culprit_info_ = -1;
 };
 
@@ -137,7 +170,8 @@ void Executor::AddHorizontal(const NodeLocator& loc) { labels_->horizontal.push_
 
 bool Executor::CrossNode(const std::vector<int>& ranks) const {
   for (int r : ranks) {
-    if (run_.ranks_[static_cast<size_t>(r)].node != run_.ranks_[static_cast<size_t>(ranks[0])].node) {
+    if (run_.ranks_[static_cast<size_t>(r)].node !=
+        run_.ranks_[static_cast<size_t>(ranks[0])].node) {
       return true;
     }
   }
@@ -145,10 +179,10 @@ bool Executor::CrossNode(const std::vector<int>& ranks) const {
 }
 
 int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uint64_t* corr) {
-  double median_us = api == "cuLaunchKernelEx"   ? 7.8
-                     : api == "cudaMemcpyAsync"  ? 13.8
+  double median_us = api == "cuLaunchKernelEx"      ? 7.8
+                     : api == "cudaMemcpyAsync"     ? 13.8
                      : api == "cudaLaunchKernelExC" ? 5.7
-                                                 : 6.6;
+                                                    : 6.6;
   double dur = rng_.LogNormal(median_us, 0.22);
   const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, step_start_);
   const bool slowed = lat != nullptr && lat->rank == r.rank;
@@ -212,7 +246,8 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       std::vector<int64_t> sorted = start;
       std::sort(sorted.begin(), sorted.end());
       const int64_t median = sorted[sorted.size() / 2];
-      const size_t late = static_cast<size_t>(std::max_element(start.begin(), start.end()) - start.begin());
+      const size_t late =
+          static_cast<size_t>(std::max_element(start.begin(), start.end()) - start.begin());
       const int late_rank = ranks[late];
       const bool culprit = (!culprit_[static_cast<size_t>(late_rank)].empty() ||
                             culprit_flag_[static_cast<size_t>(late_rank)]) &&
@@ -310,17 +345,21 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
           range_locs[i] = r.Push(op.range, r.host);
           if (evidence >= 0) AddVertical(range_locs[i], evidence, -1);
         }
-        const bool custom = op.range.find("::") != std::string::npos && op.range.rfind("aten::", 0) != 0;
+        const bool custom =
+            op.range.find("::") != std::string::npos && op.range.rfind("aten::", 0) != 0;
         r.host += static_cast<int64_t>(Micro(rng_.LogNormal(custom ? 7.0 : 10.5, 0.28)));
-        if (rng_.Chance(0.0008)) r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);  // GC
+        if (rng_.Chance(0.0008))
+          r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);  // GC
         if (straggler != nullptr && straggler->rank == r.rank && op.comm && rng_.Chance(0.45)) {
           // Host jitter on one rank right before it joins a collective.
-          r.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerUs, 0.5)));
+          r.host += static_cast<int64_t>(
+              Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerUs, 0.5)));
           if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank);
         }
         if (alloc != nullptr && alloc->rank == r.rank && !op.comm && rng_.Chance(0.25)) {
           // A caching-allocator miss: cudaMalloc synchronizes and blocks the host.
-          const int64_t dur = static_cast<int64_t>(Micro(rng_.LogNormal(alloc->spec.magnitude * MagnitudeUnits::kAllocatorStallUs, 0.45)));
+          const int64_t dur = static_cast<int64_t>(Micro(
+              rng_.LogNormal(alloc->spec.magnitude * MagnitudeUnits::kAllocatorStallUs, 0.45)));
           const int64_t at = std::max(r.host, r.gpu);
           const uint64_t c = r.Call("cudaMalloc", r.host, at + dur);
           r.host = at + dur;
@@ -375,7 +414,8 @@ int64_t Executor::Go(int64_t start) {
   std::vector<std::vector<int>> rank_reqs(n);
   for (size_t i = 0; i < plan_.reqs.size(); ++i) {
     for (size_t r = 0; r < n; ++r) {
-      if (!p_.fsdp || static_cast<int>(i % n) == static_cast<int>(r)) rank_reqs[r].push_back(static_cast<int>(i));
+      if (!p_.fsdp || static_cast<int>(i % n) == static_cast<int>(r))
+        rank_reqs[r].push_back(static_cast<int>(i));
     }
   }
   for (size_t r = 0; r < n; ++r) {
@@ -417,9 +457,11 @@ int64_t Executor::Go(int64_t start) {
   for (size_t r = 0; r < n; ++r) {
     RankOut& ro = run_.ranks_[r];
     int64_t ts = t;
-    if (r != 0) ts += static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 22.0 : 85.0, 0.3)));
+    if (r != 0)
+      ts += static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 22.0 : 85.0, 0.3)));
     if (static_cast<int>(r) == stalled) {
-      ts += static_cast<int64_t>(rng_.LogNormal(stall->spec.magnitude * MagnitudeUnits::kWorkerStallMs, 0.35) * kMs);
+      ts += static_cast<int64_t>(
+          rng_.LogNormal(stall->spec.magnitude * MagnitudeUnits::kWorkerStallMs, 0.35) * kMs);
       culprit_flag_[r] = true;  // its peers will wait for it in the first collective
       if (labels_->fault < 0) labels_->fault = stall->id;
     }
@@ -436,13 +478,15 @@ int64_t Executor::Go(int64_t start) {
     if (const ActiveFault* swap = run_.Active(Mechanism::kKvSwap, start)) {
       // Swapping blocks out to host memory: a large device-to-host copy the step waits for.
       const NodeLocator range = ro.Push("_C_cache_ops::swap_blocks", ro.host);
-      const double bytes = swap->spec.magnitude * rng_.LogNormal(MagnitudeUnits::kKvSwapMiB, 0.4) * 1024 * 1024 / run_.config().tp;
+      const double bytes = swap->spec.magnitude * rng_.LogNormal(MagnitudeUnits::kKvSwapMiB, 0.4) *
+                           1024 * 1024 / run_.config().tp;
       const int64_t at = ro.host;
-      const uint64_t c = ro.Call("cudaMemcpyAsync", at, at + static_cast<int64_t>(Micro(rng_.LogNormal(13.8, 0.2))));
+      const uint64_t c = ro.Call("cudaMemcpyAsync", at,
+                                 at + static_cast<int64_t>(Micro(rng_.LogNormal(13.8, 0.2))));
       const int64_t gs = std::max(ro.gpu, at + 6 * kUs);
       const int64_t ge = gs + static_cast<int64_t>(bytes / 24.0);  // ~24 GB/s over PCIe
-      const NodeLocator mem = ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs, ge, c,
-                                     kComputeStream, false, static_cast<uint64_t>(bytes));
+      const NodeLocator mem = ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs,
+                                     ge, c, kComputeStream, false, static_cast<uint64_t>(bytes));
       ro.gpu = ge;
       ro.host = at + static_cast<int64_t>(Micro(20));
       ro.Pop(ro.host);
@@ -487,7 +531,8 @@ int64_t Executor::Go(int64_t start) {
       for (int r : ranks) {
         RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
         if (straggler != nullptr && straggler->rank == r) {
-          ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerGraphUs, 0.4)));
+          ro.host += static_cast<int64_t>(Micro(
+              rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerGraphUs, 0.4)));
         }
         const int kernels = stage_layers * 14;
         const int64_t call_start = ro.host;
@@ -495,9 +540,11 @@ int64_t Executor::Go(int64_t start) {
         const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, start);
         const bool slowed = lat != nullptr && lat->rank == r;
         if (slowed) dur *= lat->spec.magnitude;
-        const uint64_t c = ro.Call("cudaGraphLaunch", call_start, call_start + static_cast<int64_t>(Micro(dur)));
+        const uint64_t c =
+            ro.Call("cudaGraphLaunch", call_start, call_start + static_cast<int64_t>(Micro(dur)));
         if (slowed) AddVertical(ro.CallLocator(c), lat->id, r);
-        if (straggler != nullptr && straggler->rank == r) AddVertical(ro.CallLocator(c), straggler->id, r);
+        if (straggler != nullptr && straggler->rank == r)
+          AddVertical(ro.CallLocator(c), straggler->id, r);
         graph_corr_[static_cast<size_t>(r)] = c;
         graph_ready_[static_cast<size_t>(r)] =
             call_start + static_cast<int64_t>(Micro(rng_.LogNormal(9.0, 0.3))) +
@@ -510,13 +557,37 @@ int64_t Executor::Go(int64_t start) {
     if (stage == pp - 1 || p_.fsdp) {
       EmitOps(p_.tail, ranks, false, -1);
       const ActiveFault* fallback = run_.Active(Mechanism::kFallbackKernel, start);
-      for (int r : ranks) run_.ranks_[static_cast<size_t>(r)].Push(p_.sampler_range, run_.ranks_[static_cast<size_t>(r)].host);
+      for (int r : ranks)
+        run_.ranks_[static_cast<size_t>(r)].Push(p_.sampler_range,
+                                                 run_.ranks_[static_cast<size_t>(r)].host);
       if (fallback != nullptr) {
         // No fused top-p/top-k kernel: a sort over the vocabulary, a scan and a gather.
         std::vector<OpSpec> slow = {
-            {"aten::sort", {{"void at_cuda_detail::cub::DeviceSegmentedRadixSortKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<float, long, int>::Policy800, false, true, float, long, int, int, at_cuda_detail::cub::detail::identity_decomposer_t>(float const*, float*, long const*, long*, int, int, int, int, int, at_cuda_detail::cub::detail::identity_decomposer_t)", Cost::kSample}}, false},
-            {"aten::cumsum", {{"void at::native::tensor_kernel_scan_innermost_dim<float, std::plus<float> >(float*, float const*, unsigned int, unsigned int, unsigned int, float, std::plus<float>)", Cost::kSample}}, false},
-            {"aten::gather", {{"void at::native::_scatter_gather_elementwise_kernel<128, 8, at::native::_cuda_scatter_gather_internal_kernel<false, float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, long, at::native::TensorAssign const&)::{lambda(int)#1}>(int, at::native::_cuda_scatter_gather_internal_kernel<false, float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, long, at::native::TensorAssign const&)::{lambda(int)#1})", Cost::kSample}}, false},
+            {"aten::sort",
+             {{"void "
+               "at_cuda_detail::cub::DeviceSegmentedRadixSortKernel<at_cuda_detail::cub::"
+               "DeviceRadixSortPolicy<float, long, int>::Policy800, false, true, float, long, int, "
+               "int, at_cuda_detail::cub::detail::identity_decomposer_t>(float const*, float*, "
+               "long const*, long*, int, int, int, int, int, "
+               "at_cuda_detail::cub::detail::identity_decomposer_t)",
+               Cost::kSample}},
+             false},
+            {"aten::cumsum",
+             {{"void at::native::tensor_kernel_scan_innermost_dim<float, std::plus<float> "
+               ">(float*, float const*, unsigned int, unsigned int, unsigned int, float, "
+               "std::plus<float>)",
+               Cost::kSample}},
+             false},
+            {"aten::gather",
+             {{"void at::native::_scatter_gather_elementwise_kernel<128, 8, "
+               "at::native::_cuda_scatter_gather_internal_kernel<false, "
+               "float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, "
+               "long, at::native::TensorAssign const&)::{lambda(int)#1}>(int, "
+               "at::native::_cuda_scatter_gather_internal_kernel<false, "
+               "float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, "
+               "long, at::native::TensorAssign const&)::{lambda(int)#1})",
+               Cost::kSample}},
+             false},
         };
         EmitOps(slow, ranks, false, -1, fallback->id);
       } else {
@@ -547,14 +618,17 @@ int64_t Executor::Go(int64_t start) {
       const uint64_t c = ro.Call("cudaMemcpyAsync", at, call_end);
       const int64_t gs = std::max(ro.gpu, at + 5 * kUs);
       const int64_t ge = gs + static_cast<int64_t>(Micro(2.0 + shape_[r].seqs * 0.01));
-      ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs, ge, c, kComputeStream, false,
-             static_cast<uint64_t>(shape_[r].seqs * 8));
+      ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs, ge, c, kComputeStream,
+             false, static_cast<uint64_t>(shape_[r].seqs * 8));
       ro.gpu = ge;
       ro.host = call_end;
     }
-    int64_t sync_end = std::max(ro.host, ro.gpu) + static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.3)));
+    int64_t sync_end =
+        std::max(ro.host, ro.gpu) + static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.3)));
     const bool stalled_sync = sync != nullptr && sync->rank == ro.rank;
-    if (stalled_sync) sync_end += static_cast<int64_t>(rng_.LogNormal(sync->spec.magnitude * MagnitudeUnits::kSyncStallMs, 0.4) * kMs);
+    if (stalled_sync)
+      sync_end += static_cast<int64_t>(
+          rng_.LogNormal(sync->spec.magnitude * MagnitudeUnits::kSyncStallMs, 0.4) * kMs);
     const uint64_t c = ro.Call("cudaStreamSynchronize", ro.host, sync_end);
     if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank);
     ro.host = sync_end;
@@ -564,7 +638,9 @@ int64_t Executor::Go(int64_t start) {
     }
     ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(5.0, 0.3)));
     ro.Pop(ro.host);  // teller.step
-    const int64_t back = ro.host + (r == 0 ? 0 : static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 18.0 : 70.0, 0.3))));
+    const int64_t back = ro.host + (r == 0 ? 0
+                                           : static_cast<int64_t>(Micro(rng_.LogNormal(
+                                                 ro.node == lead.node ? 18.0 : 70.0, 0.3))));
     done = std::max(done, back);
   }
   lead.host = std::max(lead.host, done);

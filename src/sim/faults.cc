@@ -13,52 +13,50 @@ const std::vector<MechanismInfo>& Mechanisms() {
   // name, category, summary, default magnitude, request-scoped, injectable
   static const std::vector<MechanismInfo> kTable = {
       {M::kKvPressure, "kv_pressure", FaultCategory::kMemoryResource,
-       "free KV-cache blocks shrink; running requests are preempted and later recomputed",
-       0.7, false, false},
-      {M::kKvSwap, "kv_swap", FaultCategory::kMemoryResource,
-       "KV blocks are swapped to host memory and back: large D2H/H2D copies stall the step",
-       1.0, false, false},
-      {M::kAllocatorStall, "allocator_stall", FaultCategory::kMemoryResource,
-       "caching-allocator misses: cudaMalloc/cudaFree calls block inside operators", 3.0,
-       false, true},
-      {M::kKernelThrottle, "kernel_throttle", FaultCategory::kCudaKernel,
-       "one kernel family runs slower on every rank (slow code path, bad tile choice)", 2.5,
-       false, true},
-      {M::kKernelSlowOneGpu, "kernel_slow_one_gpu", FaultCategory::kCudaKernel,
-       "one kernel family runs slower on a single GPU; its peers wait in the next collective",
-       3.0, false, true},
-      {M::kFallbackKernel, "fallback_kernel", FaultCategory::kCudaKernel,
-       "a fused kernel is replaced by a generic multi-kernel path that grows with batch size",
-       2.0, false, false},
-      {M::kLaunchLatency, "launch_latency", FaultCategory::kRuntimeDriver,
-       "kernel launch calls take far longer on the host; the GPU starves between kernels",
-       6.0, false, true},
-      {M::kSyncStall, "sync_stall", FaultCategory::kRuntimeDriver,
-       "synchronizations block for milliseconds beyond the work they wait for", 4.0, false,
-       true},
-      {M::kGpuThrottle, "gpu_throttle", FaultCategory::kRuntimeDriver,
-       "one GPU is power/thermal throttled: compute-bound kernels slow down, ramping up",
-       1.35, false, true},
-      {M::kSlowLink, "slow_link", FaultCategory::kCommunication,
-       "the inter-node link is slow: cross-node transfers and collectives widen", 8.0, false,
-       true},
-      {M::kStragglerRank, "straggler_rank", FaultCategory::kCommunication,
-       "one rank arrives late at collectives; every other rank waits inside them", 6.0,
-       false, true},
-      {M::kNcclFallback, "nccl_fallback", FaultCategory::kCommunication,
-       "the custom all-reduce is disabled: NCCL ring kernels run instead, slower", 3.0,
+       "free KV-cache blocks shrink; running requests are preempted and later recomputed", 0.7,
        false, false},
+      {M::kKvSwap, "kv_swap", FaultCategory::kMemoryResource,
+       "KV blocks are swapped to host memory and back: large D2H/H2D copies stall the step", 1.0,
+       false, false},
+      {M::kAllocatorStall, "allocator_stall", FaultCategory::kMemoryResource,
+       "caching-allocator misses: cudaMalloc/cudaFree calls block inside operators", 3.0, false,
+       true},
+      {M::kKernelThrottle, "kernel_throttle", FaultCategory::kCudaKernel,
+       "one kernel family runs slower on every rank (slow code path, bad tile choice)", 2.5, false,
+       true},
+      {M::kKernelSlowOneGpu, "kernel_slow_one_gpu", FaultCategory::kCudaKernel,
+       "one kernel family runs slower on a single GPU; its peers wait in the next collective", 3.0,
+       false, true},
+      {M::kFallbackKernel, "fallback_kernel", FaultCategory::kCudaKernel,
+       "a fused kernel is replaced by a generic multi-kernel path that grows with batch size", 2.0,
+       false, false},
+      {M::kLaunchLatency, "launch_latency", FaultCategory::kRuntimeDriver,
+       "kernel launch calls take far longer on the host; the GPU starves between kernels", 6.0,
+       false, true},
+      {M::kSyncStall, "sync_stall", FaultCategory::kRuntimeDriver,
+       "synchronizations block for milliseconds beyond the work they wait for", 4.0, false, true},
+      {M::kGpuThrottle, "gpu_throttle", FaultCategory::kRuntimeDriver,
+       "one GPU is power/thermal throttled: compute-bound kernels slow down, ramping up", 1.35,
+       false, true},
+      {M::kSlowLink, "slow_link", FaultCategory::kCommunication,
+       "the inter-node link is slow: cross-node transfers and collectives widen", 8.0, false, true},
+      {M::kStragglerRank, "straggler_rank", FaultCategory::kCommunication,
+       "one rank arrives late at collectives; every other rank waits inside them", 6.0, false,
+       true},
+      {M::kNcclFallback, "nccl_fallback", FaultCategory::kCommunication,
+       "the custom all-reduce is disabled: NCCL ring kernels run instead, slower", 3.0, false,
+       false},
       {M::kMisroute, "misroute", FaultCategory::kSchedulingSoftware,
-       "a new request is scheduled as decode: it never gets a prefill and runs decode kernels",
-       1.0, true, false},
+       "a new request is scheduled as decode: it never gets a prefill and runs decode kernels", 1.0,
+       true, false},
       {M::kStarvation, "starvation", FaultCategory::kSchedulingSoftware,
        "a request waits in the queue while later requests are served", 1.0, true, false},
       {M::kOpReorder, "op_reorder", FaultCategory::kSchedulingSoftware,
-       "two operators of every decoder layer run in the wrong order, with a sync between",
-       1.0, false, false},
+       "two operators of every decoder layer run in the wrong order, with a sync between", 1.0,
+       false, false},
       {M::kWorkerStall, "worker_stall", FaultCategory::kSchedulingSoftware,
-       "a worker stops consuming its input queue for a while; no kernels run on its GPU",
-       1.0, false, false},
+       "a worker stops consuming its input queue for a while; no kernels run on its GPU", 1.0,
+       false, false},
   };
   return kTable;
 }
@@ -83,7 +81,8 @@ namespace teller::sim {
 bool ParseDuration(std::string_view text, int64_t* ns) {
   if (text.empty()) return false;
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   if (i == 0) return false;
   const std::string number(text.substr(0, i));
   char* end = nullptr;
@@ -144,7 +143,8 @@ bool ParseFaultSpec(std::string_view text, FaultSpec* spec, std::string* error) 
     } else if (key == "onset" || key == "duration") {
       int64_t ns = 0;
       if (!ParseDuration(value, &ns)) {
-        *error = "fault " + std::string(key) + " '" + value + "' is not a duration (e.g. 2s, 150ms)";
+        *error =
+            "fault " + std::string(key) + " '" + value + "' is not a duration (e.g. 2s, 150ms)";
         return false;
       }
       (key == "onset" ? spec->onset_ns : spec->duration_ns) = ns;
@@ -155,7 +155,8 @@ bool ParseFaultSpec(std::string_view text, FaultSpec* spec, std::string* error) 
         return false;
       }
     } else {
-      *error = "unknown fault option '" + std::string(key) + "' (target, magnitude, onset, duration, rank)";
+      *error = "unknown fault option '" + std::string(key) +
+               "' (target, magnitude, onset, duration, rank)";
       return false;
     }
   }

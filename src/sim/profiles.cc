@@ -73,7 +73,8 @@ constexpr const char* kSoftmax =
     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
 constexpr const char* kNcclAllReduce =
     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
-constexpr const char* kNcclAllGather = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+constexpr const char* kNcclAllGather =
+    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 constexpr const char* kNcclSendRecv = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
 // SGLang (sgl-kernel / flashinfer)
 constexpr const char* kFiFusedAddNorm =
@@ -87,7 +88,9 @@ constexpr const char* kFiRope =
     "__nv_bfloat16, long>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, "
     "float*, long*, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, "
     "unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int)";
-constexpr const char* kSglStoreKv = "void store_kvcache<2048l, 4, false, long>(void const*, void const*, void*, void*, long const*, int, long, long, long, long)";
+constexpr const char* kSglStoreKv =
+    "void store_kvcache<2048l, 4, false, long>(void const*, void const*, void*, void*, long "
+    "const*, int, long, long, long, long)";
 constexpr const char* kFiPrefill =
     "void flashinfer::BatchPrefillWithRaggedKVCacheKernel<flashinfer::KernelTraits<"
     "(flashinfer::MaskMode)1, 128u, 1u, 4u, 8u, 8u, 1u, 4u, (flashinfer::PosEncodingMode)0, "
@@ -192,13 +195,15 @@ std::vector<OpSpec> VllmLayer(bool decode, bool v0) {
   if (v0 && !decode) {
     ops.push_back(Op("vllm::unified_attention_with_output", {K(kFlashFwd, Cost::kAttention)}));
   } else {
-    ops.push_back(Op("vllm::unified_attention_with_output",
-                     {K(kFlashSplitKv, Cost::kAttention), K(kFlashCombine, Cost::kAttentionReduce)}));
+    ops.push_back(
+        Op("vllm::unified_attention_with_output",
+           {K(kFlashSplitKv, Cost::kAttention), K(kFlashCombine, Cost::kAttentionReduce)}));
   }
   ops.push_back(Op("aten::linear", {K(gemm, Cost::kGemmO, "cuLaunchKernelEx")}));
   ops.push_back(Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true));
   ops.push_back(Op("_C::fused_add_rms_norm", {K(kVllmFusedAddNorm, Cost::kNorm)}));
-  ops.push_back(Op("aten::linear", {K(decode ? kGemmSmall : kGemmLarge, Cost::kGemmUp, "cuLaunchKernelEx")}));
+  ops.push_back(
+      Op("aten::linear", {K(decode ? kGemmSmall : kGemmLarge, Cost::kGemmUp, "cuLaunchKernelEx")}));
   ops.push_back(Op("_C::silu_and_mul", {K(kVllmSiluAndMul, Cost::kActivation)}));
   ops.push_back(Op("aten::linear", {K(gemm, Cost::kGemmDown, "cuLaunchKernelEx")}));
   ops.push_back(Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true));
@@ -271,12 +276,15 @@ EngineProfile Sglang() {
     } else {
       ops.push_back(Op("teller.module cls=RadixAttention", {K(kFiPrefill, Cost::kAttention)}));
     }
-    ops.push_back(Op("aten::linear", {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmO, "cuLaunchKernelEx")}));
+    ops.push_back(
+        Op("aten::linear", {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmO, "cuLaunchKernelEx")}));
     ops.push_back(Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true));
     ops.push_back(Op("sgl_kernel::fused_add_rmsnorm", {K(kFiFusedAddNorm, Cost::kNorm)}));
-    ops.push_back(Op("aten::linear", {K(decode ? kGemmSmall : kGemmLarge, Cost::kGemmUp, "cuLaunchKernelEx")}));
+    ops.push_back(Op("aten::linear",
+                     {K(decode ? kGemmSmall : kGemmLarge, Cost::kGemmUp, "cuLaunchKernelEx")}));
     ops.push_back(Op("sgl_kernel::silu_and_mul", {K(kFiSiluAndMul, Cost::kActivation)}));
-    ops.push_back(Op("aten::linear", {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmDown, "cuLaunchKernelEx")}));
+    ops.push_back(Op("aten::linear",
+                     {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmDown, "cuLaunchKernelEx")}));
     ops.push_back(Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true));
     return ops;
   };
@@ -319,9 +327,8 @@ EngineProfile TorchFsdp() {
                                Op("aten::rsqrt", {K(kTorchRsqrt, Cost::kElementwise)}),
                                Op("aten::mul", {K(kTorchMul, Cost::kElementwise)})};
   };
-  std::vector<OpSpec> layer = {
-      Op("FSDP::all_gather", {K(kNcclAllGather, Cost::kAllGather)}, true),
-      Op("FSDP::all_gather_copy_out", {K(kTorchCopy, Cost::kCopy)})};
+  std::vector<OpSpec> layer = {Op("FSDP::all_gather", {K(kNcclAllGather, Cost::kAllGather)}, true),
+                               Op("FSDP::all_gather_copy_out", {K(kTorchCopy, Cost::kCopy)})};
   for (auto& o : norm()) layer.push_back(o);
   for (Cost c : {Cost::kGemmQkv, Cost::kGemmQkv, Cost::kGemmQkv}) {
     layer.push_back(Op("aten::linear", {K(kGemmMid, c)}));
@@ -360,8 +367,12 @@ EngineProfile TorchFsdp() {
 
 bool IsComputeBound(Cost c) {
   switch (c) {
-    case Cost::kGemmQkv: case Cost::kGemmO: case Cost::kGemmUp: case Cost::kGemmDown:
-    case Cost::kLmHead: case Cost::kAttention:
+    case Cost::kGemmQkv:
+    case Cost::kGemmO:
+    case Cost::kGemmUp:
+    case Cost::kGemmDown:
+    case Cost::kLmHead:
+    case Cost::kAttention:
       return true;
     default:
       return false;
@@ -374,21 +385,38 @@ bool IsComm(Cost c) {
 
 std::string_view CostFamily(Cost c) {
   switch (c) {
-    case Cost::kNorm: return "norm";
-    case Cost::kRotary: return "rotary";
-    case Cost::kKvWrite: return "kv_write";
-    case Cost::kActivation: return "activation";
-    case Cost::kElementwise: return "elementwise";
-    case Cost::kCopy: return "copy";
-    case Cost::kGemmQkv: case Cost::kGemmO: case Cost::kGemmUp: case Cost::kGemmDown:
-    case Cost::kLmHead: return "gemm";
-    case Cost::kAttention: return "attention";
-    case Cost::kAttentionReduce: return "attention_reduce";
-    case Cost::kAllReduce: return "allreduce";
-    case Cost::kAllGather: return "allgather";
-    case Cost::kSendRecv: return "sendrecv";
-    case Cost::kSample: return "sampling";
-    case Cost::kEmbedding: return "embedding";
+    case Cost::kNorm:
+      return "norm";
+    case Cost::kRotary:
+      return "rotary";
+    case Cost::kKvWrite:
+      return "kv_write";
+    case Cost::kActivation:
+      return "activation";
+    case Cost::kElementwise:
+      return "elementwise";
+    case Cost::kCopy:
+      return "copy";
+    case Cost::kGemmQkv:
+    case Cost::kGemmO:
+    case Cost::kGemmUp:
+    case Cost::kGemmDown:
+    case Cost::kLmHead:
+      return "gemm";
+    case Cost::kAttention:
+      return "attention";
+    case Cost::kAttentionReduce:
+      return "attention_reduce";
+    case Cost::kAllReduce:
+      return "allreduce";
+    case Cost::kAllGather:
+      return "allgather";
+    case Cost::kSendRecv:
+      return "sendrecv";
+    case Cost::kSample:
+      return "sampling";
+    case Cost::kEmbedding:
+      return "embedding";
   }
   return "other";
 }
@@ -396,10 +424,10 @@ std::string_view CostFamily(Cost c) {
 bool IsProfile(std::string_view name) { return FindProfile(name) != nullptr; }
 
 const EngineProfile* FindProfile(std::string_view name) {
-  static const std::vector<EngineProfile> kAll = {
-      Sglang(), TorchFsdp(), Vllm("vllm-v0", LogStyle::kVllmV0),
-      Vllm("vllm-v1-offline", LogStyle::kVllmV1Offline),
-      Vllm("vllm-v1-online", LogStyle::kVllmV1Online)};
+  static const std::vector<EngineProfile> kAll = {Sglang(), TorchFsdp(),
+                                                  Vllm("vllm-v0", LogStyle::kVllmV0),
+                                                  Vllm("vllm-v1-offline", LogStyle::kVllmV1Offline),
+                                                  Vllm("vllm-v1-online", LogStyle::kVllmV1Online)};
   for (const EngineProfile& p : kAll) {
     if (p.name == name) return &p;
   }

@@ -49,7 +49,8 @@ void RankOut::Mark(const std::string& name, int64_t t) {
 
 uint64_t RankOut::Call(const std::string& name, int64_t start, int64_t end, bool driver) {
   raw::EventRecord e{};
-  e.kind = static_cast<uint8_t>(driver ? raw::EventKind::kCudaDriver : raw::EventKind::kCudaRuntime);
+  e.kind =
+      static_cast<uint8_t>(driver ? raw::EventKind::kCudaDriver : raw::EventKind::kCudaRuntime);
   e.name = Str(name);
   e.tid = tid;
   e.start_ns = clock->Mono(start);

@@ -43,7 +43,10 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
       // The scheduler's queue ordering skips this request (a priority or fairness bug):
       // later arrivals are served first.
       if (rng_.Chance(0.5)) {
-        r.hold_until = r.arrival + static_cast<int64_t>(rng_.LogNormal(f->spec.magnitude * MagnitudeUnits::kStarvationSec, 0.3) * kSec);
+        r.hold_until =
+            r.arrival +
+            static_cast<int64_t>(
+                rng_.LogNormal(f->spec.magnitude * MagnitudeUnits::kStarvationSec, 0.3) * kSec);
       }
     }
     LogArrival(r);
@@ -85,7 +88,8 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
   while (free < 0 && running_.size() > 1) preempt(running_.back());
   // ... and memory spikes (activations, another tenant) reclaim blocks from the newest
   // half of the running requests every few hundred milliseconds.
-  if (const ActiveFault* kv = Active(Mechanism::kKvPressure, now); kv != nullptr && now >= next_kv_spike_) {
+  if (const ActiveFault* kv = Active(Mechanism::kKvPressure, now);
+      kv != nullptr && now >= next_kv_spike_) {
     next_kv_spike_ = now + static_cast<int64_t>(rng_.LogNormal(0.15, 0.4) * kSec);
     for (size_t victims = running_.size() / 2; victims > 0 && running_.size() > 1; --victims) {
       preempt(running_.back());
@@ -169,7 +173,8 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
       const size_t before = running_.size();
       bool waiting_ready = false;
       for (int idx : waiting_) waiting_ready |= requests_[idx].hold_until <= now;
-      if (waiting_ready && static_cast<int>(before) < config_.max_running) admit(config_.max_running);
+      if (waiting_ready && static_cast<int>(before) < config_.max_running)
+        admit(config_.max_running);
       if (plan->reqs.empty()) schedule_running(true);
       break;
     }

@@ -59,11 +59,24 @@ class Rng {
 
 // What decides a kernel's duration (the cost model in executor.cc).
 enum class Cost : uint8_t {
-  kNorm, kRotary, kKvWrite, kActivation, kElementwise, kCopy,  // memory-bound, per token
-  kGemmQkv, kGemmO, kGemmUp, kGemmDown, kLmHead,                // matmuls
-  kAttention, kAttentionReduce,                                 // attention over the KV cache
-  kAllReduce, kAllGather, kSendRecv,                            // communication
-  kSample, kEmbedding,
+  kNorm,
+  kRotary,
+  kKvWrite,
+  kActivation,
+  kElementwise,
+  kCopy,  // memory-bound, per token
+  kGemmQkv,
+  kGemmO,
+  kGemmUp,
+  kGemmDown,
+  kLmHead,  // matmuls
+  kAttention,
+  kAttentionReduce,  // attention over the KV cache
+  kAllReduce,
+  kAllGather,
+  kSendRecv,  // communication
+  kSample,
+  kEmbedding,
 };
 bool IsComputeBound(Cost c);
 bool IsComm(Cost c);
@@ -87,35 +100,35 @@ struct OpSpec {
 
 enum class LogStyle : uint8_t { kVllmV0, kVllmV1Online, kVllmV1Offline, kSglang, kTorch };
 enum class BatchPolicy : uint8_t {
-  kMixedChunked,   // vLLM v1: decodes and prefill chunks share a step
-  kPrefillFirst,   // vLLM v0 / SGLang: an all-prefill step when waiting requests fit
-  kStatic,         // plain PyTorch: a fixed batch runs to completion
+  kMixedChunked,  // vLLM v1: decodes and prefill chunks share a step
+  kPrefillFirst,  // vLLM v0 / SGLang: an all-prefill step when waiting requests fit
+  kStatic,        // plain PyTorch: a fixed batch runs to completion
 };
 
 struct EngineProfile {
   std::string name;
-  std::string model;         // shown in logs
+  std::string model;  // shown in logs
   int layers = 32;
   int hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, intermediate = 14336;
   int vocab = 128256;
   LogStyle log_style = LogStyle::kVllmV1Online;
   BatchPolicy batch_policy = BatchPolicy::kMixedChunked;
-  bool decode_graph = true;   // decode replays one CUDA graph per step
-  bool fsdp = false;          // parameters all-gathered per layer on a side stream
-  std::string step_marker;    // engine's own step marker inside teller.step ("" = none)
+  bool decode_graph = true;  // decode replays one CUDA graph per step
+  bool fsdp = false;         // parameters all-gathered per layer on a side stream
+  std::string step_marker;   // engine's own step marker inside teller.step ("" = none)
   // Ranges on the scheduling process around the step (outermost first).
   std::string engine_step_range = "teller.engine_step";
   std::string schedule_range = "teller.schedule";
-  std::string post_step_range;  // after the forward (update_from_output...); "" = none
+  std::string post_step_range;              // after the forward (update_from_output...); "" = none
   std::vector<std::string> forward_ranges;  // inside teller.step, around the model
   std::string model_module, layer_module;
-  std::vector<OpSpec> head;        // before the first layer (embedding)
+  std::vector<OpSpec> head;  // before the first layer (embedding)
   std::vector<OpSpec> layer_prefill, layer_decode;
-  std::vector<OpSpec> tail;        // final norm, lm_head, gather (last stage)
-  std::vector<OpSpec> sampler;     // inside the sampler range
+  std::vector<OpSpec> tail;     // final norm, lm_head, gather (last stage)
+  std::vector<OpSpec> sampler;  // inside the sampler range
   std::string sampler_range = "teller.sample";
-  std::string custom_allreduce;    // kernel name of the custom all-reduce
-  std::string nccl_allreduce;      // NCCL all-reduce kernel name
+  std::string custom_allreduce;  // kernel name of the custom all-reduce
+  std::string nccl_allreduce;    // NCCL all-reduce kernel name
   std::string nccl_sendrecv;
   std::string nccl_allgather;
   std::string fallback_sampler_note;  // startup warning text of kFallbackKernel

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -21,9 +21,9 @@ namespace teller::sim {
 namespace {
 
 bool IsFamilyName(std::string_view s) {
-  for (const char* f : {"norm", "rotary", "kv_write", "activation", "elementwise", "copy", "gemm",
-                        "attention", "attention_reduce", "allreduce", "allgather", "sendrecv",
-                        "sampling", "embedding"}) {
+  for (const char* f :
+       {"norm", "rotary", "kv_write", "activation", "elementwise", "copy", "gemm", "attention",
+        "attention_reduce", "allreduce", "allgather", "sendrecv", "sampling", "embedding"}) {
     if (s == f) return true;
   }
   return false;
@@ -31,9 +31,12 @@ bool IsFamilyName(std::string_view s) {
 
 std::string DefaultTarget(Mechanism m) {
   switch (m) {
-    case Mechanism::kKernelThrottle: return "attention";
-    case Mechanism::kKernelSlowOneGpu: return "gemm";
-    default: return "";
+    case Mechanism::kKernelThrottle:
+      return "attention";
+    case Mechanism::kKernelSlowOneGpu:
+      return "gemm";
+    default:
+      return "";
   }
 }
 
@@ -69,11 +72,15 @@ void PlanFaultWindow(const std::vector<Run::StepWindow>& steps, int64_t serve_st
   if (steps.empty() || k == 0) return;
   const double per_fault = std::max(1.0, fraction * requests / static_cast<double>(k));
   FaultSpec& spec = (*faults)[f];
-  const bool scoped = Info(spec.mechanism).request_scoped || spec.mechanism == Mechanism::kKvPressure;
+  const bool scoped =
+      Info(spec.mechanism).request_scoped || spec.mechanism == Mechanism::kKvPressure;
   // Mechanisms that act on some steps of their window only (a stall now and then).
-  const bool sporadic = spec.mechanism == Mechanism::kAllocatorStall || spec.mechanism == Mechanism::kWorkerStall ||
-                        spec.mechanism == Mechanism::kStragglerRank || spec.mechanism == Mechanism::kKvSwap;
-  const size_t need = static_cast<size_t>(std::lround(per_fault * (scoped ? 2.5 : sporadic ? 1.5 : 1.0)));
+  const bool sporadic =
+      spec.mechanism == Mechanism::kAllocatorStall || spec.mechanism == Mechanism::kWorkerStall ||
+      spec.mechanism == Mechanism::kStragglerRank || spec.mechanism == Mechanism::kKvSwap;
+  const size_t need = static_cast<size_t>(std::lround(per_fault * (scoped     ? 2.5
+                                                                   : sporadic ? 1.5
+                                                                              : 1.0)));
   const size_t n = steps.size();
   const size_t seg_begin = f * n / k, seg_end = std::max(seg_begin + 1, (f + 1) * n / k);
   const size_t first = std::min(seg_end - 1, seg_begin + (seg_end - seg_begin) / 8);
@@ -88,8 +95,10 @@ void PlanFaultWindow(const std::vector<Run::StepWindow>& steps, int64_t serve_st
     last = s;
     if (distinct >= need) break;
   }
-  const int64_t from = first > 0 ? (steps[first - 1].start + steps[first].start) / 2 : steps[first].start - kMs;
-  const int64_t to = last + 1 < n ? (steps[last].start + steps[last + 1].start) / 2 : steps[last].end;
+  const int64_t from =
+      first > 0 ? (steps[first - 1].start + steps[first].start) / 2 : steps[first].start - kMs;
+  const int64_t to =
+      last + 1 < n ? (steps[last].start + steps[last + 1].start) / 2 : steps[last].end;
   spec.onset_request = -1;
   spec.onset_ns = from - serve_start;
   spec.duration_ns = std::max<int64_t>(kUs, to - from);
@@ -111,8 +120,9 @@ Status Run::Prepare() {
     config_.pp = 1;
   }
   if (config_.tp * config_.pp != world) {
-    return Status::Error("tp x pp (" + std::to_string(config_.tp) + " x " + std::to_string(config_.pp) +
-                         ") must equal nodes x gpus-per-node (" + std::to_string(world) + ")");
+    return Status::Error("tp x pp (" + std::to_string(config_.tp) + " x " +
+                         std::to_string(config_.pp) + ") must equal nodes x gpus-per-node (" +
+                         std::to_string(world) + ")");
   }
   if (config_.requests < 1) return Status::Error("--requests must be at least 1");
   layers_ = config_.layers > 0 ? config_.layers : profile_.layers;
@@ -178,7 +188,8 @@ Status Run::Prepare() {
     r.index = i;
     r.id = MakeRequestId(profile_.log_style, static_cast<uint64_t>(i), req_rng);
     r.external_id = r.id;
-    if (profile_.log_style == LogStyle::kVllmV1Online) r.external_id = r.id.substr(0, r.id.rfind('-'));
+    if (profile_.log_style == LogStyle::kVllmV1Online)
+      r.external_id = r.id.substr(0, r.id.rfind('-'));
     if (config_.arrival == Arrival::kReplay) {
       t = replay[static_cast<size_t>(i)][0];
       r.prompt = static_cast<int>(replay[static_cast<size_t>(i)][1]);
@@ -189,10 +200,13 @@ Status Run::Prepare() {
       } else if (config_.arrival == Arrival::kBursty && req_rng.Chance(0.7) && i > 0) {
         t += req_rng.Exponential(0.02);  // inside a burst
       } else {
-        t += req_rng.Exponential(config_.arrival == Arrival::kBursty ? 3.3 / config_.rate : 1.0 / config_.rate);
+        t += req_rng.Exponential(config_.arrival == Arrival::kBursty ? 3.3 / config_.rate
+                                                                     : 1.0 / config_.rate);
       }
-      r.prompt = std::clamp(static_cast<int>(req_rng.LogNormal(config_.prompt_median, 0.6)), 8, config_.prompt_max);
-      r.output = std::clamp(static_cast<int>(req_rng.LogNormal(config_.output_median, 0.45)), 1, config_.output_max);
+      r.prompt = std::clamp(static_cast<int>(req_rng.LogNormal(config_.prompt_median, 0.6)), 8,
+                            config_.prompt_max);
+      r.output = std::clamp(static_cast<int>(req_rng.LogNormal(config_.output_median, 0.45)), 1,
+                            config_.output_max);
     }
     r.arrival = serve_start_ + static_cast<int64_t>(t * 1e9);
     requests_.push_back(std::move(r));
@@ -205,10 +219,12 @@ Status Run::Prepare() {
     double mean_tokens = 0;
     for (const Request& r : requests_) mean_tokens += r.prompt + r.output;
     mean_tokens /= static_cast<double>(requests_.size());
-    const double span = std::max(1e-3, static_cast<double>(requests_.back().arrival - requests_.front().arrival) / 1e9);
+    const double span = std::max(
+        1e-3, static_cast<double>(requests_.back().arrival - requests_.front().arrival) / 1e9);
     const double rate = requests_.size() / span;
-    const double concurrency = std::clamp(rate * (0.12 + 0.03 * config_.output_median), 2.0,
-                                          static_cast<double>(std::min<int>(config_.max_running, config_.requests)));
+    const double concurrency =
+        std::clamp(rate * (0.12 + 0.03 * config_.output_median), 2.0,
+                   static_cast<double>(std::min<int>(config_.max_running, config_.requests)));
     int largest = 0;
     for (const Request& r : requests_) largest = std::max(largest, r.prompt + r.output);
     // Any one request fits twice over (a server sized for its max_model_len).
@@ -226,7 +242,8 @@ Status Run::Prepare() {
     if (f.spec.magnitude <= 0) f.spec.magnitude = f.info->default_magnitude;
     if (spec.onset_request >= 0) {
       const size_t a = std::min(requests_.size() - 1, static_cast<size_t>(spec.onset_request));
-      const size_t b = std::min(requests_.size() - 1, a + static_cast<size_t>(std::max(1, spec.span_requests)));
+      const size_t b =
+          std::min(requests_.size() - 1, a + static_cast<size_t>(std::max(1, spec.span_requests)));
       f.onset = requests_[a].arrival;
       f.end = std::max(requests_[b].arrival, f.onset + 300 * kMs);
     } else {
@@ -235,15 +252,17 @@ Status Run::Prepare() {
     }
     f.rank = spec.rank;
     if (f.rank >= world) {
-      return Status::Error(std::string("fault ") + f.info->name + ": rank " + std::to_string(f.rank) +
-                           " does not exist (world size " + std::to_string(world) + ")");
+      return Status::Error(std::string("fault ") + f.info->name + ": rank " +
+                           std::to_string(f.rank) + " does not exist (world size " +
+                           std::to_string(world) + ")");
     }
     if (f.rank < 0) f.rank = static_cast<int>(rng_.Below(static_cast<uint64_t>(world)));
     f.target = spec.target.empty() ? DefaultTarget(spec.mechanism) : spec.target;
     if (!f.target.empty() && !IsFamilyName(f.target)) {
       Result<Regex> re = Regex::Compile(f.target);
       if (!re.ok()) {
-        return Status::Error("fault target '" + f.target + "' is neither an operator family nor a valid regex");
+        return Status::Error("fault target '" + f.target +
+                             "' is neither an operator family nor a valid regex");
       }
       f.regex = std::make_shared<const Regex>(std::move(re).value());
     }
@@ -281,8 +300,11 @@ double Run::KernelFactor(const KernelSpec& k, int rank, int64_t t, int* fault) c
       case Mechanism::kGpuThrottle:
         if (rank == f.rank && IsComputeBound(k.cost)) {
           // Clocks come down over the first third of the episode.
-          const int64_t ramp_ns = f.end == INT64_MAX ? kSec : std::min<int64_t>(30 * kSec, (f.end - f.onset) / 4);
-          const double ramp = std::min(1.0, static_cast<double>(t - f.onset) / std::max<double>(1.0, static_cast<double>(ramp_ns)));
+          const int64_t ramp_ns =
+              f.end == INT64_MAX ? kSec : std::min<int64_t>(30 * kSec, (f.end - f.onset) / 4);
+          const double ramp =
+              std::min(1.0, static_cast<double>(t - f.onset) /
+                                std::max<double>(1.0, static_cast<double>(ramp_ns)));
           x = 1.0 + (f.spec.magnitude - 1.0) * std::max(0.15, ramp);
         }
         break;
@@ -330,7 +352,8 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
       // Idle until the next arrival or until a held request becomes schedulable.
       int64_t next = INT64_MAX;
       if (next_arrival_ < requests_.size()) next = requests_[next_arrival_].arrival;
-      for (int w : waiting_) next = std::min(next, std::max(t + kMs, requests_[static_cast<size_t>(w)].hold_until));
+      for (int w : waiting_)
+        next = std::min(next, std::max(t + kMs, requests_[static_cast<size_t>(w)].hold_until));
       if (next == INT64_MAX) next = t + 10 * kMs;
       t = std::max(t + 200 * kUs, next);
       continue;
@@ -359,7 +382,8 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
       }
       for (int idx : plan.recompute) {
         const auto it = preempted_by_.find(idx);
-        if (it == preempted_by_.end() || (labels.fault >= 0 && labels.fault != it->second)) continue;
+        if (it == preempted_by_.end() || (labels.fault >= 0 && labels.fault != it->second))
+          continue;
         labels.fault = it->second;
         affected.push_back(idx);
         labels.vertical = labels.attention;
@@ -390,7 +414,8 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
       st.vertical.nodes = std::move(labels.vertical);
       st.horizontal.nodes = std::move(labels.horizontal);
       // Starvation shows in time and logs only: the step is anomalous with no operator.
-      st.vertical.is_anomaly = !st.vertical.nodes.empty() || f.info->mechanism == Mechanism::kStarvation ||
+      st.vertical.is_anomaly = !st.vertical.nodes.empty() ||
+                               f.info->mechanism == Mechanism::kStarvation ||
                                f.info->mechanism == Mechanism::kMisroute;
       st.horizontal.is_anomaly = !st.horizontal.nodes.empty();
       st.explanation = "";  // filled in Truth(), where the whole run is known
@@ -403,7 +428,8 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
     t = end;
     if (progress && ++executed % 200 == 0) {
       progress("simulate " + config_.setting + ": " + std::to_string(executed) + " steps, " +
-               std::to_string(next_arrival_) + "/" + std::to_string(requests_.size()) + " requests arrived");
+               std::to_string(next_arrival_) + "/" + std::to_string(requests_.size()) +
+               " requests arrived");
     }
   }
   end_time_ = t;
@@ -420,7 +446,8 @@ GroundTruth Run::Truth() const {
   g.gpus_per_node = config_.gpus_per_node;
   g.tp = config_.tp;
   g.pp = config_.pp;
-  for (const RankOut& r : ranks_) g.processes.push_back({r.host_name(), r.pid, r.rank, r.tp_rank, r.pp_rank});
+  for (const RankOut& r : ranks_)
+    g.processes.push_back({r.host_name(), r.pid, r.rank, r.tp_rank, r.pp_rank});
   for (const ActiveFault& f : faults_) {
     FaultRecord rec;
     rec.id = f.id;
@@ -437,7 +464,8 @@ GroundTruth Run::Truth() const {
                              f.info->mechanism == Mechanism::kAllocatorStall ||
                              f.info->mechanism == Mechanism::kWorkerStall;
     rec.target = rank_scoped ? "rank " + std::to_string(f.rank) : "";
-    if (!f.target.empty()) rec.target += (rec.target.empty() ? "" : ", ") + std::string("kernels ~ ") + f.target;
+    if (!f.target.empty())
+      rec.target += (rec.target.empty() ? "" : ", ") + std::string("kernels ~ ") + f.target;
     if (rec.target.empty()) rec.target = "all ranks";
     rec.description = f.info->summary;
     g.faults.push_back(rec);
@@ -464,75 +492,98 @@ GroundTruth Run::Truth() const {
     const size_t nv = s.vertical.nodes.size(), nh = s.horizontal.nodes.size();
     const std::string rank = "rank " + std::to_string(f.rank);
     const std::string step = "Step " + std::to_string(s.seq) + " (" + s.kind + ", " +
-                             std::to_string(s.requests.size()) + " requests, " + Ms(s.end_ns - s.start_ns) + ")";
+                             std::to_string(s.requests.size()) + " requests, " +
+                             Ms(s.end_ns - s.start_ns) + ")";
     char mag[32];
     std::snprintf(mag, sizeof mag, "%.2gx", f.spec.magnitude);
     switch (f.info->mechanism) {
       case Mechanism::kKvPressure:
-        e << step << " recomputes a request that was preempted when free KV-cache blocks ran out; its "
-          << "attention kernels re-read the whole context. Fault: memory_resource (KV-cache pressure).";
+        e << step
+          << " recomputes a request that was preempted when free KV-cache blocks ran out; its "
+          << "attention kernels re-read the whole context. Fault: memory_resource (KV-cache "
+             "pressure).";
         break;
       case Mechanism::kKvSwap:
-        e << step << " starts with a large device-to-host copy that swaps KV blocks out; the forward pass waits "
+        e << step
+          << " starts with a large device-to-host copy that swaps KV blocks out; the forward pass "
+             "waits "
           << "for it on every rank. Fault: memory_resource (KV swapping).";
         break;
       case Mechanism::kAllocatorStall:
         e << step << ": on " << rank << " cudaMalloc calls block the host inside operators (" << nv
-          << " nodes), the GPU idles and the other ranks wait in the next collective. Fault: memory_resource "
+          << " nodes), the GPU idles and the other ranks wait in the next collective. Fault: "
+             "memory_resource "
           << "(allocator stall).";
         break;
       case Mechanism::kKernelThrottle:
-        e << step << ": " << f.target << " kernels run " << mag << " slower than usual on every rank (" << nv
+        e << step << ": " << f.target << " kernels run " << mag
+          << " slower than usual on every rank (" << nv
           << " kernels). Fault: cuda_kernel (kernel family throttled).";
         break;
       case Mechanism::kKernelSlowOneGpu:
-        e << step << ": " << f.target << " kernels run " << mag << " slower on " << rank << " only; its peers wait "
+        e << step << ": " << f.target << " kernels run " << mag << " slower on " << rank
+          << " only; its peers wait "
           << "inside the following all-reduce. Fault: cuda_kernel (one GPU's kernel slowed).";
         break;
       case Mechanism::kFallbackKernel:
-        e << step << ": sampling runs a generic sort/scan/gather path instead of the fused kernel (" << nv
-          << " extra nodes). Fault: cuda_kernel (slow fallback kernel).";
+        e << step << ": sampling runs a generic sort/scan/gather path instead of the fused kernel ("
+          << nv << " extra nodes). Fault: cuda_kernel (slow fallback kernel).";
         break;
       case Mechanism::kLaunchLatency:
         e << step << ": kernel launch calls on " << rank << " take about " << mag
-          << " longer than usual, so its GPU starves and the other ranks wait in collectives. Fault: "
+          << " longer than usual, so its GPU starves and the other ranks wait in collectives. "
+             "Fault: "
           << "runtime_driver (launch latency).";
         break;
       case Mechanism::kSyncStall:
         e << step << ": the stream synchronization at the end of the step on " << rank
-          << " blocks for milliseconds after the GPU finished. Fault: runtime_driver (synchronization stall).";
+          << " blocks for milliseconds after the GPU finished. Fault: runtime_driver "
+             "(synchronization stall).";
         break;
       case Mechanism::kGpuThrottle:
-        e << step << ": compute-bound kernels (GEMM, attention) on " << rank << " slow down by up to " << mag
-          << " as the GPU throttles; the other ranks wait in all-reduces. Fault: runtime_driver (GPU throttling).";
+        e << step << ": compute-bound kernels (GEMM, attention) on " << rank
+          << " slow down by up to " << mag
+          << " as the GPU throttles; the other ranks wait in all-reduces. Fault: runtime_driver "
+             "(GPU throttling).";
         break;
       case Mechanism::kSlowLink:
         e << step << ": transfers that cross nodes take about " << mag << " longer (" << nh
-          << " communication kernels widen on every rank). Fault: communication (slow inter-node link).";
+          << " communication kernels widen on every rank). Fault: communication (slow inter-node "
+             "link).";
         break;
       case Mechanism::kStragglerRank:
-        e << step << ": " << rank << " reaches collectives late; the other ranks' all-reduce kernels stretch while "
-          << "they wait, and the late rank's is the shortest. Fault: communication (straggler rank).";
+        e << step << ": " << rank
+          << " reaches collectives late; the other ranks' all-reduce kernels stretch while "
+          << "they wait, and the late rank's is the shortest. Fault: communication (straggler "
+             "rank).";
         break;
       case Mechanism::kNcclFallback:
         e << step << ": all-reduces run NCCL ring kernels instead of the custom all-reduce, " << mag
           << " slower. Fault: communication (custom all-reduce disabled).";
         break;
       case Mechanism::kMisroute:
-        e << step << ": a new request is scheduled with one token as a decode: it never got a prefill step and "
-          << "ran the decode attention path over state it never filled. Fault: scheduling_software (prefill "
+        e << step
+          << ": a new request is scheduled with one token as a decode: it never got a prefill step "
+             "and "
+          << "ran the decode attention path over state it never filled. Fault: scheduling_software "
+             "(prefill "
           << "routed as decode).";
         break;
       case Mechanism::kStarvation:
-        e << step << " is the first step of a request that waited in the queue while later requests were served. "
+        e << step
+          << " is the first step of a request that waited in the queue while later requests were "
+             "served. "
           << "Fault: scheduling_software (request starvation).";
         break;
       case Mechanism::kOpReorder:
-        e << step << ": in every decoder layer attention runs before the KV-cache write, so it reads slots the step "
+        e << step
+          << ": in every decoder layer attention runs before the KV-cache write, so it reads slots "
+             "the step "
           << "has not written. Fault: scheduling_software (operator reordering).";
         break;
       case Mechanism::kWorkerStall:
-        e << step << ": the worker of " << rank << " picked the step up late; the other ranks waited inside their "
+        e << step << ": the worker of " << rank
+          << " picked the step up late; the other ranks waited inside their "
           << "first collective. Fault: scheduling_software (worker stall).";
         break;
       case Mechanism::kCount:
@@ -549,16 +600,25 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
   const int64_t last = std::max(end_time_, serve_start_) + kSec;
   std::string cmdline;
   switch (profile_.log_style) {
-    case LogStyle::kSglang: cmdline = "python3 -m sglang.launch_server --model-path " + profile_.model; break;
-    case LogStyle::kTorch: cmdline = "torchrun --nnodes 2 --nproc-per-node 3 serve.py --model " + profile_.model; break;
-    case LogStyle::kVllmV1Offline: cmdline = "python3 offline_batch.py --model " + profile_.model; break;
-    default: cmdline = "vllm serve " + profile_.model; break;
+    case LogStyle::kSglang:
+      cmdline = "python3 -m sglang.launch_server --model-path " + profile_.model;
+      break;
+    case LogStyle::kTorch:
+      cmdline = "torchrun --nnodes 2 --nproc-per-node 3 serve.py --model " + profile_.model;
+      break;
+    case LogStyle::kVllmV1Offline:
+      cmdline = "python3 offline_batch.py --model " + profile_.model;
+      break;
+    default:
+      cmdline = "vllm serve " + profile_.model;
+      break;
   }
-  cmdline += " --tensor-parallel-size " + std::to_string(config_.tp) + " --pipeline-parallel-size " +
-             std::to_string(config_.pp);
+  cmdline += " --tensor-parallel-size " + std::to_string(config_.tp) +
+             " --pipeline-parallel-size " + std::to_string(config_.pp);
   std::string files_json;
   for (RankOut& r : ranks_) {
-    const std::string name = r.host_name() + "." + std::to_string(r.pid) + ".0" + raw::kFileExtension;
+    const std::string name =
+        r.host_name() + "." + std::to_string(r.pid) + ".0" + raw::kFileExtension;
     auto writer = raw::RawFileWriter::Create(out_dir + "/" + name);
     if (!writer.ok()) return writer.status();
     raw::RawFileWriter& w = *writer.value();
@@ -570,14 +630,16 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     info.AddKeyValue("rank", std::to_string(r.rank));
     info.AddKeyValue("local_rank", std::to_string(r.local));
     info.AddKeyValue("world_size", std::to_string(ranks_.size()));
-    info.AddKeyValue("simulated_by", "teller simulate --profile " + profile_.name + " --seed " + std::to_string(config_.seed));
+    info.AddKeyValue("simulated_by", "teller simulate --profile " + profile_.name + " --seed " +
+                                         std::to_string(config_.seed));
     TELLER_RETURN_IF_ERROR(w.WritePayload(raw::ChunkType::kProcessInfo, info));
     const HostClock& c = *r.clock;
     for (int64_t at = first; at <= last + kSec; at += 2 * kSec) {
       TELLER_RETURN_IF_ERROR(w.WriteClockAnchor(ClockPair{c.Real(at), c.Mono(at), 900}));
     }
     raw::PayloadBuilder strings;
-    for (size_t i = 1; i < r.strings.size(); ++i) strings.AddString(static_cast<uint32_t>(i), r.strings[i]);
+    for (size_t i = 1; i < r.strings.size(); ++i)
+      strings.AddString(static_cast<uint32_t>(i), r.strings[i]);
     TELLER_RETURN_IF_ERROR(w.WritePayload(raw::ChunkType::kStrings, strings));
     TELLER_RETURN_IF_ERROR(w.WriteEvents(r.events.data(), r.events.size()));
     raw::PayloadBuilder end;
@@ -595,12 +657,14 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
   }
   // The service log as `teller run` captures it: each line prefixed with the monotonic
   // time (of the launcher's host, node 0) at which it was read.
-  std::stable_sort(logs_.begin(), logs_.end(), [](const LogLine& a, const LogLine& b) { return a.t < b.t; });
+  std::stable_sort(logs_.begin(), logs_.end(),
+                   [](const LogLine& a, const LogLine& b) { return a.t < b.t; });
   std::string text;
   Rng lag = rng_.Fork(99);
   int64_t last_capture = 0;
   for (const LogLine& l : logs_) {
-    const int64_t delay = static_cast<int64_t>(lag.LogNormal(l.node == 0 ? 80.0 : 1400.0, 0.4) * kUs);
+    const int64_t delay =
+        static_cast<int64_t>(lag.LogNormal(l.node == 0 ? 80.0 : 1400.0, 0.4) * kUs);
     const int64_t capture = std::max(last_capture + 1, clocks_[0].Mono(l.t + delay));
     last_capture = capture;
     text += std::to_string(capture) + " " + l.text + "\n";
@@ -612,7 +676,9 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
   std::string m;
   {
     JsonObjectWriter w(m);
-    w.Field("format", "teller-run-manifest").Field("format_version", 1).Field("teller_version", TELLER_VERSION_STRING);
+    w.Field("format", "teller-run-manifest")
+        .Field("format_version", 1)
+        .Field("teller_version", TELLER_VERSION_STRING);
     std::string command = "[";
     for (const std::string& arg : {std::string("teller"), std::string("simulate"),
                                    std::string("--profile"), profile_.name}) {
@@ -623,11 +689,14 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
     w.FieldRaw("command", command);
     w.FieldBool("simulated", true);
     w.Field("host", clocks_[0].name).Field("clock", "CLOCK_MONOTONIC");
-    w.Field("start_realtime_ns", clocks_[0].Real(first)).Field("start_monotonic_ns", clocks_[0].Mono(first));
+    w.Field("start_realtime_ns", clocks_[0].Real(first))
+        .Field("start_monotonic_ns", clocks_[0].Mono(first));
     w.FieldBool("finished", true);
-    w.Field("end_realtime_ns", clocks_[0].Real(last)).Field("end_monotonic_ns", clocks_[0].Mono(last));
+    w.Field("end_realtime_ns", clocks_[0].Real(last))
+        .Field("end_monotonic_ns", clocks_[0].Mono(last));
     w.Field("exit_code", 0).Field("signal", 0);
-    w.Field("stdout_lines", static_cast<uint64_t>(logs_.size())).Field("stderr_lines", static_cast<uint64_t>(0));
+    w.Field("stdout_lines", static_cast<uint64_t>(logs_.size()))
+        .Field("stderr_lines", static_cast<uint64_t>(0));
     std::string files = "[" + files_json + ",";
     JsonObjectWriter(files)
         .Field("path", "logs/stdout.log")
@@ -664,7 +733,8 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
     for (const char* p : kProfiles) known += std::string(" ") + p;
     return Status::Error("unknown engine profile '" + config.profile + "'; known:" + known);
   }
-  if (IsRegularFile(out_dir + "/manifest.json") || IsRegularFile(out_dir + "/" + kGroundTruthFile)) {
+  if (IsRegularFile(out_dir + "/manifest.json") ||
+      IsRegularFile(out_dir + "/" + kGroundTruthFile)) {
     return Status::Error(out_dir + " already holds a trace; choose a new --out directory");
   }
   SimConfig c = config;
@@ -678,15 +748,17 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       Run d(dry, *profile);
       TELLER_RETURN_IF_ERROR(d.Prepare());
       d.Simulate({});
-      PlanFaultWindow(d.step_windows(), d.serve_start(), c.requests, c.faulty_fraction, f, &c.faults);
+      PlanFaultWindow(d.step_windows(), d.serve_start(), c.requests, c.faulty_fraction, f,
+                      &c.faults);
     }
   }
   auto run = std::make_unique<Run>(c, *profile);
   TELLER_RETURN_IF_ERROR(run->Prepare());
   run->Simulate(progress);
   if (run->unfinished() > 0) {
-    return Status::Error("the simulated engine stopped making progress with " + std::to_string(run->unfinished()) +
-                         " requests unfinished (a configuration whose requests can never be scheduled?)");
+    return Status::Error(
+        "the simulated engine stopped making progress with " + std::to_string(run->unfinished()) +
+        " requests unfinished (a configuration whose requests can never be scheduled?)");
   }
   SimSummary summary;
   TELLER_RETURN_IF_ERROR(run->WriteFiles(out_dir, &summary));
@@ -698,14 +770,16 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
   // online 50 requests; about 42% faulty; the five categories about equally often. Every
   // setting gets one fault of each category, each over about a twelfth of its requests,
   // with mechanisms rotating across settings so that all of them appear.
-  const char* profiles[5] = {"sglang", "torch-fsdp", "vllm-v0", "vllm-v1-offline", "vllm-v1-online"};
+  const char* profiles[5] = {"sglang", "torch-fsdp", "vllm-v0", "vllm-v1-offline",
+                             "vllm-v1-online"};
   const int counts[5] = {100, 50, 50, 50, 50};
   const std::vector<std::vector<Mechanism>> by_category = {
       {Mechanism::kKvPressure, Mechanism::kKvSwap, Mechanism::kAllocatorStall},
       {Mechanism::kKernelThrottle, Mechanism::kKernelSlowOneGpu, Mechanism::kFallbackKernel},
       {Mechanism::kLaunchLatency, Mechanism::kSyncStall, Mechanism::kGpuThrottle},
       {Mechanism::kSlowLink, Mechanism::kStragglerRank, Mechanism::kNcclFallback},
-      {Mechanism::kMisroute, Mechanism::kStarvation, Mechanism::kOpReorder, Mechanism::kWorkerStall}};
+      {Mechanism::kMisroute, Mechanism::kStarvation, Mechanism::kOpReorder,
+       Mechanism::kWorkerStall}};
   const char* targets[] = {"attention", "gemm", "norm", "activation", "rotary"};
   std::vector<SimConfig> out;
   Rng rng(seed ^ 0x5EEDull);
@@ -727,14 +801,18 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
     // One fault per category, in a shuffled order; mechanisms rotate across settings
     // (and seeds) so that every mechanism appears.
     std::vector<int> order = {0, 1, 2, 3, 4};
-    for (int i = 4; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.Below(static_cast<uint64_t>(i + 1))]);
+    for (int i = 4; i > 0; --i)
+      std::swap(order[static_cast<size_t>(i)], order[rng.Below(static_cast<uint64_t>(i + 1))]);
     for (int k = 0; k < 5; ++k) {
       const int cat = order[static_cast<size_t>(k)];
       const auto& mechs = by_category[static_cast<size_t>(cat)];
       FaultSpec f;
-      f.mechanism = mechs[static_cast<size_t>(s + static_cast<int>(seed % mechs.size())) % mechs.size()];
-      if (c.profile == "torch-fsdp" && f.mechanism == Mechanism::kNcclFallback) f.mechanism = Mechanism::kSlowLink;
-      if (f.mechanism == Mechanism::kKernelThrottle || f.mechanism == Mechanism::kKernelSlowOneGpu) {
+      f.mechanism =
+          mechs[static_cast<size_t>(s + static_cast<int>(seed % mechs.size())) % mechs.size()];
+      if (c.profile == "torch-fsdp" && f.mechanism == Mechanism::kNcclFallback)
+        f.mechanism = Mechanism::kSlowLink;
+      if (f.mechanism == Mechanism::kKernelThrottle ||
+          f.mechanism == Mechanism::kKernelSlowOneGpu) {
         f.target = targets[rng.Below(5)];
       }
       c.faults.push_back(f);
@@ -746,8 +824,9 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
   return out;
 }
 
-Result<std::vector<SimSummary>> SimulatePreset(const std::vector<SimConfig>& configs, const std::string& out_dir,
-                                               int jobs, const std::function<void(std::string_view)>& progress) {
+Result<std::vector<SimSummary>> SimulatePreset(
+    const std::vector<SimConfig>& configs, const std::string& out_dir, int jobs,
+    const std::function<void(std::string_view)>& progress) {
   if (IsRegularFile(out_dir + "/manifest.json")) {
     return Status::Error(out_dir + " already holds a trace; choose a new --out directory");
   }
@@ -764,9 +843,10 @@ Result<std::vector<SimSummary>> SimulatePreset(const std::vector<SimConfig>& con
     for (size_t i = next++; i < configs.size(); i = next++) {
       results[i] = Simulate(configs[i], out_dir + "/" + configs[i].setting, report);
       if (results[i].ok()) {
-        report("simulated " + configs[i].setting + ": " + std::to_string(results[i]->requests) + " requests (" +
-               std::to_string(results[i]->faulty_requests) + " faulty), " + std::to_string(results[i]->steps) +
-               " steps, " + std::to_string(results[i]->events) + " events");
+        report("simulated " + configs[i].setting + ": " + std::to_string(results[i]->requests) +
+               " requests (" + std::to_string(results[i]->faulty_requests) + " faulty), " +
+               std::to_string(results[i]->steps) + " steps, " + std::to_string(results[i]->events) +
+               " events");
       }
     }
   };
@@ -775,7 +855,8 @@ Result<std::vector<SimSummary>> SimulatePreset(const std::vector<SimConfig>& con
   for (std::thread& t : threads) t.join();
   std::vector<SimSummary> out;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (!results[i].ok()) return Status::Error(configs[i].setting + ": " + results[i].status().message());
+    if (!results[i].ok())
+      return Status::Error(configs[i].setting + ": " + results[i].status().message());
     out.push_back(results[i].value());
   }
   return out;

@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "src/sim/sim_internal.h"
-#include "teller/format/raw_format.h"
 #include "teller/format/ground_truth.h"
+#include "teller/format/raw_format.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
 
 // The simulator writes the ground-truth format (format/ground_truth.h) throughout.
 using format::FaultRecord;
-using format::kGroundTruthFile;
 using format::GroundTruth;
+using format::kGroundTruthFile;
 using format::NodeLocator;
 using format::ProcessTruth;
 using format::RequestTruth;
@@ -46,7 +46,7 @@ struct Request {
   int preemptions = 0;
   bool needs_recompute = false;  // preempted: the next prefill recomputes
   bool misrouted = false;
-  int64_t hold_until = 0;   // starvation: not schedulable before this time
+  int64_t hold_until = 0;  // starvation: not schedulable before this time
   int64_t first_step = -1, finished_at = -1;
   std::vector<uint64_t> steps;
   int fault = -1;  // first fault that made one of its steps anomalous
@@ -55,15 +55,15 @@ struct Request {
 // One scheduler decision.
 struct StepPlan {
   uint64_t seq = 0;
-  std::vector<int> reqs;        // request indices
-  std::vector<int> tokens;      // tokens scheduled per request
-  std::vector<bool> prefill;    // request is (re)computing its prompt
-  std::vector<int> preempted;   // preempted while scheduling this step
-  std::vector<int> recompute;   // prefill that recomputes after a preemption
-  std::vector<int> misrouted;   // new requests scheduled as decode
+  std::vector<int> reqs;       // request indices
+  std::vector<int> tokens;     // tokens scheduled per request
+  std::vector<bool> prefill;   // request is (re)computing its prompt
+  std::vector<int> preempted;  // preempted while scheduling this step
+  std::vector<int> recompute;  // prefill that recomputes after a preemption
+  std::vector<int> misrouted;  // new requests scheduled as decode
   int total_tokens = 0;
   bool any_prefill = false;
-  std::string kind;             // prefill / decode / mixed
+  std::string kind;  // prefill / decode / mixed
 };
 
 // A host clock: monotonic = (t - start) * (1 + drift) + boot, realtime = t + offset.
@@ -94,10 +94,10 @@ struct RankOut {
   uint64_t next_correlation = 1;
   std::vector<int64_t> open_ranges;  // start times of open pushes (for sanity)
   // Cursors in true time.
-  int64_t host = 0;     // host thread is busy until
-  int64_t gpu = 0;      // compute stream is busy until
-  int64_t comm = 0;     // side stream (FSDP all-gathers)
-  double speed = 1.0;   // this GPU's static speed factor (silicon lottery)
+  int64_t host = 0;    // host thread is busy until
+  int64_t gpu = 0;     // compute stream is busy until
+  int64_t comm = 0;    // side stream (FSDP all-gathers)
+  double speed = 1.0;  // this GPU's static speed factor (silicon lottery)
 
   uint32_t Str(const std::string& s) {
     const auto it = string_ids.find(s);

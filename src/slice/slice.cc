@@ -10,11 +10,11 @@
 
 namespace teller::slice {
 
-
 using reconstruct::Nodes;
 
-Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const std::vector<uint32_t>& roots,
-                 const std::vector<uint32_t>& suspicious, const Weights& w) {
+Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r,
+                 const std::vector<uint32_t>& roots, const std::vector<uint32_t>& suspicious,
+                 const Weights& w) {
   const Nodes& n = r.nodes;
   const EventTable& ev = trace.events;
   Slice out;
@@ -26,7 +26,8 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const
       const uint32_t i = todo.back();
       todo.pop_back();
       members.push_back(i);
-      for (uint32_t c = n.child_begin[i + 1]; c-- > n.child_begin[i];) todo.push_back(n.child_index[c]);
+      for (uint32_t c = n.child_begin[i + 1]; c-- > n.child_begin[i];)
+        todo.push_back(n.child_index[c]);
     }
   }
   out.step_nodes = members.size();
@@ -43,11 +44,13 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const
   for (uint32_t u : suspicious) {
     bump(u, w.alpha);
     if (n.parent[u] >= 0) bump(static_cast<uint32_t>(n.parent[u]), w.beta);
-    for (uint32_t c = n.child_begin[u]; c < n.child_begin[u + 1]; ++c) bump(n.child_index[c], w.beta);
+    for (uint32_t c = n.child_begin[u]; c < n.child_begin[u + 1]; ++c)
+      bump(n.child_index[c], w.beta);
   }
   // gamma: temporal proximity, over the step's nodes sorted by start.
   std::vector<uint32_t> by_start = members;
-  std::sort(by_start.begin(), by_start.end(), [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
+  std::sort(by_start.begin(), by_start.end(),
+            [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
   std::unordered_map<uint32_t, double> temporal;
   for (uint32_t u : suspicious) {
     const int64_t t0 = n.start_ns[u];
@@ -62,7 +65,8 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const
   }
   for (const auto& [v, x] : temporal) bump(v, w.gamma * x);
   // eta: communication coupling.
-  std::map<std::pair<uint32_t, StringId>, std::vector<uint32_t>> comm_by_rank;  // (process, name) -> nodes
+  std::map<std::pair<uint32_t, StringId>, std::vector<uint32_t>>
+      comm_by_rank;  // (process, name) -> nodes
   for (uint32_t i : by_start) {
     if (n.layer[i] == Layer::kComm) comm_by_rank[{n.process[i], ev.name[n.event[i]]}].push_back(i);
   }
@@ -73,14 +77,16 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const
   // GPU work per (process, stream) in start order, for "the kernel that feeds it".
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> stream_ops;
   for (uint32_t i : by_start) {
-    if (IsGpuWork(ev.type[n.event[i]])) stream_ops[{n.process[i], ev.stream[n.event[i]]}].push_back(i);
+    if (IsGpuWork(ev.type[n.event[i]]))
+      stream_ops[{n.process[i], ev.stream[n.event[i]]}].push_back(i);
   }
   for (uint32_t u : suspicious) {
     const bool comm = n.layer[u] == Layer::kComm;
     if (comm) {
       const size_t k = ordinal(u);
       for (const auto& [key, list] : comm_by_rank) {
-        if (key.second == ev.name[n.event[u]] && key.first != n.process[u] && k < list.size()) bump(list[k], w.eta);
+        if (key.second == ev.name[n.event[u]] && key.first != n.process[u] && k < list.size())
+          bump(list[k], w.eta);
       }
     }
     if (IsGpuWork(ev.type[n.event[u]])) {
@@ -89,7 +95,8 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const
       if (it != ops.end()) {
         // The operation before feeds a collective; a collective after consumes this one.
         if (comm && it != ops.begin()) bump(*(it - 1), w.eta);
-        if (!comm && it + 1 != ops.end() && n.layer[*(it + 1)] == Layer::kComm) bump(*(it + 1), w.eta);
+        if (!comm && it + 1 != ops.end() && n.layer[*(it + 1)] == Layer::kComm)
+          bump(*(it + 1), w.eta);
       }
     }
   }

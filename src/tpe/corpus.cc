@@ -116,7 +116,8 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
     bool ok = true;
     if (key == "request") {
       std::string_view s;
-      if (v.get_string().get(s) != simdjson::SUCCESS) return Fail(line_no, "\"request\" is not a string");
+      if (v.get_string().get(s) != simdjson::SUCCESS)
+        return Fail(line_no, "\"request\" is not a string");
       info.request.assign(s);
     } else if (key == "step") {
       uint64_t x = 0;
@@ -125,13 +126,15 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
       }
       info.step = static_cast<uint32_t>(x);
     } else if (key == "seq") {
-      if (v.get_uint64().get(info.seq) != simdjson::SUCCESS) return Fail(line_no, "\"seq\" is not an unsigned integer");
+      if (v.get_uint64().get(info.seq) != simdjson::SUCCESS)
+        return Fail(line_no, "\"seq\" is not an unsigned integer");
     } else if (key == "is_anomaly") {
       bool b = false;
       // null: unlabelled (an exported real trace); read as not anomalous.
       if (v.get_bool().get(b) == simdjson::SUCCESS) info.is_anomaly = b;
     } else if (key == "n") {
-      if (v.get_uint64().get(n) != simdjson::SUCCESS) return Fail(line_no, "\"n\" is not a node count");
+      if (v.get_uint64().get(n) != simdjson::SUCCESS)
+        return Fail(line_no, "\"n\" is not a node count");
       has_n = true;
     } else if (key == "type") {
       ok = ReadArray(v, line_no, "type", &type_, get_u);
@@ -167,17 +170,20 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
   if (n >= INT32_MAX) return Fail(line_no, "step too large");
   for (size_t i = 0; i < n; ++i) {
     if (type_[i] >= static_cast<uint64_t>(kNumTypeTags)) {
-      return Fail(line_no, "node " + std::to_string(i) + ": unknown type tag " + std::to_string(type_[i]));
+      return Fail(line_no,
+                  "node " + std::to_string(i) + ": unknown type tag " + std::to_string(type_[i]));
     }
     if (name_[i] >= num_names_) {
       return Fail(line_no, "node " + std::to_string(i) + ": name id " + std::to_string(name_[i]) +
                                " is outside names.json (" + std::to_string(num_names_) + " names)");
     }
-    if (parent_[i] < -1 || parent_[i] >= static_cast<int64_t>(n) || parent_[i] == static_cast<int64_t>(i)) {
+    if (parent_[i] < -1 || parent_[i] >= static_cast<int64_t>(n) ||
+        parent_[i] == static_cast<int64_t>(i)) {
       return Fail(line_no, "node " + std::to_string(i) + ": parent " + std::to_string(parent_[i]) +
                                " is not a node of the step");
     }
-    if (depth_[i] > UINT16_MAX) return Fail(line_no, "node " + std::to_string(i) + ": depth too large");
+    if (depth_[i] > UINT16_MAX)
+      return Fail(line_no, "node " + std::to_string(i) + ": depth too large");
   }
 
   std::vector<int32_t> parent(parent_.begin(), parent_.end());
@@ -213,12 +219,14 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
   return true;
 }
 
-void LineParser::Parse(const std::vector<size_t>& line_start, size_t first, size_t last, Block* out) {
+void LineParser::Parse(const std::vector<size_t>& line_start, size_t first, size_t last,
+                       Block* out) {
   for (size_t l = first; l < last; ++l) {
     size_t begin = line_start[l], end = line_start[l + 1];
     while (end > begin && (text_.data()[end - 1] == '\n' || text_.data()[end - 1] == '\r')) --end;
     bool blank = true;
-    for (size_t i = begin; i < end && blank; ++i) blank = text_.data()[i] == ' ' || text_.data()[i] == '\t';
+    for (size_t i = begin; i < end && blank; ++i)
+      blank = text_.data()[i] == ' ' || text_.data()[i] == '\t';
     if (blank) continue;
     if (!ParseLine(l + 1, begin, end, out)) {
       out->error = error_;
@@ -239,7 +247,8 @@ Result<std::vector<std::string>> ReadNames(const std::string& path) {
   }
   simdjson::dom::array names;
   if (root["names"].get_array().get(names) != simdjson::SUCCESS) {
-    return Status::Error(path + ": expected {\"names\":[...]} as written by `teller dataset build`");
+    return Status::Error(path +
+                         ": expected {\"names\":[...]} as written by `teller dataset build`");
   }
   std::vector<std::string> out;
   out.reserve(names.size());
@@ -266,7 +275,8 @@ class SymbolInterner {
   explicit SymbolInterner(Corpus* corpus) : corpus_(corpus) {}
   TokenId Intern(TypeTag tag, std::string_view name) {
     std::string text = SymbolText(tag, NormalizeName(tag, name));
-    const auto [it, inserted] = ids_.try_emplace(text, static_cast<TokenId>(corpus_->symbol_text.size()));
+    const auto [it, inserted] =
+        ids_.try_emplace(text, static_cast<TokenId>(corpus_->symbol_text.size()));
     if (inserted) {
       corpus_->symbol_text.push_back(std::move(text));
       corpus_->symbol_tag.push_back(tag);
@@ -293,16 +303,17 @@ Status ReadSetting(const std::string& dir, uint32_t setting, const LoadOptions& 
     return Status::Error(dir + "/names.json: too many names");
   }
   std::vector<size_t> line_start{0};
-  for (const char* p = text.data(); (p = static_cast<const char*>(
-                                         std::memchr(p, '\n', text.data() + text.size() - p)));) {
+  for (const char* p = text.data();
+       (p = static_cast<const char*>(std::memchr(p, '\n', text.data() + text.size() - p)));) {
     ++p;
     line_start.push_back(static_cast<size_t>(p - text.data()));
   }
   if (line_start.back() != text.size()) line_start.push_back(text.size());
   const size_t lines = line_start.size() - 1;
 
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = static_cast<int>(std::min<size_t>({static_cast<size_t>(threads), 8, lines / 4 + 1}));
   // Split by bytes, not by lines: step records differ in size by orders of magnitude.
   std::vector<size_t> cut{0};
@@ -393,7 +404,8 @@ bool Corpus::StepNodesAreIdentity(size_t k) const {
 Result<std::vector<std::string>> FindSettingDirectories(const std::string& data) {
   if (data.empty()) return Status::Error("no data directory given");
   if (!IsDirectory(data)) {
-    return Status::Error(data + ": " + (IsRegularFile(data) ? "not a directory" : "no such directory") +
+    return Status::Error(data + ": " +
+                         (IsRegularFile(data) ? "not a directory" : "no such directory") +
                          " (--data takes a dataset from `teller dataset build`: its root or one "
                          "setting directory)");
   }
@@ -410,9 +422,10 @@ Result<std::vector<std::string>> FindSettingDirectories(const std::string& data)
   }
   std::sort(entries.begin(), entries.end());
   if (entries.empty()) {
-    return Status::Error(data + ": no steps.jsonl in it or in its sub-directories (--data takes a "
-                                "dataset from `teller dataset build`: its root or one setting "
-                                "directory)");
+    return Status::Error(data +
+                         ": no steps.jsonl in it or in its sub-directories (--data takes a "
+                         "dataset from `teller dataset build`: its root or one setting "
+                         "directory)");
   }
   return entries;
 }

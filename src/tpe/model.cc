@@ -285,8 +285,7 @@ Result<Model> Model::Load(const std::string& dir) {
       root["tokens"].get_array().get(tokens)) {
     return Status::Error(vocab_path + ": expected \"size\", \"base_size\" and \"tokens\"");
   }
-  if (base_size < kNumSpecialTokens || base_size > size || tokens.size() != size ||
-      size >= kDead) {
+  if (base_size < kNumSpecialTokens || base_size > size || tokens.size() != size || size >= kDead) {
     return Status::Error(vocab_path + ": inconsistent sizes (size " + std::to_string(size) +
                          ", base_size " + std::to_string(base_size) + ", " +
                          std::to_string(tokens.size()) + " tokens)");
@@ -297,7 +296,8 @@ Result<Model> Model::Load(const std::string& dir) {
     const uint64_t expect = base.size() + vocab_merges.size();
     uint64_t id = 0;
     if (t["id"].get_uint64().get(id) || id != expect) {
-      return Status::Error(vocab_path + ": token " + std::to_string(expect) + " is missing or out of order");
+      return Status::Error(vocab_path + ": token " + std::to_string(expect) +
+                           " is missing or out of order");
     }
     if (id < base_size) {
       std::string_view s;
@@ -340,10 +340,10 @@ Result<Model> Model::Load(const std::string& dir) {
     simdjson::dom::array pair;
     uint64_t a = 0, b = 0;
     if (m.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(a) ||
-        pair.at(1).get_uint64().get(b) || a != vocab_merges[r].first || b != vocab_merges[r].second) {
-      return Status::Error(merges_path + ": merge " + std::to_string(r) +
-                           " does not match token " + std::to_string(base_size + r) +
-                           " of vocab.json");
+        pair.at(1).get_uint64().get(b) || a != vocab_merges[r].first ||
+        b != vocab_merges[r].second) {
+      return Status::Error(merges_path + ": merge " + std::to_string(r) + " does not match token " +
+                           std::to_string(base_size + r) + " of vocab.json");
     }
     ++r;
   }

@@ -46,8 +46,8 @@ std::string ReplaceNumbers(std::string_view s);
 
 // Keys whose value names requests: always replaced, even by a one-word id ("reqs=a").
 bool IsRequestKey(std::string_view key) {
-  for (std::string_view k : {"req", "reqs", "request", "requests", "rid", "rids", "request_id",
-                             "request_ids"}) {
+  for (std::string_view k :
+       {"req", "reqs", "request", "requests", "rid", "rids", "request_id", "request_ids"}) {
     if (key == k) return true;
   }
   return false;
@@ -153,17 +153,28 @@ std::string ReplaceNumbers(std::string_view s) {
 
 std::string_view TypeTagText(TypeTag tag) {
   switch (tag) {
-    case TypeTag::kStep: return "[STEP]";
-    case TypeTag::kFrontend: return "[FE]";
-    case TypeTag::kBackend: return "[BE]";
-    case TypeTag::kComm: return "[COMM]";
-    case TypeTag::kRuntime: return "[RT]";
-    case TypeTag::kDriver: return "[DRV]";
-    case TypeTag::kKernel: return "[K]";
-    case TypeTag::kMemory: return "[MEM]";
-    case TypeTag::kSync: return "[SYNC]";
-    case TypeTag::kMark: return "[MARK]";
-    case TypeTag::kGpuAnnotation: return "[GANN]";
+    case TypeTag::kStep:
+      return "[STEP]";
+    case TypeTag::kFrontend:
+      return "[FE]";
+    case TypeTag::kBackend:
+      return "[BE]";
+    case TypeTag::kComm:
+      return "[COMM]";
+    case TypeTag::kRuntime:
+      return "[RT]";
+    case TypeTag::kDriver:
+      return "[DRV]";
+    case TypeTag::kKernel:
+      return "[K]";
+    case TypeTag::kMemory:
+      return "[MEM]";
+    case TypeTag::kSync:
+      return "[SYNC]";
+    case TypeTag::kMark:
+      return "[MARK]";
+    case TypeTag::kGpuAnnotation:
+      return "[GANN]";
   }
   return "[UNK]";
 }

@@ -114,7 +114,8 @@ uint64_t HashSequence(std::span<const TokenId> s) {
 
 class Trainer {
  public:
-  Trainer(uint32_t base_size, const TrainOptions& options) : base_size_(base_size), options_(options) {}
+  Trainer(uint32_t base_size, const TrainOptions& options)
+      : base_size_(base_size), options_(options) {}
 
   Result<TrainResult> Run(const SymbolCorpusView& corpus);
 
@@ -128,7 +129,8 @@ class Trainer {
   }
   void Increment(TokenId a, TokenId b, uint64_t w, uint32_t pos) {
     bool inserted = false;
-    const uint32_t p = index_.FindOrInsert(PairKey(a, b), static_cast<uint32_t>(pairs_.size()), &inserted);
+    const uint32_t p =
+        index_.FindOrInsert(PairKey(a, b), static_cast<uint32_t>(pairs_.size()), &inserted);
     if (inserted) {
       pairs_.push_back(Pair{a, b, 0, {}});
       fresh_.push_back(p);
@@ -145,13 +147,13 @@ class Trainer {
 
   const uint32_t base_size_;
   const TrainOptions& options_;
-  std::vector<TokenId> sym_;      // per position; kDead once merged into its left neighbour
+  std::vector<TokenId> sym_;  // per position; kDead once merged into its left neighbour
   std::vector<uint32_t> next_, prev_;
   std::vector<uint32_t> weight_;  // per position; empty when every sequence is distinct
   std::vector<Pair> pairs_;
   PairIndex index_;
   std::vector<HeapEntry> heap_;
-  std::vector<uint32_t> fresh_;   // pairs created by the current merge
+  std::vector<uint32_t> fresh_;  // pairs created by the current merge
   TrainResult result_;
 };
 
@@ -164,7 +166,8 @@ void Trainer::Load(const SymbolCorpusView& corpus) {
   std::vector<uint64_t> multiplicity;
   by_hash.reserve(sequences);
   for (size_t k = 0; k < sequences; ++k) {
-    const auto s = corpus.symbols.subspan(corpus.offsets[k], corpus.offsets[k + 1] - corpus.offsets[k]);
+    const auto s =
+        corpus.symbols.subspan(corpus.offsets[k], corpus.offsets[k + 1] - corpus.offsets[k]);
     auto& bucket = by_hash[HashSequence(s)];
     bool found = false;
     for (uint32_t u : bucket) {
@@ -232,7 +235,8 @@ void Trainer::CountInitialPairs() {
     if (pair_of[i] != kNil) pairs_[pair_of[i]].positions.push_back(static_cast<uint32_t>(i));
   }
   heap_.reserve(pairs_.size() * 2);
-  for (uint32_t p = 0; p < pairs_.size(); ++p) heap_.push_back(HeapEntry{pairs_[p].count, pairs_[p].a, pairs_[p].b, p});
+  for (uint32_t p = 0; p < pairs_.size(); ++p)
+    heap_.push_back(HeapEntry{pairs_[p].count, pairs_[p].a, pairs_[p].b, p});
   std::make_heap(heap_.begin(), heap_.end(), HeapLess);
 }
 

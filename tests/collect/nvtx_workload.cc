@@ -3,8 +3,9 @@
 // start/end ranges, payloads), forks a child and execs a copy of itself, and prints to
 // stdout and stderr. The expected events are a function of the constants below, which
 // the test shares through nvtx_workload.h.
+#include "tests/collect/nvtx_workload.h"
+
 #include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvtx3.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,11 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nvtx3/nvtx3.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "tests/collect/nvtx_workload.h"
 
 namespace {
 

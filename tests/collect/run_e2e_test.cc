@@ -1,5 +1,6 @@
 // End-to-end tests of `teller run` with the NVTX injection: a real traced program
 // (nvtx_workload) under the real launcher, read back with the raw reader.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "teller/format/raw_reader.h"
 #include "tests/collect/nvtx_workload.h"
@@ -90,7 +89,8 @@ std::map<std::string, int> NestedPaths(const RawProcessTrace& t) {
       if (!stack.empty()) stack.pop_back();
     }
   }
-  for (const auto& [tid, stack] : stacks) EXPECT_TRUE(stack.empty()) << "open range in thread " << tid;
+  for (const auto& [tid, stack] : stacks)
+    EXPECT_TRUE(stack.empty()) << "open range in thread " << tid;
   return paths;
 }
 
@@ -161,7 +161,8 @@ TEST_F(RunE2eTest, EveryRangeArrivesNestedInItsOwnProcessFile) {
     }
     if (kind == EventKind::kNvtxStart) start_id = e.correlation;
     if (kind == EventKind::kNvtxEnd) end_id = e.correlation;
-    if (kind == EventKind::kNvtxNameThread && parent->String(e.name) == "main-thread") named_main = true;
+    if (kind == EventKind::kNvtxNameThread && parent->String(e.name) == "main-thread")
+      named_main = true;
     if (kind == EventKind::kNvtxMark && parent->String(e.name) == "main/done") marked_done = true;
   }
   EXPECT_EQ(leaves_per_tid.size(), static_cast<size_t>(kThreads));
@@ -282,7 +283,8 @@ TEST_F(RunE2eTest, PartialLastLineAndCarriageReturnsAreLogged) {
   const std::string log = ReadFile(dir + "/logs/stdout.log");
   std::istringstream lines(log);
   std::vector<std::string> texts;
-  for (std::string line; std::getline(lines, line);) texts.push_back(line.substr(line.find(' ') + 1));
+  for (std::string line; std::getline(lines, line);)
+    texts.push_back(line.substr(line.find(' ') + 1));
   EXPECT_EQ(texts, (std::vector<std::string>{"one", "two", "last-no-newline"}));
 }
 

@@ -1,6 +1,6 @@
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "teller/core/json_writer.h"
 #include "teller/core/status.h"
@@ -33,9 +33,18 @@ TEST(JsonWriterTest, EscapesAndRepairsText) {
   AppendJsonString(out, "ok \xce\xb3 bad \xff\xfe end \xe2\x82");  // valid, invalid, truncated
   EXPECT_EQ(out, "\"ok \xce\xb3 bad \xEF\xBF\xBD\xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD\"");
   out.clear();
-  JsonObjectWriter(out).Field("s", "x").Field("i", int64_t{-3}).Field("u", uint64_t{18446744073709551615u})
-      .Field("d", 0.5).FieldBool("b", true).FieldRaw("r", "[1]").Field("nan", 0.0 / 0.0).Close();
-  EXPECT_EQ(out, "{\"s\":\"x\",\"i\":-3,\"u\":18446744073709551615,\"d\":0.5,\"b\":true,\"r\":[1],\"nan\":null}");
+  JsonObjectWriter(out)
+      .Field("s", "x")
+      .Field("i", int64_t{-3})
+      .Field("u", uint64_t{18446744073709551615u})
+      .Field("d", 0.5)
+      .FieldBool("b", true)
+      .FieldRaw("r", "[1]")
+      .Field("nan", 0.0 / 0.0)
+      .Close();
+  EXPECT_EQ(out,
+            "{\"s\":\"x\",\"i\":-3,\"u\":18446744073709551615,\"d\":0.5,\"b\":true,\"r\":[1],"
+            "\"nan\":null}");
 }
 
 TEST(JsonWriterTest, DoubleFormatsArraysNestingAndLines) {

@@ -23,9 +23,9 @@
 
 #include "simdjson.h"
 #include "teller/core/trace.h"
+#include "teller/format/ground_truth.h"
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
-#include "teller/format/ground_truth.h"
 
 namespace teller {
 namespace {

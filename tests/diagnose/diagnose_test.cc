@@ -15,10 +15,10 @@
 #include <string>
 
 #include "real_data.h"
-#include "teller/ingest/ingest.h"
-#include "teller/localize/localize.h"
 #include "teller/format/ground_truth.h"
+#include "teller/ingest/ingest.h"
 #include "teller/inject/inject.h"
+#include "teller/localize/localize.h"
 #include "teller/sim/sim.h"
 #include "teller/slice/slice.h"
 

@@ -1,5 +1,6 @@
 // The raw trace format: round trip, and the reader's tolerance of every kind of
 // damage a killed process or a bad disk leaves behind.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -7,8 +8,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "teller/core/crc32c.h"
 #include "teller/format/raw_reader.h"
@@ -128,8 +127,8 @@ TEST_F(RawFormatTest, FlippedBytesDropOnlyTheDamagedChunk) {
   // Flip one byte inside the payload of the fifth event chunk; the reader must skip
   // that chunk, resynchronise, and keep the other nine.
   const size_t chunk_bytes = sizeof(ChunkHeader) + 100 * sizeof(EventRecord);
-  const size_t first_events = bytes_.size() - 10 * chunk_bytes -
-                              (sizeof(ChunkHeader) + 4 + 14 + 4 + 1);  // end chunk
+  const size_t first_events =
+      bytes_.size() - 10 * chunk_bytes - (sizeof(ChunkHeader) + 4 + 14 + 4 + 1);  // end chunk
   std::string damaged = bytes_;
   damaged[first_events + 4 * chunk_bytes + sizeof(ChunkHeader) + 500] ^= 0x40;
   auto t = ReadRawBytes(damaged, "flipped");
@@ -162,7 +161,8 @@ TEST_F(RawFormatTest, RandomCorruptionNeverCrashes) {
 TEST_F(RawFormatTest, InsertedGarbageIsSkipped) {
   const size_t header_end = bytes_.find("TLRC", 1);  // start of the second chunk
   ASSERT_NE(header_end, std::string::npos);
-  std::string damaged = bytes_.substr(0, header_end) + "garbage TLRC garbage" + bytes_.substr(header_end);
+  std::string damaged =
+      bytes_.substr(0, header_end) + "garbage TLRC garbage" + bytes_.substr(header_end);
   auto t = ReadRawBytes(damaged, "garbage");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->events.size(), 1000u);

@@ -1,9 +1,9 @@
 // Algorithm 1 on small synthetic traces whose answer is known by construction.
-#include <string>
+#include "teller/reconstruct/reconstruct.h"
 
 #include <gtest/gtest.h>
 
-#include "teller/reconstruct/reconstruct.h"
+#include <string>
 
 namespace teller::reconstruct {
 namespace {
@@ -19,7 +19,7 @@ class TraceBuilder {
     EventRow row;
     row.type = type;
     row.name = trace_.strings.Intern(name);
-    row.category = IsGpuWork(type) ? trace_.strings.Intern("kernel")
+    row.category = IsGpuWork(type)    ? trace_.strings.Intern("kernel")
                    : IsHostCall(type) ? trace_.strings.Intern("cuda_runtime")
                                       : nvtx_;
     row.process = process;
@@ -84,7 +84,8 @@ TEST(ReconstructTest, PushPopNestingHostCallsAndKernels) {
   EXPECT_EQ(r.stats.unmatched_pop, 0u);
   EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "aten::mm")]), "model.layers.0");
   EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "cudaLaunchKernel")]), "aten::mm");
-  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "ampere_bf16_s16816gemm")]), "cudaLaunchKernel");
+  EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "ampere_bf16_s16816gemm")]),
+            "cudaLaunchKernel");
   EXPECT_EQ(NameOf(t, r, r.nodes.parent[NodeOf(t, r, "rms_norm_kernel")]), "cudaGraphLaunch");
   EXPECT_EQ(r.nodes.parent[NodeOf(t, r, "orphan_kernel_from_before")], -1);
   EXPECT_EQ(r.nodes.end_ns[NodeOf(t, r, "model.layers.0")], 150);
@@ -111,11 +112,11 @@ TEST(ReconstructTest, PushPopNestingHostCallsAndKernels) {
 
 TEST(ReconstructTest, UnmatchedPushesAndPopsAreCountedNotFatal) {
   TraceBuilder b;
-  b.Add(EventType::kPop, "", 5);                // pop before anything
+  b.Add(EventType::kPop, "", 5);  // pop before anything
   b.Add(EventType::kPush, "outer", 10);
   b.Add(EventType::kPush, "inner", 20);
   b.Add(EventType::kPop, "", 30);
-  b.Add(EventType::kMark, "tick", 40);          // the process died with "outer" open
+  b.Add(EventType::kMark, "tick", 40);  // the process died with "outer" open
   Reconstruction r = Reconstruct(b.trace());
   EXPECT_EQ(r.stats.unmatched_pop, 1u);
   EXPECT_EQ(r.stats.unmatched_push, 1u);
@@ -131,7 +132,7 @@ TEST(ReconstructTest, CompleteRangesNestByContainmentPerThread) {
   b.Add(EventType::kRange, "aten::linear", 100, 400);
   b.Add(EventType::kRange, "aten::addmm", 150, 390);
   b.Add(EventType::kRuntime, "cudaLaunchKernel", 200, 210, 11);
-  b.Add(EventType::kRange, "aten::relu", 400, 500);      // starts when linear ends
+  b.Add(EventType::kRange, "aten::relu", 400, 500);  // starts when linear ends
   b.Add(EventType::kRange, "other-thread-op", 150, 160, 0, /*thread=*/2);
   Reconstruction r = Reconstruct(b.trace());
   const Trace& t = b.trace();
@@ -150,11 +151,11 @@ TEST(ReconstructTest, LogsAlignByRequestThenByTimeWindow) {
   b.Add(EventType::kPop, "", 1'010'000'000);
   b.Add(EventType::kPush, "teller.step kind=decode n=2 reqs=cmpl-1,cmpl-2", 2'000'000'000);
   b.Add(EventType::kPop, "", 2'010'000'000);
-  b.Log(1'005'000'000, "cmpl-1", "Added request cmpl-1.");      // by id -> step 0
-  b.Log(2'500'000'000, "cmpl-2", "Finished request cmpl-2.");    // by id, nearest -> step 1
-  b.Log(2'040'000'000, "", "Avg generation throughput ...");     // by time, within 50 ms
-  b.Log(3'000'000'000, "", "far from any step");                 // not aligned
-  b.Log(1'500'000'000, "cmpl-9", "unknown request");             // not aligned
+  b.Log(1'005'000'000, "cmpl-1", "Added request cmpl-1.");     // by id -> step 0
+  b.Log(2'500'000'000, "cmpl-2", "Finished request cmpl-2.");  // by id, nearest -> step 1
+  b.Log(2'040'000'000, "", "Avg generation throughput ...");   // by time, within 50 ms
+  b.Log(3'000'000'000, "", "far from any step");               // not aligned
+  b.Log(1'500'000'000, "cmpl-9", "unknown request");           // not aligned
   Reconstruction r = Reconstruct(b.trace());
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_EQ(r.steps[0].logs, (std::vector<uint32_t>{0}));
@@ -178,13 +179,14 @@ TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
   const int64_t skew = 5'000'000;
   for (int k = 0; k < 10; ++k) {
     const int64_t end = 1'000'000'000 + k * 10'000'000;
-    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 900'000 + k * 1000, end + (k % 3) * 1000,
-          0, 7, 0);
-    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 20'000 + skew, end + skew - (k % 2) * 2000,
-          0, 7, other);
+    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 900'000 + k * 1000,
+          end + (k % 3) * 1000, 0, 7, 0);
+    b.Add(EventType::kKernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", end - 20'000 + skew,
+          end + skew - (k % 2) * 2000, 0, 7, other);
   }
   // A step on host B and its log line, both written with B's clock.
-  b.Add(EventType::kPush, "teller.step kind=decode n=1 reqs=r1", 1'500'000'000 + skew, -1, 0, 1, other);
+  b.Add(EventType::kPush, "teller.step kind=decode n=1 reqs=r1", 1'500'000'000 + skew, -1, 0, 1,
+        other);
   b.Add(EventType::kPop, "", 1'510'000'000 + skew, -1, 0, 1, other);
   b.Log(1'505'000'000 + skew, "", "throughput line from B");
   t.logs.process.back() = other;
@@ -215,8 +217,8 @@ TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
 TEST(StepMessageTest, ParsesTheCollectorGrammar) {
   std::vector<std::string> ids;
   std::string kind, seq;
-  EXPECT_TRUE(ParseStepMessage("teller.step seq=4 kind=mixed n=3 tokens=40 reqs=a,b%2Cc,d%20e cont=1",
-                               &ids, &kind, &seq));
+  EXPECT_TRUE(ParseStepMessage(
+      "teller.step seq=4 kind=mixed n=3 tokens=40 reqs=a,b%2Cc,d%20e cont=1", &ids, &kind, &seq));
   EXPECT_EQ(ids, (std::vector<std::string>{"a", "b,c", "d e"}));
   EXPECT_EQ(kind, "mixed");
   EXPECT_EQ(seq, "4");
@@ -233,7 +235,8 @@ TEST(StepMessageTest, EngineMarkersGiveTheStepKind) {
   EXPECT_EQ(StepKindFromEngineMarker("execute_new_2_cached_30"), "mixed");
   EXPECT_EQ(StepKindFromEngineMarker("execute_new_0_cached_30"), "decode");
   EXPECT_EQ(StepKindFromEngineMarker("execute_new_4_cached_0"), "prefill");
-  EXPECT_EQ(StepKindFromEngineMarker("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)"),
+  EXPECT_EQ(StepKindFromEngineMarker(
+                "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)"),
             "decode");
   EXPECT_EQ(StepKindFromEngineMarker("execute_context_1(888_788544)_generation_0(0)"), "prefill");
   EXPECT_EQ(StepKindFromEngineMarker("execute_new_x_cached_1"), "");
@@ -247,7 +250,8 @@ TEST(ClassifierTest, RulesFileErrorsNameFileAndLine) {
       << bad.status().message();
   auto regex = Classifier::FromText("COMM * ([unclosed\n", "r.rules");
   ASSERT_FALSE(regex.ok());
-  EXPECT_NE(regex.status().message().find("r.rules:1: invalid regular expression"), std::string::npos);
+  EXPECT_NE(regex.status().message().find("r.rules:1: invalid regular expression"),
+            std::string::npos);
   auto custom = Classifier::FromText("STEP nvtx ^my_engine_step\nBACKEND * ^mylib::\n", "c.rules");
   ASSERT_TRUE(custom.ok());
   TraceBuilder b;
@@ -264,8 +268,9 @@ TEST(ClassifierTest, RulesFileErrorsNameFileAndLine) {
 
 TEST(ClassifierTest, BuiltInRulesKnowRealEngineNames) {
   TraceBuilder b;
-  const char* steps[] = {"execute_new_2_cached_30", "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(x)",
-                         "step[DECODE bs=32]", "ProfilerStep#12", "teller.step kind=decode n=1 reqs=a"};
+  const char* steps[] = {
+      "execute_new_2_cached_30", "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(x)",
+      "step[DECODE bs=32]", "ProfilerStep#12", "teller.step kind=decode n=1 reqs=a"};
   int64_t t = 0;
   for (const char* s : steps) {
     b.Add(EventType::kRange, s, t, t + 10);
@@ -276,7 +281,8 @@ TEST(ClassifierTest, BuiltInRulesKnowRealEngineNames) {
   Reconstruction r = Reconstruct(b.trace());
   EXPECT_EQ(r.steps.size(), 5u);
   EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "c10d::allreduce_")], Layer::kComm);
-  EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "_C_cache_ops::reshape_and_cache_flash")], Layer::kBackend);
+  EXPECT_EQ(r.nodes.layer[NodeOf(b.trace(), r, "_C_cache_ops::reshape_and_cache_flash")],
+            Layer::kBackend);
 }
 
 }  // namespace

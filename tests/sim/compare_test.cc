@@ -1,22 +1,19 @@
 // Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
 // CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
-#include "teller/eval/realism.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "real_data.h"
-#include "teller/ingest/ingest.h"
 #include "teller/core/stats.h"
 #include "teller/eval/realism.h"
+#include "teller/ingest/ingest.h"
 #include "teller/sim/sim.h"
 
 namespace teller::eval {

@@ -19,26 +19,26 @@
 #include <vector>
 
 #include "real_data.h"
+#include "teller/format/ground_truth.h"
 #include "teller/format/trace_export.h"
 #include "teller/ingest/ingest.h"
-#include "teller/format/ground_truth.h"
 #include "teller/inject/inject.h"
 #include "teller/reconstruct/op_class.h"
 
 namespace teller::inject {
 namespace {
 
-using format::StepTruth;
+using format::FaultRecord;
 using format::ReadGroundTruth;
 using format::RequestTruth;
-using format::FaultRecord;
+using format::StepTruth;
 
 using format::GroundTruth;
+using format::NodeLocator;
 using reconstruct::ClassifyKernelName;
 using reconstruct::OpClass;
 using reconstruct::OpClassName;
 using reconstruct::OpClassPattern;
-using format::NodeLocator;
 
 constexpr int64_t kUs = 1000;
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // a plausible UTC time

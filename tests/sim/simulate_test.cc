@@ -15,24 +15,24 @@
 #include <string>
 #include <vector>
 
+#include "teller/format/ground_truth.h"
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/sim/faults.h"
-#include "teller/format/ground_truth.h"
 #include "teller/sim/sim.h"
 
 namespace teller::sim {
 namespace {
 
-using format::StepTruth;
-using format::RequestTruth;
-using format::GroundTruth;
-using format::NodeLocator;
-using format::ReadGroundTruth;
 using format::FaultRecord;
+using format::GroundTruth;
 using format::kGroundTruthFile;
-using format::ViewLabel;
+using format::NodeLocator;
 using format::ProcessTruth;
+using format::ReadGroundTruth;
+using format::RequestTruth;
+using format::StepTruth;
+using format::ViewLabel;
 
 std::string TempDir(const std::string& tag) {
   static int counter = 0;
@@ -531,7 +531,8 @@ TEST(Preset, PaperShape) {
   std::map<std::string, int> categories;
   for (const SimConfig& c : configs) {
     total += c.requests;
-    for (const FaultSpec& f : c.faults) ++categories[std::string(FaultCategoryName(Info(f.mechanism).category))];
+    for (const FaultSpec& f : c.faults)
+      ++categories[std::string(FaultCategoryName(Info(f.mechanism).category))];
   }
   EXPECT_EQ(total, 300);
   EXPECT_EQ(configs[0].requests, 100);

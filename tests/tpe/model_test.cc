@@ -58,10 +58,11 @@ std::string Column(const std::vector<NodeRow>& nodes, F f) {
 
 // One steps.jsonl line as `teller dataset build` writes it (labels, then columns).
 std::string StepLine(const std::string& request, int step, const std::vector<NodeRow>& nodes) {
-  std::string line = "{\"request\":\"" + request + "\",\"step\":" + std::to_string(step) +
-                     ",\"seq\":" + std::to_string(step + 1) +
-                     ",\"is_anomaly\":false,\"fault_type\":null,\"vertical\":{\"is_anomaly\":false,"
-                     "\"affected_nodes\":[]},\"horizontal\":{\"is_anomaly\":false,\"affected_nodes\":[]}";
+  std::string line =
+      "{\"request\":\"" + request + "\",\"step\":" + std::to_string(step) +
+      ",\"seq\":" + std::to_string(step + 1) +
+      ",\"is_anomaly\":false,\"fault_type\":null,\"vertical\":{\"is_anomaly\":false,"
+      "\"affected_nodes\":[]},\"horizontal\":{\"is_anomaly\":false,\"affected_nodes\":[]}";
   line += ",\"n\":" + std::to_string(nodes.size());
   line += ",\"type\":" + Column(nodes, [](const NodeRow& r) { return r.type; });
   line += ",\"layer\":" + Column(nodes, [](const NodeRow&) { return 0; });
@@ -77,12 +78,12 @@ std::string StepLine(const std::string& request, int step, const std::vector<Nod
 const char* kNames =
     "{\"format\":\"teller-dataset-names\",\"version\":1,\"names\":["
     "\"teller.step seq=1 kind=decode n=1 tokens=1 reqs=a\",\n"  // 0
-    "\"aten::linear\",\n"                                        // 1
-    "\"cudaLaunchKernel\",\n"                                    // 2
-    "\"void gemm<float, 128>(float*)\",\n"                       // 3
-    "\"void gemm<float, 64>(float*)\",\n"                        // 4
-    "\"teller.step seq=2 kind=decode n=1 tokens=1 reqs=b\",\n"   // 5
-    "\"model.layers.3\"]}\n";                                    // 6
+    "\"aten::linear\",\n"                                       // 1
+    "\"cudaLaunchKernel\",\n"                                   // 2
+    "\"void gemm<float, 128>(float*)\",\n"                      // 3
+    "\"void gemm<float, 64>(float*)\",\n"                       // 4
+    "\"teller.step seq=2 kind=decode n=1 tokens=1 reqs=b\",\n"  // 5
+    "\"model.layers.3\"]}\n";                                   // 6
 
 // A decode step: STEP > layer > {linear > launch > gemm} x k.
 std::vector<NodeRow> DecodeStep(int layers, int step_name, int gemm_name, std::mt19937& rng) {
@@ -94,7 +95,8 @@ std::vector<NodeRow> DecodeStep(int layers, int step_name, int gemm_name, std::m
       const int linear = static_cast<int>(nodes.size());
       nodes.push_back({1, 1, layer, 2, static_cast<int64_t>(10 + rng() % 5)});
       nodes.push_back({4, 2, linear, 3, 3});
-      nodes.push_back({6, rng() % 5 == 0 ? 4 : gemm_name, linear + 1, 4, static_cast<int64_t>(7 + rng() % 3)});
+      nodes.push_back(
+          {6, rng() % 5 == 0 ? 4 : gemm_name, linear + 1, 4, static_cast<int64_t>(7 + rng() % 3)});
     }
   }
   return nodes;
@@ -108,10 +110,16 @@ void WriteDataset(const std::string& root) {
     ASSERT_TRUE(MakeDirs(dir).ok());
     WriteFile(dir + "/names.json", kNames);
     std::string lines;
-    for (int k = 0; k < 12; ++k) lines += StepLine("req-" + std::to_string(k % 3), k, DecodeStep(2 + k % 3, k % 2 ? 0 : 5, 3, rng));
+    for (int k = 0; k < 12; ++k)
+      lines +=
+          StepLine("req-" + std::to_string(k % 3), k, DecodeStep(2 + k % 3, k % 2 ? 0 : 5, 3, rng));
     if (std::string(setting) == "b") {
-      lines += StepLine("req-bfs", 12, {{0, 0, -1, 0, 50}, {1, 1, 0, 1, 10}, {1, 6, 0, 1, 20},
-                                        {4, 2, 1, 2, 3}, {4, 2, 2, 2, 4}});
+      lines += StepLine("req-bfs", 12,
+                        {{0, 0, -1, 0, 50},
+                         {1, 1, 0, 1, 10},
+                         {1, 6, 0, 1, 20},
+                         {4, 2, 1, 2, 3},
+                         {4, 2, 2, 2, 4}});
     }
     WriteFile(dir + "/steps.jsonl", lines);
   }
@@ -127,9 +135,10 @@ TEST(LoadCorpus, ReadsSettingsNormalizesAndSerializes) {
   // Two STEP names normalize to one symbol; gemm<float, 128> and <float, 64> too.
   std::vector<std::string> texts = corpus->symbol_text;
   std::sort(texts.begin(), texts.end());
-  EXPECT_EQ(texts, (std::vector<std::string>{"[FE] aten::linear", "[FE] model.layers.#",
-                                             "[K] gemm<float, #>", "[RT] cudaLaunchKernel",
-                                             "[STEP] teller.step seq=* kind=decode n=* tokens=* reqs=*"}));
+  EXPECT_EQ(texts,
+            (std::vector<std::string>{"[FE] aten::linear", "[FE] model.layers.#",
+                                      "[K] gemm<float, #>", "[RT] cudaLaunchKernel",
+                                      "[STEP] teller.step seq=* kind=decode n=* tokens=* reqs=*"}));
   // The breadth-first step comes out depth-first, with its node ids kept.
   const size_t k = corpus->num_steps() - 1;
   EXPECT_EQ(corpus->steps[k].request, "req-bfs");
@@ -137,7 +146,8 @@ TEST(LoadCorpus, ReadsSettingsNormalizesAndSerializes) {
   EXPECT_FALSE(corpus->StepNodesAreIdentity(k));
   const std::vector<uint32_t> node(corpus->node.begin() + corpus->offsets[k], corpus->node.end());
   EXPECT_EQ(node, (std::vector<uint32_t>{0, 1, 3, 2, 4}));
-  const std::vector<int32_t> parent(corpus->parent.begin() + corpus->offsets[k], corpus->parent.end());
+  const std::vector<int32_t> parent(corpus->parent.begin() + corpus->offsets[k],
+                                    corpus->parent.end());
   EXPECT_EQ(parent, (std::vector<int32_t>{-1, 0, 1, 0, 3}));
 
   // One setting directory reads alone.
@@ -167,14 +177,18 @@ TEST(LoadCorpus, ClearErrors) {
   WriteFile(dir + "/steps.jsonl", "");
   EXPECT_NE(error(tmp.path()).find("no steps"), std::string::npos) << error(tmp.path());
   std::mt19937 rng(1);
-  WriteFile(dir + "/steps.jsonl", StepLine("r", 0, DecodeStep(1, 0, 3, rng)) + "{\"request\":\"r\",\"type\":[1,\n");
+  WriteFile(dir + "/steps.jsonl",
+            StepLine("r", 0, DecodeStep(1, 0, 3, rng)) + "{\"request\":\"r\",\"type\":[1,\n");
   EXPECT_NE(error(dir).find("steps.jsonl:2: invalid JSON"), std::string::npos) << error(dir);
   WriteFile(dir + "/steps.jsonl", StepLine("r", 0, {{0, 99, -1, 0, 1}}));
-  EXPECT_NE(error(dir).find("steps.jsonl:1: node 0: name id 99 is outside names.json"), std::string::npos)
+  EXPECT_NE(error(dir).find("steps.jsonl:1: node 0: name id 99 is outside names.json"),
+            std::string::npos)
       << error(dir);
   WriteFile(dir + "/steps.jsonl", StepLine("r", 0, {{0, 0, -1, 0, 1}, {1, 1, 7, 1, 1}}));
   EXPECT_NE(error(dir).find("parent 7 is not a node"), std::string::npos) << error(dir);
-  WriteFile(dir + "/steps.jsonl", "{\"request\":\"r\",\"n\":1,\"type\":[0],\"name\":[0],\"parent\":[-1],\"depth\":[0]}\n");
+  WriteFile(
+      dir + "/steps.jsonl",
+      "{\"request\":\"r\",\"n\":1,\"type\":[0],\"name\":[0],\"parent\":[-1],\"depth\":[0]}\n");
   EXPECT_NE(error(dir).find("missing column \"dur_ns\""), std::string::npos) << error(dir);
 }
 
@@ -218,7 +232,8 @@ TEST(Model, RoundTripThroughFilesEncodesTheSame) {
 
   const std::string meta = ReadFile(dir + "/metadata.json");
   EXPECT_NE(meta.find("\"requested_vocab_size\":40"), std::string::npos) << meta;
-  EXPECT_NE(meta.find("\"vocab_size\":" + std::to_string(trained->model.size())), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"vocab_size\":" + std::to_string(trained->model.size())), std::string::npos)
+      << meta;
   EXPECT_NE(meta.find("\"steps\":25"), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"normalization\":1"), std::string::npos) << meta;
 
@@ -226,7 +241,8 @@ TEST(Model, RoundTripThroughFilesEncodesTheSame) {
   WriteFile(dir + "/merges.json", "{\"base_size\":18,\"merges\":[[1,2]]}");
   Result<Model> broken = Model::Load(dir);
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(broken.status().message().find("merges.json"), std::string::npos) << broken.status().message();
+  EXPECT_NE(broken.status().message().find("merges.json"), std::string::npos)
+      << broken.status().message();
   EXPECT_FALSE(Model::Load(tmp.path() + "/nothing").ok());
 }
 
@@ -247,7 +263,8 @@ TEST(CompressionStats, RowsFromOneTraining) {
   // A size below the base alphabet says so.
   Result<std::vector<StatsRow>> small = CompressionStats(*corpus, {10, 40}, TrainOptions{});
   ASSERT_FALSE(small.ok());
-  EXPECT_NE(small.status().message().find("smaller than the base alphabet: 18 symbols"), std::string::npos)
+  EXPECT_NE(small.status().message().find("smaller than the base alphabet: 18 symbols"),
+            std::string::npos)
       << small.status().message();
 }
 

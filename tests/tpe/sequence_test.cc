@@ -1,5 +1,7 @@
 // The merge rule of docs/method.md §5 on hand-made trees (side channels, parent remapping,
 // spans), serialization, and the fast encoder against the literal rule.
+#include "teller/tpe/sequence.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "teller/tpe/model.h"
-#include "teller/tpe/sequence.h"
 
 namespace teller::tpe {
 namespace {
@@ -152,7 +153,8 @@ Sequence RandomTree(std::mt19937& rng, size_t n, TokenId alphabet) {
 }
 
 // The encoder's reference: each merge in rank order, left to right, by the literal rule.
-Sequence EncodeByRule(Sequence s, TokenId base, const std::vector<std::pair<TokenId, TokenId>>& merges) {
+Sequence EncodeByRule(Sequence s, TokenId base,
+                      const std::vector<std::pair<TokenId, TokenId>>& merges) {
   for (size_t r = 0; r < merges.size(); ++r) {
     for (size_t i = 0; i + 1 < s.size(); ++i) {
       if (s.ids[i] == merges[r].first && s.ids[i + 1] == merges[r].second) {

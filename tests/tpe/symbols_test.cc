@@ -1,8 +1,8 @@
 // Symbol normalization, rule v1 (include/teller/tpe/symbols.h): what is replaced, and
 // what must stay because it names different code.
-#include <gtest/gtest.h>
-
 #include "teller/tpe/symbols.h"
+
+#include <gtest/gtest.h>
 
 namespace teller::tpe {
 namespace {
@@ -12,9 +12,12 @@ std::string FE(std::string_view name) { return NormalizeName(TypeTag::kFrontend,
 
 TEST(NormalizeName, StepRangesLoseTheirPerStepValues) {
   EXPECT_EQ(NormalizeName(TypeTag::kStep,
-                          "teller.step seq=12 kind=decode n=3 tokens=3 reqs=chatcmpl-e2a4da5ae432f354-50da846f,cmpl-b7"),
+                          "teller.step seq=12 kind=decode n=3 tokens=3 "
+                          "reqs=chatcmpl-e2a4da5ae432f354-50da846f,cmpl-b7"),
             "teller.step seq=* kind=decode n=* tokens=* reqs=*");
-  EXPECT_EQ(NormalizeName(TypeTag::kStep, "teller.step seq=1 kind=mixed n=2 prefill=req-000001,req-000002 reqs=req-000001"),
+  EXPECT_EQ(NormalizeName(
+                TypeTag::kStep,
+                "teller.step seq=1 kind=mixed n=2 prefill=req-000001,req-000002 reqs=req-000001"),
             "teller.step seq=* kind=mixed n=* prefill=* reqs=*");
   // An empty value (a rank with no requests) stays: an idle step is a different step.
   EXPECT_EQ(NormalizeName(TypeTag::kStep, "teller.step seq=1 kind=prefill n=0 tokens=0 reqs="),
@@ -25,12 +28,14 @@ TEST(NormalizeName, StepRangesLoseTheirPerStepValues) {
   EXPECT_EQ(NormalizeName(TypeTag::kStep, "teller.step reqs=0d3508c8b08142e17e82e785e9ae0068"),
             "teller.step reqs=*");
   // The engine's own markers, with the request ids inline.
-  EXPECT_EQ(NormalizeName(TypeTag::kStep, "step#812 decode reqs=cmpl-a1,cmpl-b7"), "step## decode reqs=*");
+  EXPECT_EQ(NormalizeName(TypeTag::kStep, "step#812 decode reqs=cmpl-a1,cmpl-b7"),
+            "step## decode reqs=*");
 }
 
 TEST(NormalizeName, IdentifierValuesAndDigitsInsideIdentifiersStay) {
   EXPECT_EQ(FE("teller.module cls=Qwen2DecoderLayer"), "teller.module cls=Qwen2DecoderLayer");
-  EXPECT_EQ(FE("teller.module cls=Qwen2ForCausalLM top=1"), "teller.module cls=Qwen2ForCausalLM top=*");
+  EXPECT_EQ(FE("teller.module cls=Qwen2ForCausalLM top=1"),
+            "teller.module cls=Qwen2ForCausalLM top=*");
   EXPECT_EQ(NormalizeName(TypeTag::kComm, "teller.comm op=send"), "teller.comm op=send");
   EXPECT_EQ(FE("model.layers.17.self_attn"), "model.layers.#.self_attn");
   EXPECT_EQ(FE("aten::view [4, 4096] 0x7f3a2c001000"), "aten::view [#, #] #");
@@ -50,23 +55,31 @@ TEST(NormalizeName, KernelsDropSignaturesAndNumericTemplateArguments) {
             K("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*)"));
   EXPECT_NE(K("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*)"),
             K("void vllm::rotary_embedding_kernel<c10::BFloat16, false>(long const*)"));
-  EXPECT_EQ(K("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(int)"),
+  EXPECT_EQ(K("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, "
+              "(vllm::Fp8KVCacheDataType)0>(int)"),
             "vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, (vllm::Fp8KVCacheDataType)0>");
-  EXPECT_EQ(K("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"), "ncclDevKernel_SendRecv");
-  EXPECT_EQ(K("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, "
-              "unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)"),
-            "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned "
-            "int, #, #, -#, true>");
+  EXPECT_EQ(K("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"),
+            "ncclDevKernel_SendRecv");
+  EXPECT_EQ(
+      K("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, "
+        "unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)"),
+      "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned "
+      "int, #, #, -#, true>");
   // Lambda ordinals tell different lambdas apart.
-  EXPECT_EQ(K("void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase&)::"
+  EXPECT_EQ(K("void at::native::vectorized_elementwise_kernel<4, "
+              "at::native::silu_kernel(at::TensorIteratorBase&)::"
               "{lambda()#1}::operator()() const::{lambda()#4}, std::array<char*, 2ul> >(int)"),
-            "at::native::vectorized_elementwise_kernel<#, at::native::silu_kernel(at::TensorIteratorBase&)::"
+            "at::native::vectorized_elementwise_kernel<#, "
+            "at::native::silu_kernel(at::TensorIteratorBase&)::"
             "{lambda()#1}::operator()() const::{lambda()#4}, std::array<char*, #> >");
   // cuBLAS names its algorithm in the identifier: another tile size is another kernel.
-  const std::string gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+  const std::string gemm =
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+      "segment_k_off_kernel__5x_cublas";
   EXPECT_EQ(K(gemm), gemm);
   // Non-kernels keep their parentheses.
-  EXPECT_EQ(NormalizeName(TypeTag::kMemory, "Memcpy DtoH (Device -> Pinned)"), "Memcpy DtoH (Device -> Pinned)");
+  EXPECT_EQ(NormalizeName(TypeTag::kMemory, "Memcpy DtoH (Device -> Pinned)"),
+            "Memcpy DtoH (Device -> Pinned)");
 }
 
 TEST(NormalizeName, IdLikeHexWordsBecomeHashes) {

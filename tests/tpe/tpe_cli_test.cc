@@ -35,8 +35,10 @@ class TpeCli : public ::testing::Test {
     char tmpl[] = "/tmp/teller-tpe-cli-XXXXXX";
     dir_ = new std::string(mkdtemp(tmpl));
     // A small faulty vLLM run: 12 requests, 4 layers; about 0.5 s to simulate and build.
-    const Output sim = Run("simulate --profile vllm-v1-online --requests 12 --layers 4 "
-                           "--random-faults 2 --seed 3 --out " + Dir() + "/sim");
+    const Output sim =
+        Run("simulate --profile vllm-v1-online --requests 12 --layers 4 "
+            "--random-faults 2 --seed 3 --out " +
+            Dir() + "/sim");
     ASSERT_EQ(sim.code, 0) << sim.err;
     const Output build = Run("dataset build " + Dir() + "/sim --out " + Dir() + "/ds");
     ASSERT_EQ(build.code, 0) << build.err;
@@ -51,7 +53,8 @@ class TpeCli : public ::testing::Test {
   static Output Run(const std::string& args) {
     Output o;
     const std::string out = Dir() + "/stdout", err = Dir() + "/stderr";
-    const std::string cmd = std::string("'") + TELLER_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    const std::string cmd =
+        std::string("'") + TELLER_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
     o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     o.out = ReadFile(out);
@@ -92,7 +95,8 @@ TEST_F(TpeCli, StatsJsonHasTheTableShapeAndCompressionGrowsWithVocab) {
   simdjson::dom::array rows;
   ASSERT_EQ(root["rows"].get_array().get(rows), simdjson::SUCCESS) << o.out;
   ASSERT_EQ(rows.size(), sizes.size());
-  const std::vector<std::string> keys{"vocab", "events_before", "events_after", "compression", "reduction"};
+  const std::vector<std::string> keys{"vocab", "events_before", "events_after", "compression",
+                                      "reduction"};
   double last_compression = 0, first_compression = 0;
   size_t i = 0;
   for (simdjson::dom::element row : rows) {
@@ -128,7 +132,9 @@ TEST_F(TpeCli, StatsJsonHasTheTableShapeAndCompressionGrowsWithVocab) {
   // The text table has the same rows.
   const Output text = Run("tpe stats --data " + Dir() + "/ds --vocab " + list + " -q");
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_EQ(text.out.rfind("vocab  events/step before  events/step after  compression  reduction\n", 0), 0u)
+  EXPECT_EQ(
+      text.out.rfind("vocab  events/step before  events/step after  compression  reduction\n", 0),
+      0u)
       << text.out;
   EXPECT_NE(text.out.find("x  "), std::string::npos);
   EXPECT_NE(text.out.find('%'), std::string::npos);
@@ -138,12 +144,14 @@ TEST_F(TpeCli, StatsJsonHasTheTableShapeAndCompressionGrowsWithVocab) {
 TEST_F(TpeCli, TrainThenEncodeMatchesTheLibrary) {
   const uint32_t vocab = BaseSize() + 64;
   const std::string model = Dir() + "/model";
-  const Output train = Run("tpe train --data " + Dir() + "/ds --vocab " + std::to_string(vocab) + " --out " + model);
+  const Output train =
+      Run("tpe train --data " + Dir() + "/ds --vocab " + std::to_string(vocab) + " --out " + model);
   ASSERT_EQ(train.code, 0) << train.err;
   for (const char* f : {"/vocab.json", "/merges.json", "/metadata.json"}) {
     EXPECT_FALSE(ReadFile(model + f).empty()) << f;
   }
-  const Output encode = Run("tpe encode --model " + model + " --data " + Dir() + "/ds --out " + Dir() + "/enc.jsonl -q");
+  const Output encode = Run("tpe encode --model " + model + " --data " + Dir() + "/ds --out " +
+                            Dir() + "/enc.jsonl -q");
   ASSERT_EQ(encode.code, 0) << encode.err;
   const std::string lines = ReadFile(Dir() + "/enc.jsonl");
 
@@ -234,7 +242,8 @@ TEST_F(TpeCli, Errors) {
   EXPECT_NE(o.err.find("no such model directory"), std::string::npos) << o.err;
   o = Run("tpe frobnicate");
   EXPECT_EQ(o.code, 2);
-  for (const char* help : {"tpe --help", "tpe train --help", "tpe encode --help", "tpe stats --help"}) {
+  for (const char* help :
+       {"tpe --help", "tpe train --help", "tpe encode --help", "tpe stats --help"}) {
     o = Run(help);
     EXPECT_EQ(o.code, 0) << help;
     EXPECT_EQ(o.out.rfind("usage: teller tpe", 0), 0u) << help << ": " << o.out;

@@ -1,6 +1,8 @@
 // The incremental trainer against a naive reference that recounts every pair of the
 // corpus before each merge, on small random corpora built to stress the hard cases (ties,
 // overlapping runs "a a a", duplicated sequences, empty and one-symbol sequences).
+#include "teller/tpe/trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +10,6 @@
 #include <random>
 #include <utility>
 #include <vector>
-
-#include "teller/tpe/trainer.h"
 
 namespace teller::tpe {
 namespace {
@@ -121,7 +121,8 @@ TEST(TrainMerges, IncrementalCountsGiveTheNaiveMerges) {
     ASSERT_TRUE(got.ok()) << got.status().message();
     ASSERT_EQ(got->merges, want.merges) << "trial " << trial;
     ASSERT_EQ(got->tokens_after, want.tokens_after) << "trial " << trial;
-    EXPECT_EQ(got->stop_reason.empty(), alphabet + want.merges.size() == vocab) << "trial " << trial;
+    EXPECT_EQ(got->stop_reason.empty(), alphabet + want.merges.size() == vocab)
+        << "trial " << trial;
   }
 }
 
@@ -202,7 +203,8 @@ TEST(TrainMerges, StopsWhenNoPairIsFrequentEnough) {
   Result<TrainResult> r = TrainMerges(flat.View(), 4, options);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->merges.empty());
-  EXPECT_NE(r->stop_reason.find("below the minimum frequency 2"), std::string::npos) << r->stop_reason;
+  EXPECT_NE(r->stop_reason.find("below the minimum frequency 2"), std::string::npos)
+      << r->stop_reason;
 }
 
 }  // namespace

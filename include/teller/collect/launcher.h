@@ -14,8 +14,8 @@
 namespace teller::collect {
 
 struct RunOptions {
-  std::string out_dir;               // "" = $TELLER_TRACE_DIR or ./teller-trace-<timestamp>
-  std::string python_hooks = "auto"; // auto|vllm|sglang|torch|none
+  std::string out_dir;                // "" = $TELLER_TRACE_DIR or ./teller-trace-<timestamp>
+  std::string python_hooks = "auto";  // auto|vllm|sglang|torch|none
   int flush_ms = 100;
   std::vector<std::string> command;  // argv of the program to run
   // Directory of the `teller` executable; the injection libraries and the Python hooks

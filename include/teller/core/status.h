@@ -34,7 +34,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<1>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : v_(std::in_place_index<1>, std::move(value)) {}        // NOLINT: implicit
   Result(Status status) : v_(std::in_place_index<0>, std::move(status)) {  // NOLINT: implicit
     assert(!std::get<0>(v_).ok() && "Result built from an ok Status carries no value");
   }
@@ -68,9 +68,9 @@ class [[nodiscard]] Result {
 }  // namespace teller
 
 // Propagates an error Status from an expression returning Status.
-#define TELLER_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::teller::Status teller_status_ = (expr); \
+#define TELLER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::teller::Status teller_status_ = (expr);        \
     if (!teller_status_.ok()) return teller_status_; \
   } while (0)
 

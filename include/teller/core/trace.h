@@ -21,18 +21,18 @@
 namespace teller {
 
 enum class EventType : uint8_t {
-  kPush = 1,           // a range opens on a host thread (NVTX push); closed by a kPop
-  kPop = 2,            // the innermost open range of the thread (same domain) closes
-  kRange = 3,          // a complete host range: start..end (Kineto complete events,
-                       // NVTX start/end pairs)
-  kMark = 4,           // an instant annotation
-  kRuntime = 5,        // CUDA/HIP runtime API call on a host thread
-  kDriver = 6,         // CUDA driver API call on a host thread
-  kKernel = 7,         // GPU kernel
-  kMemcpy = 8,         // GPU copy
-  kMemset = 9,         // GPU memset
-  kSync = 10,          // synchronization (cuda_sync, CUPTI synchronization records)
-  kGpuAnnotation = 11, // an annotation range on a GPU stream (gpu_user_annotation)
+  kPush = 1,            // a range opens on a host thread (NVTX push); closed by a kPop
+  kPop = 2,             // the innermost open range of the thread (same domain) closes
+  kRange = 3,           // a complete host range: start..end (Kineto complete events,
+                        // NVTX start/end pairs)
+  kMark = 4,            // an instant annotation
+  kRuntime = 5,         // CUDA/HIP runtime API call on a host thread
+  kDriver = 6,          // CUDA driver API call on a host thread
+  kKernel = 7,          // GPU kernel
+  kMemcpy = 8,          // GPU copy
+  kMemset = 9,          // GPU memset
+  kSync = 10,           // synchronization (cuda_sync, CUPTI synchronization records)
+  kGpuAnnotation = 11,  // an annotation range on a GPU stream (gpu_user_annotation)
 };
 std::string_view EventTypeName(EventType type);
 inline bool IsHostCall(EventType t) { return t == EventType::kRuntime || t == EventType::kDriver; }
@@ -57,13 +57,13 @@ struct EventRow {
   uint32_t process = 0;   // index into Trace::processes
   uint32_t thread = 0;    // host thread id; for GPU events the stream
   int64_t start_ns = 0;
-  int64_t end_ns = 0;     // == start_ns for instants and push/pop
+  int64_t end_ns = 0;        // == start_ns for instants and push/pop
   uint64_t correlation = 0;  // CUDA/HIP correlation id, 0 = none
   uint64_t external_id = 0;  // Kineto "External id", 0 = none
   uint32_t device = 0;
   uint32_t stream = 0;
-  uint64_t bytes = 0;        // memcpy/memset size; collective message size when known
-  uint32_t flags = 0;        // EventFlag bits
+  uint64_t bytes = 0;  // memcpy/memset size; collective message size when known
+  uint32_t flags = 0;  // EventFlag bits
 };
 
 struct EventTable {
@@ -93,9 +93,9 @@ struct EventTable {
 struct ProcessInfo {
   int64_t pid = 0;
   StringId host = 0;
-  StringId label = 0;       // command line, or the source file's name
-  StringId source = 0;      // file it came from
-  int32_t rank = -1;        // distributed rank, -1 unknown
+  StringId label = 0;   // command line, or the source file's name
+  StringId source = 0;  // file it came from
+  int32_t rank = -1;    // distributed rank, -1 unknown
   int32_t world_size = -1;
   int32_t local_rank = -1;
   // Added to this process's timestamps to put it on the trace's reference clock
@@ -109,13 +109,13 @@ std::string_view LogLevelName(LogLevel level);
 // One row per log line (docs/method.md §2 step 6: l = (ts, rid, level, msg)).
 struct LogTable {
   static constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
-  std::vector<int64_t> ts_ns;       // UTC ns, kNoTime when the line has no usable time
-  std::vector<StringId> request;    // request id found in the line, 0 = none
+  std::vector<int64_t> ts_ns;     // UTC ns, kNoTime when the line has no usable time
+  std::vector<StringId> request;  // request id found in the line, 0 = none
   std::vector<LogLevel> level;
-  std::vector<uint32_t> process;    // index into Trace::processes, kNoProcess when unknown
-  std::vector<StringId> file;       // the log file
-  std::vector<uint32_t> line;       // 1-based line number in that file
-  std::vector<StringId> message;    // the line without its header (time, level, prefix)
+  std::vector<uint32_t> process;  // index into Trace::processes, kNoProcess when unknown
+  std::vector<StringId> file;     // the log file
+  std::vector<uint32_t> line;     // 1-based line number in that file
+  std::vector<StringId> message;  // the line without its header (time, level, prefix)
   static constexpr uint32_t kNoProcess = std::numeric_limits<uint32_t>::max();
   size_t size() const { return ts_ns.size(); }
 };

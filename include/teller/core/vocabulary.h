@@ -47,14 +47,14 @@ bool ParseLayer(std::string_view text, Layer* out);
 // ---- Features of an operator instance (docs/method.md §3) ------------------------------
 // Before log(1+x) and standardization.
 enum Feature : uint8_t {
-  kSelfNs = 0,      // own time: a range minus its child ranges; a GPU operation's duration
-  kHostCallNs,      // runtime/driver time in the subtree
-  kHostCalls,       // runtime/driver calls in the subtree
-  kGpuOps,          // kernels / copies in the subtree
-  kGpuNs,           // their total time
-  kLaunchDelayNs,   // mean launch-to-start delay of those GPU operations
-  kBytes,           // bytes copied or set
-  kOverlapNs,       // time the subtree's GPU work overlaps other streams of its device
+  kSelfNs = 0,     // own time: a range minus its child ranges; a GPU operation's duration
+  kHostCallNs,     // runtime/driver time in the subtree
+  kHostCalls,      // runtime/driver calls in the subtree
+  kGpuOps,         // kernels / copies in the subtree
+  kGpuNs,          // their total time
+  kLaunchDelayNs,  // mean launch-to-start delay of those GPU operations
+  kBytes,          // bytes copied or set
+  kOverlapNs,      // time the subtree's GPU work overlaps other streams of its device
   kFeatureCount
 };
 // "self_ns", "host_call_ns", "host_calls", "gpu_ops", "gpu_ns", "launch_delay_ns", "bytes",
@@ -72,12 +72,12 @@ inline bool IsHostFeature(Feature f) {
 // Systems writes them, "cudaMemcpy_v3020", and "_v2"/"_ptsz"/"_ptds" variants included).
 enum class CallKind : uint8_t {
   kOther = 0,
-  kLaunch,        // kernel launches (cudaLaunchKernel, cuLaunchKernelEx, hipModuleLaunchKernel)
-  kGraphLaunch,   // cudaGraphLaunch, cuGraphLaunch
-  kSynchronize,   // explicit synchronizations (device, context, stream, event)
-  kMemcpy,        // copies, synchronous or not
+  kLaunch,       // kernel launches (cudaLaunchKernel, cuLaunchKernelEx, hipModuleLaunchKernel)
+  kGraphLaunch,  // cudaGraphLaunch, cuGraphLaunch
+  kSynchronize,  // explicit synchronizations (device, context, stream, event)
+  kMemcpy,       // copies, synchronous or not
   kMemset,
-  kAlloc,         // device or pinned-host allocations, virtual memory mapping
+  kAlloc,  // device or pinned-host allocations, virtual memory mapping
   kFree,
 };
 inline constexpr int kCallKindCount = 8;

@@ -13,7 +13,7 @@
 namespace teller::dataset {
 
 struct ExportOptions {
-  std::string setting = "default";  // the setting (engine/workload) directory name
+  std::string setting = "default";       // the setting (engine/workload) directory name
   size_t max_nodes_per_step = 1u << 20;  // larger steps are cut (and say so)
 };
 

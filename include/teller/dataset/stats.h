@@ -24,8 +24,8 @@ struct SettingStats {
 struct DatasetStats {
   std::vector<SettingStats> settings;  // by name
   SettingStats total;                  // name "total"
-  // Fraction of faulty requests per category: the five of kAllFaultCategories (core/vocabulary.h) always,
-  // plus any other category the data names. All zero when nothing is faulty.
+  // Fraction of faulty requests per category: the five of kAllFaultCategories (core/vocabulary.h)
+  // always, plus any other category the data names. All zero when nothing is faulty.
   std::map<std::string, double> fault_mix;
   bool from_index = false;  // read from index.json (else recounted)
 };

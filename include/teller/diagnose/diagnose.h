@@ -34,9 +34,9 @@ struct Evidence {
   Layer layer = Layer::kFrontend;
   int rank = -1;
   int64_t pid = 0;
-  float score = 0;          // a(x)
-  int64_t self_ns = 0;      // the instance's time (GPU time, or own time without GPU work)
-  int64_t expected_ns = 0;  // its family's median
+  float score = 0;            // a(x)
+  int64_t self_ns = 0;        // the instance's time (GPU time, or own time without GPU work)
+  int64_t expected_ns = 0;    // its family's median
   Feature feature = kSelfNs;  // what deviates most (FeatureName: "gpu_ns", ...)
   float z = 0;
 };
@@ -53,7 +53,7 @@ struct StepDiagnosis {
   int64_t start_ns = 0, end_ns = 0;
   float score = 0;
   bool abnormal = false, vertical = false, horizontal = false;
-  std::string fault_type;   // FaultCategoryName of the category, "" when normal
+  std::string fault_type;  // FaultCategoryName of the category, "" when normal
   std::string explanation;
   std::vector<Evidence> evidence;  // suspicious instances, most anomalous first
   std::vector<uint32_t> logs;      // rows of Trace::logs

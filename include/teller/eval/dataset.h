@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "teller/core/status.h"
 #include "teller/core/vocabulary.h"
 #include "teller/format/dataset_node.h"
-#include "teller/core/status.h"
 
 namespace teller::eval {
 

@@ -39,9 +39,9 @@ struct LayerPattern {
   // Decoder layers in one unit (its attention kernels): models that alternate layer
   // types (gpt-oss: sliding and full attention) repeat every two layers.
   uint32_t layers_per_period = 1;
-  uint32_t layers = 0;           // repetitions of the unit in the segment it was found in
-  double periodicity = 0;        // share of positions i with c[i] == c[i + period]
-  uint32_t segments = 0;         // step segments examined
+  uint32_t layers = 0;             // repetitions of the unit in the segment it was found in
+  double periodicity = 0;          // share of positions i with c[i] == c[i + period]
+  uint32_t segments = 0;           // step segments examined
   uint32_t agreeing_segments = 0;  // of which gave this layer
 };
 
@@ -49,7 +49,7 @@ struct ClassDistance {
   OpClass op_class = OpClass::kOther;
   uint64_t simulated_count = 0, real_count = 0;
   double simulated_median_us = 0, real_median_us = 0;  // 0 when the side is empty
-  double simulated_share = 0, real_share = 0;  // share of GPU work items of the side
+  double simulated_share = 0, real_share = 0;          // share of GPU work items of the side
   // NaN when one side has no sample.
   double ks = 0;
   double w1_log10 = 0;
@@ -57,7 +57,7 @@ struct ClassDistance {
 
 struct TraceSummary {
   uint64_t processes = 0, steps = 0, steps_compared = 0;
-  uint64_t gpu_work = 0;   // GPU work items compared (kernels, memcpy, memset)
+  uint64_t gpu_work = 0;      // GPU work items compared (kernels, memcpy, memset)
   std::string dominant_kind;  // most common step kind by GPU work, "" = none
 };
 
@@ -70,7 +70,7 @@ struct RealismReport {
   // repeating unit.
   double layer_agreement = 0;
   uint32_t layer_edit_distance = 0;
-  double step_mix_overlap = 0;   // sum_c min(p_sim(c), p_real(c))
+  double step_mix_overlap = 0;         // sum_c min(p_sim(c), p_real(c))
   std::vector<ClassDistance> classes;  // classes present on either side, by real share
 };
 
@@ -82,7 +82,6 @@ std::string RealismReportText(const RealismReport& report, std::string_view simu
                               std::string_view real_label);
 std::string RealismReportJson(const RealismReport& report, std::string_view simulated_label,
                               std::string_view real_label);
-
 
 // Building blocks, exposed for tests.
 // Smallest period p >= 2 (at most n/3) whose self-match share is within 0.03 of the best

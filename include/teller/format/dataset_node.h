@@ -53,10 +53,10 @@ struct DatasetNode {
   EventType type = EventType::kRange;
   std::string_view name_json;
   int64_t start_ns = 0, dur_ns = 0;
-  uint64_t thread = 0;             // host nodes
+  uint64_t thread = 0;              // host nodes
   uint64_t device = 0, stream = 0;  // GPU-stream nodes
-  uint64_t correlation = 0;        // written when non-zero
-  uint64_t bytes = 0;              // written when non-zero
+  uint64_t correlation = 0;         // written when non-zero
+  uint64_t bytes = 0;               // written when non-zero
 };
 
 // Appends the node as one JSON object: id, parent, depth, [rank,] layer, type, name,

@@ -69,7 +69,7 @@ struct FaultRecord {
   int64_t onset_ns = 0;  // UTC
   int64_t duration_ns = 0;
   double magnitude = 1.0;
-  std::string target;    // human-readable: "rank 4", "kernels ~ attention", "request X"
+  std::string target;  // human-readable: "rank 4", "kernels ~ attention", "request X"
   std::string description;
 };
 
@@ -111,7 +111,8 @@ struct GroundTruth {
 
 inline constexpr const char* kGroundTruthFile = "ground_truth.json";
 
-// Serialises (src/format/ground_truth_writer.cc). Deterministic: the same truth gives the same bytes.
+// Serialises (src/format/ground_truth_writer.cc). Deterministic: the same truth gives the same
+// bytes.
 std::string GroundTruthToJson(const GroundTruth& truth);
 Status WriteGroundTruth(const GroundTruth& truth, const std::string& path);
 

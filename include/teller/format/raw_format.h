@@ -69,22 +69,22 @@ static_assert(sizeof(ClockAnchor) == 32);
 // the host that wrote the file (CUPTI timestamps are converted to it).
 enum class EventKind : uint8_t {
   kInvalid = 0,
-  kNvtxPush = 1,      // name, domain, start_ns; value/aux = payload; category
-  kNvtxPop = 2,       // domain, start_ns
-  kNvtxStart = 3,     // name, domain, start_ns, correlation = range id
-  kNvtxEnd = 4,       // start_ns, correlation = range id
-  kNvtxMark = 5,      // name, domain, start_ns
-  kNvtxNameCategory = 6,  // name, domain, value = category id
-  kNvtxNameThread = 7,    // name, value = OS thread id named
-  kNvtxDomainCreate = 8,  // name = domain name, domain = its id
-  kNvtxDomainDestroy = 9, // domain
-  kCudaRuntime = 16,  // aux = callback id, name, start/end, correlation, result
-  kCudaDriver = 17,   // same as kCudaRuntime for the driver API
-  kKernel = 32,       // name, device, context, stream, correlation, graph, grid/block
-  kMemcpy = 33,       // device, context, stream, correlation, value = bytes, aux = copy kind
-  kMemset = 34,       // device, context, stream, correlation, value = bytes
-  kSync = 35,         // device, context, stream, correlation, aux = sync type
-  kOverhead = 36,     // collector overhead intervals (CUPTI buffer flushes, ...)
+  kNvtxPush = 1,           // name, domain, start_ns; value/aux = payload; category
+  kNvtxPop = 2,            // domain, start_ns
+  kNvtxStart = 3,          // name, domain, start_ns, correlation = range id
+  kNvtxEnd = 4,            // start_ns, correlation = range id
+  kNvtxMark = 5,           // name, domain, start_ns
+  kNvtxNameCategory = 6,   // name, domain, value = category id
+  kNvtxNameThread = 7,     // name, value = OS thread id named
+  kNvtxDomainCreate = 8,   // name = domain name, domain = its id
+  kNvtxDomainDestroy = 9,  // domain
+  kCudaRuntime = 16,       // aux = callback id, name, start/end, correlation, result
+  kCudaDriver = 17,        // same as kCudaRuntime for the driver API
+  kKernel = 32,            // name, device, context, stream, correlation, graph, grid/block
+  kMemcpy = 33,            // device, context, stream, correlation, value = bytes, aux = copy kind
+  kMemset = 34,            // device, context, stream, correlation, value = bytes
+  kSync = 35,              // device, context, stream, correlation, aux = sync type
+  kOverhead = 36,          // collector overhead intervals (CUPTI buffer flushes, ...)
 };
 
 // Flag bits of EventRecord::flags.
@@ -101,7 +101,13 @@ enum EventFlags : uint8_t {
 // NVTX payload types as carried in EventRecord::aux for NVTX events
 // (the values of nvtxPayloadType_t).
 enum class NvtxPayload : uint16_t {
-  kNone = 0, kUint64 = 1, kInt64 = 2, kDouble = 3, kUint32 = 4, kInt32 = 5, kFloat = 6,
+  kNone = 0,
+  kUint64 = 1,
+  kInt64 = 2,
+  kDouble = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat = 6,
 };
 
 // One fixed-size event. Fields that do not apply to a kind are zero.
@@ -120,12 +126,12 @@ struct EventRecord {
   uint32_t device;
   uint32_t context;
   uint32_t graph_id;
-  int32_t result;        // return value of API calls
-  uint32_t category;     // NVTX category
-  uint32_t grid[3];      // kernels: grid dimensions
-  uint16_t block[3];     // kernels: block dimensions
+  int32_t result;     // return value of API calls
+  uint32_t category;  // NVTX category
+  uint32_t grid[3];   // kernels: grid dimensions
+  uint16_t block[3];  // kernels: block dimensions
   uint16_t reserved0;
-  uint32_t shared_bytes; // kernels: static + dynamic shared memory
+  uint32_t shared_bytes;  // kernels: static + dynamic shared memory
 };
 static_assert(sizeof(EventRecord) == 96);
 static_assert(offsetof(EventRecord, start_ns) == 16);

@@ -19,12 +19,12 @@ namespace teller::raw {
 
 struct RawReadStats {
   uint64_t file_bytes = 0;
-  uint64_t chunks = 0;            // intact chunks read
-  uint64_t damaged_regions = 0;   // places where damage was found
-  uint64_t dropped_bytes = 0;     // bytes skipped because they were damaged or torn
-  uint64_t unknown_chunks = 0;    // intact chunks of a type this reader does not know
-  uint64_t bad_records = 0;       // records inside intact chunks that made no sense
-  bool clean_end = false;         // the writer closed the file normally
+  uint64_t chunks = 0;           // intact chunks read
+  uint64_t damaged_regions = 0;  // places where damage was found
+  uint64_t dropped_bytes = 0;    // bytes skipped because they were damaged or torn
+  uint64_t unknown_chunks = 0;   // intact chunks of a type this reader does not know
+  uint64_t bad_records = 0;      // records inside intact chunks that made no sense
+  bool clean_end = false;        // the writer closed the file normally
   // First damage, for the report: "offset 1234: payload checksum mismatch".
   std::string first_damage;
 };

@@ -24,10 +24,10 @@ namespace teller::ingest {
 
 enum class InputFormat {
   kUnknown,
-  kTellerRaw,  // a directory from `teller run` / `teller simulate`, or one *.tlr file
-  kKineto,     // PyTorch profiler / Kineto Chrome trace, .json or .json.gz
-  kNsysSqlite, // Nsight Systems SQLite export
-  kLog,        // a plain-text log file
+  kTellerRaw,   // a directory from `teller run` / `teller simulate`, or one *.tlr file
+  kKineto,      // PyTorch profiler / Kineto Chrome trace, .json or .json.gz
+  kNsysSqlite,  // Nsight Systems SQLite export
+  kLog,         // a plain-text log file
 };
 std::string_view InputFormatName(InputFormat f);
 

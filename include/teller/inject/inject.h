@@ -31,8 +31,8 @@
 
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
-#include "teller/format/trace_export.h"
 #include "teller/format/ground_truth.h"
+#include "teller/format/trace_export.h"
 
 namespace teller::inject {
 
@@ -54,15 +54,15 @@ struct InjectOptions {
 struct InjectEffect {
   std::string mechanism, category, target;  // target as written in the ground truth
   double magnitude = 0;
-  int rank = -1;                       // the rank acted on, -1 = all
-  uint64_t modified = 0;               // events the fault acted on directly
-  uint64_t inserted = 0;               // events added (allocator_stall)
-  uint64_t shifted = 0;                // events whose times changed (incl. modified)
-  int sweeps = 0;                      // replay sweeps until nothing moved
+  int rank = -1;          // the rank acted on, -1 = all
+  uint64_t modified = 0;  // events the fault acted on directly
+  uint64_t inserted = 0;  // events added (allocator_stall)
+  uint64_t shifted = 0;   // events whose times changed (incl. modified)
+  int sweeps = 0;         // replay sweeps until nothing moved
   bool converged = true;
   int64_t median_before_ns = 0, median_after_ns = 0;  // of the modified events' durations
   int64_t span_before_ns = 0, span_after_ns = 0;      // first start .. last end
-  std::vector<std::string> notes;      // warnings for the user
+  std::vector<std::string> notes;                     // warnings for the user
 };
 
 struct InjectResult {
@@ -81,8 +81,8 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options);
 struct InjectRun {
   InjectResult result;
   raw::ExportStats exported;
-  uint64_t verified_events = 0;     // rows compared after re-importing the output
-  uint64_t verify_mismatches = 0;   // rows that did not read back identically
+  uint64_t verified_events = 0;    // rows compared after re-importing the output
+  uint64_t verify_mismatches = 0;  // rows that did not read back identically
   uint64_t locators = 0, locators_unresolved = 0;
 };
 

@@ -24,10 +24,9 @@ namespace teller::localize {
 
 // Features of one instance: teller::Feature (core/vocabulary.h, docs/method.md §3).
 
-
 struct Options {
-  double quantile = 0.1;          // q of A_{s,t}: mean of the floor(q*m) lowest rho (>= 1)
-  double family_threshold = 0.5;  // families with A_{s,t} above it are candidates
+  double quantile = 0.1;            // q of A_{s,t}: mean of the floor(q*m) lowest rho (>= 1)
+  double family_threshold = 0.5;    // families with A_{s,t} above it are candidates
   double instance_threshold = 0.5;  // candidate instances with a(x) above it are suspicious
   // A family is a candidate only when at least this many of its instances in the step are
   // anomalous (or all of them, when it has fewer): one isolated outlier kernel is noise
@@ -36,31 +35,31 @@ struct Options {
   // Deviations smaller than this in absolute time are not anomalies, however unusual:
   // sub-microsecond jitter of host ranges is noise for a diagnosis.
   int64_t min_excess_ns = 2000;
-  size_t min_mixture = 24;        // families with fewer instances use robust z-scores
+  size_t min_mixture = 24;  // families with fewer instances use robust z-scores
   int max_components = 3;
-  double central_weight = 0.15;   // components at least this heavy (and the heaviest) are central
-  uint64_t seed = 1;              // for the mixtures' initialization
+  double central_weight = 0.15;  // components at least this heavy (and the heaviest) are central
+  uint64_t seed = 1;             // for the mixtures' initialization
 };
 
 struct Family {
   std::string key;   // name, layer, step kind and preceding operator (the family's identity)
   std::string name;  // normalized
   Layer layer = Layer::kFrontend;
-  uint32_t count = 0;        // instances scored
-  bool mixture = false;      // false: robust z-scores (too few instances)
+  uint32_t count = 0;    // instances scored
+  bool mixture = false;  // false: robust z-scores (too few instances)
   bool from_baseline = false;
-  double median_ns = 0;      // typical total time (GPU time, or own time when none)
+  double median_ns = 0;  // typical total time (GPU time, or own time when none)
 };
 
 struct Instance {
   uint32_t node = 0;
   uint32_t family = 0;
-  uint32_t step = 0;    // index into Reconstruction::steps (the rank's step); without
-                        // steps, the index of the process's group
-  float rho = 1;        // responsibility of the central components (1 = typical)
-  float anomaly = 0;    // a(x) = 1 - rho
-  int64_t total_ns = 0; // GPU time, or own time when the instance launches no GPU work
-  int64_t expected_ns = 0;  // the family's median of that
+  uint32_t step = 0;              // index into Reconstruction::steps (the rank's step); without
+                                  // steps, the index of the process's group
+  float rho = 1;                  // responsibility of the central components (1 = typical)
+  float anomaly = 0;              // a(x) = 1 - rho
+  int64_t total_ns = 0;           // GPU time, or own time when the instance launches no GPU work
+  int64_t expected_ns = 0;        // the family's median of that
   Feature top_feature = kSelfNs;  // the feature that deviates most (robust z)
   float top_z = 0;                // its signed robust z-score
 };
@@ -77,13 +76,13 @@ struct StepFamily {
 
 struct Result {
   std::vector<Family> families;
-  std::vector<Instance> instances;        // by step, then node
-  std::vector<StepFamily> step_families;  // by step, then family
-  std::vector<uint32_t> group_of_step;    // Reconstruction::steps index -> group
+  std::vector<Instance> instances;                 // by step, then node
+  std::vector<StepFamily> step_families;           // by step, then family
+  std::vector<uint32_t> group_of_step;             // Reconstruction::steps index -> group
   std::vector<std::vector<uint32_t>> group_steps;  // group -> its steps (one per rank)
   std::vector<std::vector<uint32_t>> group_roots;  // group -> the root nodes of its trees
-  std::vector<float> group_score;         // per group: max A_{s,t}
-  std::vector<std::vector<uint32_t>> suspicious;  // per group: indices into instances
+  std::vector<float> group_score;                  // per group: max A_{s,t}
+  std::vector<std::vector<uint32_t>> suspicious;   // per group: indices into instances
 };
 
 // A fitted model per family, to score other traces with (baseline mode).
@@ -105,13 +104,14 @@ class Model {
 // Fits family models on healthy traces (each already reconstructed), and records each
 // family's mean A_{s,t} over the baseline's own steps: outliers a family always has are
 // not news, so in baseline mode a step's A_{s,t} counts only above that level.
-Model FitBaseline(const std::vector<std::pair<const Trace*, const reconstruct::Reconstruction*>>& traces,
-                  const Options& options = {});
+Model FitBaseline(
+    const std::vector<std::pair<const Trace*, const reconstruct::Reconstruction*>>& traces,
+    const Options& options = {});
 
 // Scores `trace`; with `baseline`, families it knows are scored with its models and the
 // others are fitted on the trace itself.
-Result Localize(const Trace& trace, const reconstruct::Reconstruction& r, const Options& options = {},
-                const Model* baseline = nullptr);
+Result Localize(const Trace& trace, const reconstruct::Reconstruction& r,
+                const Options& options = {}, const Model* baseline = nullptr);
 
 // The normalized family name of a node: digits in range names become '#'; kernel names
 // stay as they are (their template arguments tell real kernels apart).

@@ -24,10 +24,10 @@ namespace teller::reconstruct {
 // The communication kernels of every process, numbered per name in start order: the
 // matching that every user of collectives shares.
 struct CommKernelIndex {
-  using Key = std::pair<StringId, uint32_t>;  // (kernel name, occurrence on the process)
-  std::vector<std::map<Key, uint32_t>> keyed;  // per process: key -> event row
+  using Key = std::pair<StringId, uint32_t>;        // (kernel name, occurrence on the process)
+  std::vector<std::map<Key, uint32_t>> keyed;       // per process: key -> event row
   std::vector<std::map<StringId, uint32_t>> count;  // per process: kernels per name
-  std::vector<uint8_t> is_comm;                // per event: a communication kernel
+  std::vector<uint8_t> is_comm;                     // per event: a communication kernel
 };
 CommKernelIndex IndexCommKernels(const Trace& trace, LayerCache& layers);
 

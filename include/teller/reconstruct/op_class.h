@@ -15,8 +15,21 @@
 namespace teller::reconstruct {
 
 enum class OpClass : uint8_t {
-  kNorm, kGemm, kRotary, kKvWrite, kAttention, kAttentionReduce, kAllReduce, kAllGather,
-  kActivation, kMoeRouting, kSampling, kCopy, kElementwise, kOther, kCount
+  kNorm,
+  kGemm,
+  kRotary,
+  kKvWrite,
+  kAttention,
+  kAttentionReduce,
+  kAllReduce,
+  kAllGather,
+  kActivation,
+  kMoeRouting,
+  kSampling,
+  kCopy,
+  kElementwise,
+  kOther,
+  kCount
 };
 inline constexpr size_t kOpClassCount = static_cast<size_t>(OpClass::kCount);
 std::string_view OpClassName(OpClass c);

@@ -25,7 +25,6 @@ namespace teller::reconstruct {
 
 // What a node is, for the views and for localization: teller::Layer (core/vocabulary.h).
 
-
 // Name rules per layer, kept in a data file (share/teller/classify.rules): lines
 // "LAYER CATEGORY-GLOB NAME-REGEX" (POSIX extended), the first matching rule wins; ranges
 // matching none are FRONTEND, GPU work matching none is GPU. Immutable once built, so one
@@ -70,10 +69,10 @@ struct Options {
 };
 
 struct Nodes {
-  std::vector<uint32_t> event;     // index into Trace::events
+  std::vector<uint32_t> event;  // index into Trace::events
   std::vector<int64_t> start_ns;
   std::vector<int64_t> end_ns;
-  std::vector<int32_t> parent;     // node index, -1 for roots
+  std::vector<int32_t> parent;  // node index, -1 for roots
   std::vector<uint16_t> depth;
   std::vector<Layer> layer;
   std::vector<uint32_t> process;
@@ -84,10 +83,10 @@ struct Nodes {
 };
 
 struct Step {
-  uint32_t node = 0;       // the STEP range
+  uint32_t node = 0;  // the STEP range
   uint32_t process = 0;
-  uint32_t ordinal = 0;    // position among the steps of its process, by start time
-  StringId kind = 0;       // prefill / decode / mixed ... when the step says so
+  uint32_t ordinal = 0;            // position among the steps of its process, by start time
+  StringId kind = 0;               // prefill / decode / mixed ... when the step says so
   std::vector<StringId> requests;  // Q(s)
   std::vector<uint32_t> logs;      // rows of Trace::logs aligned to this step
 };
@@ -103,9 +102,9 @@ struct Stats {
 
 struct Reconstruction {
   Nodes nodes;
-  std::vector<Step> steps;                         // ordered by (process, start)
+  std::vector<Step> steps;                                            // ordered by (process, start)
   std::unordered_map<StringId, std::vector<uint32_t>> request_steps;  // q -> step indices
-  std::vector<StringId> request_order;             // requests in order of first step
+  std::vector<StringId> request_order;  // requests in order of first step
   Stats stats;
 
   // Horizontal view (docs/method.md §2): for the step of each process with the given

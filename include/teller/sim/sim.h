@@ -19,22 +19,22 @@ namespace teller::sim {
 
 // Engine profiles: step structure, range names, kernel names, log formats and request id
 // formats of one real serving system (docs/serving-notes.md §1-§3).
-inline constexpr const char* kProfiles[5] = {"sglang", "torch-fsdp", "vllm-v0",
-                                             "vllm-v1-offline", "vllm-v1-online"};
+inline constexpr const char* kProfiles[5] = {"sglang", "torch-fsdp", "vllm-v0", "vllm-v1-offline",
+                                             "vllm-v1-online"};
 bool IsProfile(std::string_view name);
 
 enum class Arrival : uint8_t { kPoisson, kBursty, kReplay };
 
 struct SimConfig {
   std::string profile = "vllm-v1-online";
-  std::string setting;          // dataset setting name; "" = the profile name
+  std::string setting;  // dataset setting name; "" = the profile name
   uint64_t seed = 1;
   int nodes = 2, gpus_per_node = 3;
-  int tp = 3, pp = 2;           // tp * pp must equal nodes * gpus_per_node
+  int tp = 3, pp = 2;  // tp * pp must equal nodes * gpus_per_node
   int requests = 40;
   Arrival arrival = Arrival::kPoisson;
-  double rate = 8.0;            // requests per second (Poisson / bursty mean)
-  std::string replay_file;      // kReplay: lines "<arrival s> <prompt tokens> <output tokens>"
+  double rate = 8.0;        // requests per second (Poisson / bursty mean)
+  std::string replay_file;  // kReplay: lines "<arrival s> <prompt tokens> <output tokens>"
   // Prompt and output lengths: lognormal with these medians, clamped.
   int prompt_median = 512, prompt_max = 4096;
   int output_median = 64, output_max = 1024;
@@ -66,9 +66,9 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
 // 42% faulty, the five fault categories about equally often. One sub-directory per
 // setting under out_dir, simulated in parallel on `jobs` threads.
 std::vector<SimConfig> PaperPreset(uint64_t seed);
-Result<std::vector<SimSummary>> SimulatePreset(const std::vector<SimConfig>& configs,
-                                               const std::string& out_dir, int jobs,
-                                               const std::function<void(std::string_view)>& progress = {});
+Result<std::vector<SimSummary>> SimulatePreset(
+    const std::vector<SimConfig>& configs, const std::string& out_dir, int jobs,
+    const std::function<void(std::string_view)>& progress = {});
 
 }  // namespace teller::sim
 

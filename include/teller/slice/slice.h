@@ -30,15 +30,16 @@ struct Weights {
 };
 
 struct Slice {
-  std::vector<uint32_t> nodes;  // reconstruction node indices, sorted
-  std::vector<float> relevance; // R_s(v) of each kept node (ancestors added by hops: 0)
-  size_t step_nodes = 0;        // nodes in the step's subtrees considered
+  std::vector<uint32_t> nodes;   // reconstruction node indices, sorted
+  std::vector<float> relevance;  // R_s(v) of each kept node (ancestors added by hops: 0)
+  size_t step_nodes = 0;         // nodes in the step's subtrees considered
   double Share() const { return step_nodes ? static_cast<double>(nodes.size()) / step_nodes : 0; }
 };
 
 // `roots`: the STEP nodes of one engine step (one per rank); `suspicious`: node indices.
-Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r, const std::vector<uint32_t>& roots,
-                 const std::vector<uint32_t>& suspicious, const Weights& weights = {});
+Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r,
+                 const std::vector<uint32_t>& roots, const std::vector<uint32_t>& suspicious,
+                 const Weights& weights = {});
 
 }  // namespace teller::slice
 

@@ -26,8 +26,8 @@ namespace teller::tpe {
 struct StepInfo {
   uint32_t setting = 0;  // index into Corpus::settings
   std::string request;
-  uint32_t step = 0;     // the step's index in its request (trace.json "step")
-  uint64_t seq = 0;      // the engine step
+  uint32_t step = 0;  // the step's index in its request (trace.json "step")
+  uint64_t seq = 0;   // the engine step
   bool is_anomaly = false;
 };
 

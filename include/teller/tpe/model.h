@@ -42,7 +42,7 @@ struct ModelMetadata {
   std::string data;                   // the --data argument
   std::vector<std::string> settings;  // settings read
   uint64_t steps = 0, distinct_steps = 0, symbols = 0, tokens = 0;
-  std::string stop_reason;            // why fewer merges than requested, or empty
+  std::string stop_reason;  // why fewer merges than requested, or empty
   double train_seconds = 0;
   // Occurrences in the training corpus per token id (base: symbol count; merge: the
   // pair's count when merged); empty or one per token.

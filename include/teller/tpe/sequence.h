@@ -28,10 +28,10 @@ namespace teller::tpe {
 using TokenId = uint32_t;
 
 struct Sequence {
-  std::vector<TokenId> ids;        // input_ids
-  std::vector<int32_t> parent;     // parent_idx: a position in this sequence, -1 for a root
-  std::vector<int64_t> duration;   // ns
-  std::vector<uint16_t> depth;     // depth below the step (the root is 0)
+  std::vector<TokenId> ids;       // input_ids
+  std::vector<int32_t> parent;    // parent_idx: a position in this sequence, -1 for a root
+  std::vector<int64_t> duration;  // ns
+  std::vector<uint16_t> depth;    // depth below the step (the root is 0)
   // Serialized node positions [first, last] covered by each token; before any merge
   // span[i] == {i, i}. Merges join adjacent tokens, so spans stay contiguous, in order,
   // and together cover every node exactly once.

@@ -21,8 +21,8 @@
 namespace teller::tpe {
 
 // Type tags, as numbered in steps.jsonl's `type` column.
-using format::TypeTag;
 using format::kNumTypeTags;
+using format::TypeTag;
 
 // "[STEP]", "[FE]", "[BE]", "[COMM]", "[RT]", "[DRV]", "[K]", "[MEM]", "[SYNC]", "[MARK]",
 // "[GANN]". These bare tags are also vocabulary entries: the encoder maps a name it has

@@ -45,8 +45,8 @@ void AppendEncodedStepJson(std::string& out, const Corpus& corpus, size_t k, con
 struct StatsRow {
   uint32_t vocab = 0;
   double events_before = 0, events_after = 0;
-  double compression = 0;  // before / after
-  double reduction = 0;    // 1 - after / before, a fraction
+  double compression = 0;      // before / after
+  double reduction = 0;        // 1 - after / before, a fraction
   uint32_t vocab_reached = 0;  // < vocab when training ran out of pairs to merge
 };
 

@@ -50,7 +50,7 @@ struct TrainOptions {
 struct TrainResult {
   uint32_t base_size = 0;
   std::vector<std::pair<TokenId, TokenId>> merges;  // merge r creates id base_size + r
-  std::vector<uint64_t> merge_count;  // the pair's count when it was merged
+  std::vector<uint64_t> merge_count;                // the pair's count when it was merged
   // tokens_after[k]: tokens in the corpus after the first k merges (k = 0..merges.size()),
   // so tokens_after[0] is the number of symbols. A prefix of the merges is what training
   // to a smaller vocabulary gives, so one run answers every smaller size.

@@ -13,11 +13,10 @@
  * returns (or nothing where NVTX returns nothing); the shim adds no state of its own.
  * A NULL domain means NVTX's default (global) domain.
  */
+#include <nvtx3/nvToolsExt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <nvtx3/nvToolsExt.h>
 
 #define TELLER_SHIM_API __attribute__((visibility("default")))
 
