@@ -171,8 +171,9 @@ void Trainer::Load(const SymbolCorpusView& corpus) {
     auto& bucket = by_hash[HashSequence(s)];
     bool found = false;
     for (uint32_t u : bucket) {
+      // An empty sequence may have no storage at all: memcmp must not see its null pointer.
       if (unique[u].size() == s.size() &&
-          std::memcmp(unique[u].data(), s.data(), s.size() * sizeof(TokenId)) == 0) {
+          (s.empty() || std::memcmp(unique[u].data(), s.data(), s.size() * sizeof(TokenId)) == 0)) {
         ++multiplicity[u];
         found = true;
         break;
