@@ -2,20 +2,14 @@
 #include "teller/format/dataset_node.h"
 
 #include <array>
-#include <charconv>
+
+#include "teller/core/json_writer.h"
 
 namespace teller::format {
 namespace {
 
 constexpr std::array<std::string_view, kNumTypeTags> kShortNames = {
     "step", "fe", "be", "comm", "rt", "drv", "kernel", "mem", "sync", "mark", "gpu_annot"};
-
-template <typename T>
-void AppendNumber(std::string& out, T v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
 
 }  // namespace
 
@@ -75,14 +69,14 @@ DatasetNode DatasetNodeOf(const Trace& trace, uint32_t e, Layer layer, int64_t s
 
 void AppendDatasetNode(std::string& out, const DatasetNode& n) {
   out += "{\"id\":";
-  AppendNumber(out, n.id);
+  AppendJsonInt(out, n.id);
   out += ",\"parent\":";
-  AppendNumber(out, n.parent);
+  AppendJsonInt(out, n.parent);
   out += ",\"depth\":";
-  AppendNumber(out, n.depth);
+  AppendJsonUint(out, n.depth);
   if (n.has_rank) {
     out += ",\"rank\":";
-    AppendNumber(out, n.rank);
+    AppendJsonInt(out, n.rank);
   }
   out += ",\"layer\":\"";
   out += LayerName(n.layer);
@@ -91,25 +85,25 @@ void AppendDatasetNode(std::string& out, const DatasetNode& n) {
   out += "\",\"name\":";
   out += n.name_json;
   out += ",\"start_ns\":";
-  AppendNumber(out, n.start_ns);
+  AppendJsonInt(out, n.start_ns);
   out += ",\"dur_ns\":";
-  AppendNumber(out, n.dur_ns);
+  AppendJsonInt(out, n.dur_ns);
   if (OnGpuStream(n.type)) {
     out += ",\"device\":";
-    AppendNumber(out, n.device);
+    AppendJsonUint(out, n.device);
     out += ",\"stream\":";
-    AppendNumber(out, n.stream);
+    AppendJsonUint(out, n.stream);
   } else {
     out += ",\"thread\":";
-    AppendNumber(out, n.thread);
+    AppendJsonUint(out, n.thread);
   }
   if (n.correlation != 0) {
     out += ",\"correlation\":";
-    AppendNumber(out, n.correlation);
+    AppendJsonUint(out, n.correlation);
   }
   if (n.bytes != 0) {
     out += ",\"bytes\":";
-    AppendNumber(out, n.bytes);
+    AppendJsonUint(out, n.bytes);
   }
   out += '}';
 }
