@@ -6,11 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  python3 python3-jsonschema   # the diagnosis report test validates against docs/diagnosis.schema.json
   zlib1g-dev libdeflate-dev libsimdjson-dev libsqlite3-dev sqlite3
   clang libclang-rt-14-dev   # fuzz targets (libFuzzer) and the sanitizer sub-builds
   clang-format               # the format test (tools/format.sh --check)
-  libarmadillo-dev   # Gaussian mixtures of candidate localization
+  libarmadillo-dev   # kmeans and Gaussian-mixture baselines of teller eval
   sentencepiece      # spm_train: the reference in bench/tpe_benchmark
   libxgboost-dev xgboost  # the XGBoost baseline of teller eval (the CLI package makes find_package(xgboost) work)
 )

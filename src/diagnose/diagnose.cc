@@ -1,4 +1,4 @@
-// The numeric diagnosis (include/teller/diagnose/diagnose.h).
+// The numeric diagnosis (include/teller/diagnose/diagnose.h); the reports are in report.cc.
 #include "teller/diagnose/diagnose.h"
 
 #include <algorithm>
@@ -7,132 +7,125 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 
-#include "teller/core/json_writer.h"
+#include "src/diagnose/format.h"
 
 namespace teller::diagnose {
 
 namespace {
 
-std::string Us(int64_t ns) {
-  char buf[32];
-  if (std::llabs(ns) >= 10'000'000) {
-    std::snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f us", static_cast<double>(ns) / 1e3);
-  }
-  return buf;
+using localize::Measure;
+
+bool GpuMeasure(Measure m) { return m == Measure::kGpuTime || m == Measure::kTransferTime; }
+
+Evidence MakeEvidence(const Trace& t, const reconstruct::Reconstruction& r,
+                      const localize::Result& loc, const localize::Instance& in,
+                      const localize::Options& o) {
+  const localize::Family& f = loc.families[in.family];
+  Evidence e;
+  e.node = in.node;
+  e.name = std::string(t.strings.Get(t.events.name[r.nodes.event[in.node]]));
+  e.family = f.pattern;
+  e.within = f.within;
+  e.layer = f.layer;
+  const ProcessInfo& p = t.processes[r.nodes.process[in.node]];
+  e.rank = p.rank;
+  e.pid = p.pid;
+  e.measure = f.measure;
+  e.feature = localize::MeasureFeature(f.measure);
+  e.time_ns = in.time_ns;
+  e.expected_ns = in.expected_ns;
+  e.excess_ns = in.excess_ns;
+  e.noise_ns = in.noise_ns;
+  e.peers = in.peers;
+  e.source = in.source;
+  e.ratio = in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0;
+  e.z = in.z;
+  e.score = in.z > 0 ? static_cast<float>(in.z / (in.z + o.min_z)) : 0.0f;
+  return e;
 }
 
-// Kernel names are long; reports show the function name without template arguments.
-std::string Short(std::string_view name) {
-  std::string s(name);
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  size_t cut = std::string::npos;
-  int depth = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<' || s[i] == '(') {
-      if (depth == 0 && i > 0) {
-        cut = i;
-        break;
-      }
-      ++depth;
-    }
+// What kind of root a piece of evidence is, for the category rules.
+enum class RootKind { kAllocator, kCopy, kKernel, kCollective, kSync, kHostCall, kFramework };
+
+RootKind KindOf(const Trace& t, const reconstruct::Reconstruction& r, const Evidence& e) {
+  const EventType type = t.events.type[r.nodes.event[e.node]];
+  if (type == EventType::kMemcpy || type == EventType::kMemset) return RootKind::kCopy;
+  if (e.measure == Measure::kTransferTime || (IsGpuWork(type) && e.layer == Layer::kComm))
+    return RootKind::kCollective;
+  if (IsGpuWork(type)) return RootKind::kKernel;
+  if (e.measure == Measure::kSyncCost) return RootKind::kSync;
+  if (IsHostCall(type)) {
+    return IsAllocatorCall(ClassifyCall(e.name)) ? RootKind::kAllocator : RootKind::kHostCall;
   }
-  if (cut != std::string::npos) s = s.substr(0, cut);
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
+  return RootKind::kFramework;
 }
 
-// Runtime/driver call names in a node's subtree, for the rules below.
-void CallNames(const Trace& t, const reconstruct::Reconstruction& r, uint32_t node,
-               std::set<std::string>* out, uint64_t* bytes) {
-  std::vector<uint32_t> todo = {node};
-  while (!todo.empty()) {
-    const uint32_t i = todo.back();
-    todo.pop_back();
-    const uint32_t e = r.nodes.event[i];
-    if (IsHostCall(t.events.type[e])) out->insert(std::string(t.strings.Get(t.events.name[e])));
-    if (t.events.type[e] == EventType::kMemcpy || t.events.type[e] == EventType::kMemset)
-      *bytes += t.events.bytes[e];
-    for (uint32_t c = r.nodes.child_begin[i]; c < r.nodes.child_begin[i + 1]; ++c)
-      todo.push_back(r.nodes.child_index[c]);
-  }
-}
-
-// A first, rule-based fault category from the evidence (docs/diagnose.md, "Fault type").
+// A fault category from a step's root evidence (docs/diagnose.md, "Fault type"): the kind
+// of root that holds most of the excess decides.
 FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
-                        const std::vector<Evidence>& ev, std::string* why) {
-  if (ev.empty()) {
-    *why = "the step is slow with no single abnormal operator";
+                        const std::vector<Evidence>& roots, std::string* why) {
+  if (roots.empty()) {
+    *why = "the step took longer with no single operator slower than its peers";
     return FaultCategory::kSchedulingSoftware;
   }
-  std::set<std::string> calls;
-  uint64_t bytes = 0;
-  for (const Evidence& e : ev) CallNames(t, r, e.node, &calls, &bytes);
-  for (const std::string& c : calls) {
-    if (IsAllocatorCall(ClassifyCall(c))) {
-      *why = "allocation calls (" + c + ") block inside the operators";
+  std::map<RootKind, int64_t> excess;
+  std::map<RootKind, const Evidence*> top;
+  // Kernel families per (rank, device): the GPU itself is slower only when several
+  // kernel families on one device slow down together.
+  std::map<std::pair<int, uint32_t>, std::set<std::string>> kernel_families;
+  for (const Evidence& e : roots) {
+    const RootKind k = KindOf(t, r, e);
+    excess[k] += e.excess_ns;
+    if (top.find(k) == top.end() || top[k]->excess_ns < e.excess_ns) top[k] = &e;
+    if (k == RootKind::kKernel)
+      kernel_families[{e.rank, t.events.device[r.nodes.event[e.node]]}].insert(e.family);
+  }
+  RootKind best = excess.begin()->first;
+  for (const auto& [k, x] : excess) {
+    if (x > excess[best]) best = k;
+  }
+  const Evidence& e = *top[best];
+  const std::string name = ShortName(e.name);
+  switch (best) {
+    case RootKind::kAllocator:
+      *why = "allocator calls (" + name + ") take " + Duration(excess[best]) +
+             " longer than their peers: memory is scarce or fragmented";
       return FaultCategory::kMemoryResource;
-    }
-  }
-  if (bytes >= (4u << 20)) {
-    *why = "large copies (" + std::to_string(bytes >> 20) + " MiB) stall the step";
-    return FaultCategory::kMemoryResource;
-  }
-  // Compute evidence that is slower (not comm): one family -> kernel; many families of
-  // compute-bound work on one rank -> the GPU itself.
-  std::map<int, std::set<std::string>> compute_families;
-  const Evidence* compute = nullptr;
-  const Evidence* comm = nullptr;
-  const Evidence* host = nullptr;
-  for (const Evidence& e : ev) {
-    const bool gpu_time = IsGpuTimeFeature(e.feature);
-    if (e.layer == Layer::kComm) {
-      if (comm == nullptr) comm = &e;
-    } else if (IsHostFeature(e.feature)) {
-      if (host == nullptr) host = &e;
-    } else if (gpu_time && e.z > 0) {
-      if (compute == nullptr) compute = &e;
-      compute_families[e.rank].insert(e.name);
-    }
-  }
-  auto excess = [](const Evidence* e) { return e == nullptr ? 0 : e->self_ns - e->expected_ns; };
-  if (host != nullptr && (compute == nullptr || excess(host) > 2 * excess(compute))) {
-    for (const std::string& c : calls) {
-      if (ClassifyCall(c) == CallKind::kSynchronize) {
-        *why = c + " blocks far longer than the work it waits for";
-        return FaultCategory::kRuntimeDriver;
+    case RootKind::kCopy:
+      *why = "copies (" + name + ") are slower than their peers of the same size";
+      return FaultCategory::kMemoryResource;
+    case RootKind::kKernel: {
+      for (const auto& [where, families] : kernel_families) {
+        if (families.size() >= 3) {
+          *why = std::to_string(families.size()) + " kernel families on rank " +
+                 std::to_string(where.first) + ", device " + std::to_string(where.second) +
+                 " are slower together: the GPU itself is slower";
+          return FaultCategory::kRuntimeDriver;
+        }
       }
-    }
-    *why = host->feature == kLaunchDelayNs
-               ? "kernels start long after their launch calls"
-               : "host runtime calls of " + Short(host->name) + " take longer than usual";
-    return FaultCategory::kRuntimeDriver;
-  }
-  if (compute != nullptr) {
-    for (const auto& [rank, fams] : compute_families) {
-      if (fams.size() >= 3) {
-        *why = std::to_string(fams.size()) + " compute families slow down together on rank " +
-               std::to_string(rank) + ": the GPU itself is slower";
-        return FaultCategory::kRuntimeDriver;
-      }
-    }
-    if (compute->feature == kGpuOps) {
-      *why = Short(compute->name) + " runs a different set of kernels than usual";
+      *why = name + " runs slower than its peers";
       return FaultCategory::kCudaKernel;
     }
-    *why = Short(compute->name) + " kernels are slower than their peers";
-    return FaultCategory::kCudaKernel;
+    case RootKind::kCollective:
+      *why = "collective " + name + " transfers slower than its peers after every rank arrived";
+      return FaultCategory::kCommunication;
+    case RootKind::kSync:
+      *why = name + " blocks long after the GPU work it waits for has finished";
+      return FaultCategory::kRuntimeDriver;
+    case RootKind::kHostCall:
+      *why = "host runtime calls (" + name + (e.within.empty() ? "" : " in " + e.within) +
+             ") take longer than their peers";
+      return FaultCategory::kRuntimeDriver;
+    case RootKind::kFramework:
+      *why = "host-side time of " + name + " (framework or Python) is longer than its peers'";
+      return FaultCategory::kSchedulingSoftware;
   }
-  if (comm != nullptr) {
-    *why = "collective " + Short(comm->name) + " takes " + Us(comm->self_ns) + " instead of " +
-           Us(comm->expected_ns);
-    return FaultCategory::kCommunication;
-  }
-  *why = Short(ev.front().name) + " deviates from its family";
   return FaultCategory::kSchedulingSoftware;
+}
+
+std::string StepLabel(const StepDiagnosis& s) {
+  return s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal);
 }
 
 }  // namespace
@@ -142,28 +135,40 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   Diagnosis d;
   d.mode = baseline != nullptr ? "baseline" : "self";
   const localize::Result loc = localize::Localize(trace, r, options.localize, baseline);
+  d.scope = loc.whole_trace ? "whole_trace" : "steps";
   const reconstruct::Nodes& n = r.nodes;
-  // Engine steps: localization's groups (rank steps with the same seq).
-  for (uint32_t g = 0; g < loc.group_steps.size(); ++g) {
+  const localize::Options& lo = options.localize;
+  for (const CounterEntry& c : trace.counters.entries()) {
+    if (c.value != 0 && c.severity != CounterSeverity::kInfo)
+      d.damage.emplace_back(std::string(c.name), c.value);
+  }
+  // Stragglers per engine step.
+  std::map<uint32_t, std::vector<const localize::Straggler*>> stragglers_of;
+  for (const localize::Straggler& s : loc.stragglers) stragglers_of[s.group].push_back(&s);
+  for (uint32_t g = 0; g < loc.group_units.size(); ++g) {
     StepDiagnosis sd;
-    for (uint32_t s : loc.group_steps[g]) {
-      const reconstruct::Step& st = r.steps[s];
+    sd.number = loc.group_number[g];
+    sd.has_seq = sd.number >= 0;
+    sd.seq = sd.has_seq ? static_cast<uint64_t>(sd.number) : 0;
+    sd.start_ns = INT64_MAX;
+    sd.end_ns = INT64_MIN;
+    for (uint32_t u : loc.group_units[g]) {
+      const localize::Unit& unit = loc.units[u];
+      const ProcessInfo& p = trace.processes[unit.process];
+      sd.ranks.push_back(RankRef{p.rank, p.pid});
+      sd.start_ns = std::min(sd.start_ns, unit.start_ns);
+      sd.end_ns = std::max(sd.end_ns, unit.end_ns);
+      if (unit.step < 0) {
+        sd.ordinal = g;
+        sd.kind = "whole trace";
+        continue;
+      }
+      const reconstruct::Step& st = r.steps[unit.step];
       if (sd.rank_steps.empty()) {
-        std::vector<std::string> ids;
-        std::string kind, seq;
-        reconstruct::ParseStepMessage(trace.strings.Get(trace.events.name[n.event[st.node]]), &ids,
-                                      &kind, &seq);
-        char* end = nullptr;
-        sd.seq = seq.empty() ? 0 : std::strtoull(seq.c_str(), &end, 10);
-        sd.has_seq = !seq.empty() && end != nullptr && *end == '\0';
         sd.ordinal = st.ordinal;
         sd.kind = st.kind != 0 ? std::string(trace.strings.Get(st.kind)) : "";
-        sd.start_ns = n.start_ns[st.node];
-        sd.end_ns = n.end_ns[st.node];
       }
-      sd.rank_steps.push_back(s);
-      sd.start_ns = std::min(sd.start_ns, n.start_ns[st.node]);
-      sd.end_ns = std::max(sd.end_ns, n.end_ns[st.node]);
+      sd.rank_steps.push_back(static_cast<uint32_t>(unit.step));
       for (StringId q : st.requests) {
         const std::string id(trace.strings.Get(q));
         if (std::find(sd.requests.begin(), sd.requests.end(), id) == sd.requests.end())
@@ -173,95 +178,91 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
         if (std::find(sd.logs.begin(), sd.logs.end(), row) == sd.logs.end()) sd.logs.push_back(row);
       }
     }
-    if (loc.group_steps[g].empty() && !loc.group_roots[g].empty()) {
-      // No steps in the trace: the process's whole timeline is the unit.
-      const uint32_t first = loc.group_roots[g].front();
-      sd.ordinal = g;
-      sd.kind = "whole trace";
-      sd.start_ns = n.start_ns[first];
-      sd.end_ns = n.end_ns[first];
-      for (uint32_t root : loc.group_roots[g]) {
-        sd.start_ns = std::min(sd.start_ns, n.start_ns[root]);
-        sd.end_ns = std::max(sd.end_ns, n.end_ns[root]);
-      }
-    }
+    sd.duration_ns = loc.group_duration_ns[g];
+    sd.excess_ns = loc.group_excess_ns[g];
+    sd.spread_ns = loc.group_spread_ns[g];
     sd.score = loc.group_score[g];
-    d.steps.push_back(std::move(sd));
-  }
-  // Evidence, views, fault type and explanation of abnormal steps.
-  for (StepDiagnosis& sd : d.steps) {
     sd.abnormal = sd.score > options.step_threshold;
-    std::vector<const localize::Instance*> sus;
-    const uint32_t group = static_cast<uint32_t>(&sd - d.steps.data());
-    const std::vector<uint32_t>& roots = loc.group_roots[group];
-    for (uint32_t i : loc.suspicious[group]) sus.push_back(&loc.instances[i]);
+    d.evidence += loc.suspicious[g].size();
     if (!sd.abnormal) {
-      sd.step_nodes = 0;
+      d.steps.push_back(std::move(sd));
       continue;
     }
     ++d.abnormal_steps;
-    // Causes first: when compute operators are suspicious, the collectives that waited
-    // for them come after; then by anomaly and by the time lost.
-    bool compute = false;
-    for (const localize::Instance* in : sus)
-      compute |= loc.families[in->family].layer != Layer::kComm;
-    auto waits = [&](const localize::Instance* in) {
-      return compute && loc.families[in->family].layer == Layer::kComm;
-    };
-    std::sort(sus.begin(), sus.end(),
-              [&](const localize::Instance* a, const localize::Instance* b) {
-                if (waits(a) != waits(b)) return !waits(a);
-                if (a->anomaly != b->anomaly) return a->anomaly > b->anomaly;
-                const int64_t xa = a->total_ns - a->expected_ns, xb = b->total_ns - b->expected_ns;
-                if (xa != xb) return xa > xb;
-                return a->node < b->node;
-              });
-    std::vector<uint32_t> sus_nodes;
-    for (const localize::Instance* in : sus) sus_nodes.push_back(in->node);
-    const slice::Slice sl = slice::BuildSlice(trace, r, roots, sus_nodes, options.slice);
-    sd.slice_nodes = sl.nodes.size();
-    sd.step_nodes = sl.step_nodes;
-    std::vector<Evidence> all;  // every suspicious instance, for the category rules
-    for (const localize::Instance* in : sus) {
-      Evidence e;
-      e.node = in->node;
-      e.name = loc.families[in->family].name;
-      e.layer = loc.families[in->family].layer;
-      const ProcessInfo& p = trace.processes[n.process[in->node]];
-      e.rank = p.rank;
-      e.pid = p.pid;
-      e.score = in->anomaly;
-      e.self_ns = in->total_ns;
-      e.expected_ns = in->expected_ns;
-      e.feature = in->top_feature;
-      e.z = in->top_z;
-      if (n.layer[in->node] == Layer::kComm)
+    // Roots, most excess first.
+    std::vector<uint32_t> roots = loc.suspicious[g];
+    std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
+      const localize::Instance &x = loc.instances[a], &y = loc.instances[b];
+      if (x.excess_ns != y.excess_ns) return x.excess_ns > y.excess_ns;
+      return x.node < y.node;
+    });
+    std::vector<Evidence> all;
+    for (uint32_t k : roots) {
+      Evidence e = MakeEvidence(trace, r, loc, loc.instances[k], lo);
+      if (e.layer == Layer::kComm)
         sd.horizontal = true;
       else
         sd.vertical = true;
       if (sd.evidence.size() < options.max_evidence) sd.evidence.push_back(e);
-      if (all.size() < 256) all.push_back(std::move(e));
+      all.push_back(std::move(e));
     }
-    if (sd.evidence.empty()) sd.vertical = true;
+    // Consequences: the collectives that waited for a late rank of this step.
+    std::set<uint32_t> late_processes;
+    for (const localize::Straggler* s : stragglers_of[g]) late_processes.insert(s->process);
+    std::vector<uint32_t> waits;
+    for (uint32_t k : loc.waits[g]) {
+      const localize::Instance& in = loc.instances[k];
+      if (late_processes.count(static_cast<uint32_t>(in.waited_for_process)) &&
+          in.wait_ns >= lo.min_excess_ns)
+        waits.push_back(k);
+    }
+    std::sort(waits.begin(), waits.end(), [&](uint32_t a, uint32_t b) {
+      return loc.instances[a].wait_ns > loc.instances[b].wait_ns;
+    });
+    for (uint32_t k : loc.unseen_waits[g]) {
+      if (sd.consequences.size() >= options.max_evidence) break;
+      const localize::Instance& in = loc.instances[k];
+      Evidence e = MakeEvidence(trace, r, loc, in, lo);
+      e.consequence = true;  // waited for ranks not in the trace (waited_for_rank -1)
+      sd.consequences.push_back(std::move(e));
+    }
+    for (uint32_t k : waits) {
+      if (sd.consequences.size() >= options.max_evidence) break;
+      const localize::Instance& in = loc.instances[k];
+      Evidence e = MakeEvidence(trace, r, loc, in, lo);
+      e.consequence = true;
+      e.time_ns = n.end_ns[in.node] - n.start_ns[in.node];
+      e.excess_ns = in.wait_ns;
+      e.waited_for_rank = trace.processes[static_cast<uint32_t>(in.waited_for_process)].rank;
+      sd.consequences.push_back(std::move(e));
+    }
+    if (!stragglers_of[g].empty()) sd.horizontal = true;
+    if (!sd.horizontal) sd.vertical = true;
+    std::vector<uint32_t> slice_nodes;
+    for (const Evidence& e : all) slice_nodes.push_back(e.node);
+    const slice::Slice sl =
+        slice::BuildSlice(trace, r, loc.group_roots[g], slice_nodes, options.slice);
+    sd.slice_nodes = sl.nodes.size();
+    sd.step_nodes = sl.step_nodes;
     std::string why;
     sd.fault_type = FaultCategoryName(FaultType(trace, r, all, &why));
     std::ostringstream x;
-    x << "Step " << (sd.has_seq ? std::to_string(sd.seq) : "#" + std::to_string(sd.ordinal));
-    if (!sd.kind.empty()) x << " (" << sd.kind << ")";
-    x << " is abnormal (score " << std::lround(sd.score * 100) / 100.0 << ")";
+    x << "Step " << StepLabel(sd);
+    if (!sd.kind.empty() && sd.kind != "whole trace") x << " (" << sd.kind << ")";
+    x << " is abnormal (score " << Fixed(sd.score, 2) << "): its root excess "
+      << Duration(sd.excess_ns) << " is "
+      << Fixed(sd.spread_ns > 0 ? double(sd.excess_ns) / sd.spread_ns : 0, 1)
+      << " times its healthy spread (" << Duration(sd.spread_ns) << " of "
+      << Duration(sd.duration_ns) << ")";
     if (!sd.evidence.empty()) {
       const Evidence& top = sd.evidence.front();
-      x << ": " << Short(top.name) << " on rank " << top.rank << " took " << Us(top.self_ns)
-        << " against a typical " << Us(top.expected_ns);
-      if (top.expected_ns > 0) {
-        char ratio[32];
-        std::snprintf(ratio, sizeof ratio, " (%.1fx)",
-                      static_cast<double>(top.self_ns) / top.expected_ns);
-        x << ratio;
-      }
+      x << ". " << ShortName(top.name) << " on rank " << top.rank << " took "
+        << Duration(top.time_ns) << " against " << Duration(top.expected_ns) << " for its "
+        << top.peers << " peers (" << localize::PeerSourceName(top.source) << ", "
+        << Fixed(top.ratio, 2) << "x)";
       std::set<std::string> others;
-      for (size_t i = 1; i < sd.evidence.size(); ++i) others.insert(Short(sd.evidence[i].name));
-      others.erase(Short(top.name));
+      for (size_t i = 1; i < sd.evidence.size(); ++i) others.insert(ShortName(sd.evidence[i].name));
+      others.erase(ShortName(top.name));
       if (!others.empty()) {
         x << "; also ";
         size_t k = 0;
@@ -270,6 +271,12 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
           x << (k > 1 ? ", " : "") << o;
         }
       }
+    }
+    for (const localize::Straggler* s : stragglers_of[g]) {
+      x << ". Rank " << trace.processes[s->process].rank << " was late by " << Duration(s->late_ns)
+        << " to " << ShortName(trace.strings.Get(trace.events.name[n.event[s->node]])) << ": "
+        << s->waiting << " ranks waited for it";
+      break;
     }
     x << ". Likely " << sd.fault_type << ": " << why << ".";
     if (!sd.requests.empty()) {
@@ -281,252 +288,68 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     for (uint32_t row : sd.logs) warnings += trace.logs.level[row] >= LogLevel::kWarning;
     if (warnings > 0) x << " " << warnings << " warning/error log line(s) in the step window.";
     sd.explanation = x.str();
+    d.steps.push_back(std::move(sd));
   }
-  // Top operators over the whole trace, by (name, layer): the mean of A_{s,t} over the
-  // steps that run the family. In a step where compute operators are suspicious, the
-  // collectives that waited for them are consequences, not causes: they count a tenth.
-  std::vector<bool> compute_suspicious(loc.group_steps.size(), false);
-  for (size_t g = 0; g < loc.suspicious.size(); ++g) {
-    for (uint32_t i : loc.suspicious[g]) {
-      if (loc.families[loc.instances[i].family].layer != Layer::kComm) compute_suspicious[g] = true;
-    }
+  // Stragglers, as the report names them.
+  for (const localize::Straggler& s : loc.stragglers) {
+    StragglerReport sr;
+    const ProcessInfo& p = trace.processes[s.process];
+    sr.rank = p.rank;
+    sr.pid = p.pid;
+    sr.step = loc.group_number[s.group] >= 0 ? loc.group_number[s.group] : d.steps[s.group].ordinal;
+    sr.late_ns = s.late_ns;
+    sr.collective = std::string(trace.strings.Get(trace.events.name[n.event[s.node]]));
+    sr.waiting = s.waiting;
+    d.stragglers.push_back(std::move(sr));
   }
+  // Top operators: root evidence of the whole trace by family pattern, layer, measure and
+  // the operator that makes host calls; the most excess first.
   struct Agg {
-    double sum = 0, excess = 0;
-    uint32_t steps = 0, count = 0, instances = 0;
-    double median = 0;
-    std::string layer;
+    TopOperator op;
+    int64_t best = -1;
+    std::set<int> ranks;
   };
-  std::map<std::pair<std::string, std::string>, Agg> agg;
-  std::vector<std::pair<std::string, std::string>> key_of(loc.families.size());
-  for (size_t f = 0; f < loc.families.size(); ++f) {
-    key_of[f] = {loc.families[f].name, std::string(LayerName(loc.families[f].layer))};
-    Agg& a = agg[key_of[f]];
-    a.instances += loc.families[f].count;
-    a.median = std::max(a.median, loc.families[f].median_ns);
-  }
-  std::map<std::pair<uint32_t, std::pair<std::string, std::string>>, float>
-      best;  // (group, key) -> A
-  for (const localize::StepFamily& sf : loc.step_families) {
-    float a = sf.suspiciousness;
-    if (loc.families[sf.family].layer == Layer::kComm && compute_suspicious[sf.step]) a *= 0.1f;
-    float& b = best[{sf.step, key_of[sf.family]}];
-    b = std::max(b, a);
-  }
-  for (const auto& [k, a] : best) {
-    agg[k.second].sum += a;
-    ++agg[k.second].steps;
-  }
-  double total_excess = 0;
-  for (size_t g = 0; g < loc.suspicious.size(); ++g) {
-    for (uint32_t i : loc.suspicious[g]) {
-      const localize::Instance& in = loc.instances[i];
-      Agg& a = agg[key_of[in.family]];
-      ++a.count;
-      double x = static_cast<double>(std::max<int64_t>(0, in.total_ns - in.expected_ns));
-      if (loc.families[in.family].layer == Layer::kComm && compute_suspicious[g]) x *= 0.1;
-      a.excess += x;
-      total_excess += x;
-    }
-  }
-  std::vector<TopOperator> ops;
-  for (const auto& [key, a] : agg) {
-    TopOperator o;
-    o.name = key.first;
-    ParseLayer(key.second, &o.layer);  // the key spells a Layer by its name
-    const double mean_a = a.steps ? a.sum / a.steps : 0;
-    const double share = total_excess > 0 ? a.excess / total_excess : 0;
-    o.score = static_cast<float>(0.5 * mean_a + 0.5 * share);
-    o.excess_ns = static_cast<int64_t>(a.excess);
-    o.count = a.count;
-    o.instances = a.instances;
-    o.median_ns = static_cast<int64_t>(a.median);
-    ops.push_back(std::move(o));
-  }
-  // Ties (an operator range and the kernel that makes it slow score alike): the more
-  // specific first, the kernel before the operators around it.
-  auto specificity = [](Layer layer) {
-    return layer == Layer::kGpu ? 0 : layer == Layer::kComm ? 1 : layer == Layer::kBackend ? 2 : 3;
-  };
-  std::sort(ops.begin(), ops.end(), [&](const TopOperator& a, const TopOperator& b) {
-    if (std::fabs(a.score - b.score) > 1e-4f) return a.score > b.score;
-    if (specificity(a.layer) != specificity(b.layer))
-      return specificity(a.layer) < specificity(b.layer);
-    if (a.count != b.count) return a.count > b.count;
-    return a.name < b.name;
-  });
-  if (ops.size() > options.top_k) ops.resize(options.top_k);
-  d.top_operators = std::move(ops);
-  return d;
-}
-
-std::string ToJson(const Trace& trace, const Diagnosis& d,
-                   const std::vector<std::string>& sources) {
-  std::string out;
-  out.reserve(1 << 20);
-  out += "{\"format\":\"teller-diagnosis\",\"version\":" + std::to_string(kSchemaVersion) +
-         ",\"mode\":";
-  AppendJsonString(out, d.mode);
-  out += ",\"sources\":[";
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(out, sources[i]);
-  }
-  out += "],\"abnormal_steps\":" + std::to_string(d.abnormal_steps) + ",\n\"steps\":[";
-  bool first = true;
-  for (const StepDiagnosis& s : d.steps) {
-    // One entry per (request, view); steps without request ids get one with request null.
-    std::vector<std::string> reqs = s.requests;
-    if (reqs.empty()) reqs.push_back("");
-    for (const std::string& q : reqs) {
-      for (const char* view : {"vertical", "horizontal"}) {
-        const bool horizontal = view[0] == 'h';
-        const bool abnormal = s.abnormal && (horizontal ? s.horizontal : s.vertical);
-        if (!first) out += ",\n";
-        first = false;
-        out += "{\"request\":";
-        if (q.empty())
-          out += "null";
-        else
-          AppendJsonString(out, q);
-        out += ",\"step\":" + std::to_string(s.has_seq ? s.seq : s.ordinal);
-        out += ",\"seq\":" + (s.has_seq ? std::to_string(s.seq) : std::string("null"));
-        out += ",\"kind\":";
-        AppendJsonString(out, s.kind);
-        out +=
-            ",\"view\":\"" + std::string(view) + "\",\"abnormal\":" + (abnormal ? "true" : "false");
-        char score[32];
-        std::snprintf(score, sizeof score, "%.4f", s.score);
-        out += ",\"score\":" + std::string(score) + ",\"start_ns\":" + std::to_string(s.start_ns) +
-               ",\"end_ns\":" + std::to_string(s.end_ns) + ",\"fault_type\":";
-        if (abnormal)
-          AppendJsonString(out, s.fault_type);
-        else
-          out += "null";
-        out += ",\"evidence\":[";
-        if (abnormal) {
-          bool f2 = true;
-          for (const Evidence& e : s.evidence) {
-            if ((e.layer == Layer::kComm) != horizontal && horizontal) continue;
-            if (!f2) out += ',';
-            f2 = false;
-            JsonObjectWriter w(out);
-            w.Field("node", static_cast<uint64_t>(e.node))
-                .Field("name", e.name)
-                .Field("layer", LayerName(e.layer));
-            w.Field("rank", static_cast<int64_t>(e.rank)).Field("pid", e.pid);
-            w.Field("score", static_cast<double>(e.score))
-                .Field("self_ns", e.self_ns)
-                .Field("expected_ns", e.expected_ns);
-            w.Field("feature", FeatureName(e.feature)).Field("z", static_cast<double>(e.z));
-            w.Close();
-          }
-        }
-        out += "],\"explanation\":";
-        AppendJsonString(out, abnormal ? s.explanation : "");
-        out += ",\"logs\":[";
-        for (size_t i = 0; i < s.logs.size() && abnormal; ++i) {
-          if (i) out += ',';
-          const uint32_t row = s.logs[i];
-          JsonObjectWriter w(out);
-          w.Field("ts_ns", trace.logs.ts_ns[row])
-              .Field("level", LogLevelName(trace.logs.level[row]));
-          w.Field("message", trace.strings.Get(trace.logs.message[row]));
-          w.Close();
-        }
-        out += "],\"slice_nodes\":" + std::to_string(s.slice_nodes) +
-               ",\"step_nodes\":" + std::to_string(s.step_nodes) + "}";
+  std::map<std::tuple<std::string, Layer, Measure, std::string>, Agg> agg;
+  std::map<std::tuple<std::string, Layer, Measure, std::string>, uint32_t> instances;
+  for (const localize::Family& f : loc.families)
+    instances[{f.pattern, f.layer, f.measure, f.within}] += f.count;
+  double total = 0;
+  for (const auto& list : loc.suspicious) {
+    for (uint32_t k : list) {
+      const localize::Instance& in = loc.instances[k];
+      const localize::Family& f = loc.families[in.family];
+      const auto key = std::make_tuple(f.pattern, f.layer, f.measure, f.within);
+      Agg& a = agg[key];
+      a.op.family = f.pattern;
+      a.op.within = f.within;
+      a.op.layer = f.layer;
+      a.op.measure = f.measure;
+      a.op.excess_ns += in.excess_ns;
+      ++a.op.count;
+      a.op.instances = instances[key];
+      a.op.median_ns = static_cast<int64_t>(f.median_ns);
+      const double ratio = in.expected_ns > 0 ? double(in.time_ns) / in.expected_ns : 0;
+      a.op.max_ratio = std::max(a.op.max_ratio, ratio);
+      a.ranks.insert(trace.processes[n.process[in.node]].rank);
+      if (in.excess_ns > a.best) {
+        a.best = in.excess_ns;
+        a.op.name = std::string(trace.strings.Get(trace.events.name[n.event[in.node]]));
       }
+      total += static_cast<double>(in.excess_ns);
     }
   }
-  out += "],\n\"top_operators\":[";
-  for (size_t i = 0; i < d.top_operators.size(); ++i) {
-    const TopOperator& o = d.top_operators[i];
-    if (i) out += ",\n";
-    JsonObjectWriter w(out);
-    w.Field("name", o.name)
-        .Field("layer", LayerName(o.layer))
-        .Field("score", static_cast<double>(o.score));
-    w.Field("count", static_cast<uint64_t>(o.count))
-        .Field("instances", static_cast<uint64_t>(o.instances));
-    w.Field("excess_ns", o.excess_ns);
-    w.Field("median_ns", o.median_ns);
-    w.Close();
+  for (auto& [key, a] : agg) {
+    a.op.score = total > 0 ? static_cast<float>(a.op.excess_ns / total) : 0.0f;
+    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
+    d.top_operators.push_back(std::move(a.op));
   }
-  // Damaged or surprising input behind the diagnosis, as `teller inspect --json` has them.
-  out += "],\n\"counters\":";
-  JsonObjectWriter counters(out);
-  for (const auto& [name, value] : trace.counters.items()) {
-    if (value != 0) counters.Field(name, value);
-  }
-  counters.Close();
-  out += "}\n";
-  return out;
-}
-
-std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
-  std::ostringstream o;
-  o << "diagnosis (" << d.mode << " fit): " << d.abnormal_steps << " of " << d.steps.size()
-    << " steps abnormal\n";
-  std::vector<const StepDiagnosis*> ab;
-  for (const StepDiagnosis& s : d.steps) {
-    if (s.abnormal) ab.push_back(&s);
-  }
-  std::sort(ab.begin(), ab.end(),
-            [](const StepDiagnosis* a, const StepDiagnosis* b) { return a->score > b->score; });
-  std::map<std::string, size_t> types;
-  for (const StepDiagnosis* s : ab) ++types[s->fault_type];
-  if (!types.empty()) {
-    o << "likely fault categories:";
-    for (const auto& [t, k] : types) o << " " << t << " (" << k << " steps)";
-    o << "\n";
-  }
-  o << "\n";
-  for (size_t i = 0; i < ab.size() && i < max_steps; ++i) {
-    const StepDiagnosis& s = *ab[i];
-    o << (s.has_seq ? "step " + std::to_string(s.seq) : "step #" + std::to_string(s.ordinal))
-      << "  score " << std::lround(s.score * 100) / 100.0 << "  " << s.fault_type
-      << "  views:" << (s.vertical ? " vertical" : "") << (s.horizontal ? " horizontal" : "")
-      << "  slice " << s.slice_nodes << "/" << s.step_nodes << " nodes\n";
-    o << "  " << s.explanation << "\n";
-    for (const Evidence& e : s.evidence) {
-      char line[256];
-      std::snprintf(line, sizeof line, "    %-5s rank %-2d a=%.2f  %10s (typ %10s)  %-15s %s\n",
-                    std::string(LayerName(e.layer)).c_str(), e.rank, e.score, Us(e.self_ns).c_str(),
-                    Us(e.expected_ns).c_str(), FeatureName(e.feature), Short(e.name).c_str());
-      o << line;
-    }
-    size_t shown = 0;
-    for (uint32_t row : s.logs) {
-      if (trace.logs.level[row] < LogLevel::kWarning && shown >= 2) continue;
-      if (shown++ >= 4) break;
-      std::string msg(trace.strings.Get(trace.logs.message[row]));
-      if (msg.size() > 140) msg = msg.substr(0, 137) + "...";
-      o << "    log " << LogLevelName(trace.logs.level[row]) << ": " << msg << "\n";
-    }
-  }
-  if (ab.size() > max_steps)
-    o << "... " << ab.size() - max_steps << " more abnormal steps (see --json)\n";
-  o << "\ntop operators (most suspicious first):\n";
-  for (const TopOperator& t : d.top_operators) {
-    char line[256];
-    std::snprintf(line, sizeof line, "  %.3f  %-8s %6u suspicious / %-7u +%-10s typ %10s  %s\n",
-                  t.score, std::string(LayerName(t.layer)).c_str(), t.count, t.instances,
-                  Us(t.excess_ns).c_str(), Us(t.median_ns).c_str(), Short(t.name).c_str());
-    o << line;
-  }
-  bool damage = false;
-  for (const CounterEntry& c : trace.counters.entries()) {
-    if (c.value == 0) continue;
-    if (!damage) o << "\ncounters (damaged or surprising input):\n";
-    damage = true;
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-40s %12llu  %s\n", std::string(c.name).c_str(),
-                  static_cast<unsigned long long>(c.value),
-                  std::string(CounterSeverityName(c.severity)).c_str());
-    o << line;
-  }
-  return o.str();
+  std::sort(d.top_operators.begin(), d.top_operators.end(),
+            [](const TopOperator& a, const TopOperator& b) {
+              if (a.excess_ns != b.excess_ns) return a.excess_ns > b.excess_ns;
+              return a.name < b.name;
+            });
+  if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
+  return d;
 }
 
 }  // namespace teller::diagnose

@@ -1,21 +1,97 @@
-// Candidate localization (include/teller/localize/localize.h, docs/method.md §3).
+// Candidate localization (include/teller/localize/localize.h, docs/localization.md).
 #include "teller/localize/localize.h"
 
 #include <algorithm>
-#include <armadillo>
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <numeric>
-#include <set>
-#include <tuple>
+#include <unordered_map>
+
+#include "teller/reconstruct/collectives.h"
 
 namespace teller::localize {
 
 using reconstruct::Nodes;
 using reconstruct::Reconstruction;
+
+const char* PeerSourceName(PeerSource s) {
+  switch (s) {
+    case PeerSource::kNone:
+      return "none";
+    case PeerSource::kPositions:
+      return "positions";
+    case PeerSource::kFamily:
+      return "family";
+    case PeerSource::kBaseline:
+      return "baseline";
+  }
+  return "?";
+}
+
+const char* MeasureName(Measure m) {
+  switch (m) {
+    case Measure::kGpuTime:
+      return "gpu_time";
+    case Measure::kCallTime:
+      return "call_time";
+    case Measure::kSyncCost:
+      return "sync_cost";
+    case Measure::kOwnTime:
+      return "own_time";
+    case Measure::kTransferTime:
+      return "transfer_time";
+  }
+  return "?";
+}
+
+Feature MeasureFeature(Measure m) {
+  switch (m) {
+    case Measure::kGpuTime:
+    case Measure::kTransferTime:
+      return kGpuNs;
+    case Measure::kCallTime:
+    case Measure::kSyncCost:
+      return kHostCallNs;
+    case Measure::kOwnTime:
+      return kSelfNs;
+  }
+  return kSelfNs;
+}
+
+std::string NamePattern(std::string_view name) {
+  auto separator = [](char c) {
+    return c == '.' || c == '_' || c == '#' || c == '[' || c == ']' || c == ' ' || c == '/' ||
+           c == ':' || c == '(' || c == ')' || c == ',' || c == '-' || c == '=';
+  };
+  std::string out;
+  out.reserve(name.size());
+  for (size_t i = 0; i < name.size();) {
+    const char c = name[i];
+    // Addresses ("at 0x7fdc1d2e4b80") vary per process and run.
+    if (c == '0' && i + 2 < name.size() && name[i + 1] == 'x' &&
+        std::isxdigit(static_cast<unsigned char>(name[i + 2])) &&
+        (i == 0 || !std::isalnum(static_cast<unsigned char>(name[i - 1])))) {
+      out += "0x#";
+      i += 2;
+      while (i < name.size() && std::isxdigit(static_cast<unsigned char>(name[i]))) ++i;
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) && (i == 0 || separator(name[i - 1]))) {
+      size_t j = i;
+      while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+      if (j == name.size() || separator(name[j])) {
+        if (out.empty() || out.back() != '#') out += '#';
+        i = j;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
 
 namespace {
 
@@ -24,336 +100,504 @@ bool IsOperatorLayer(Layer l) {
   return l == Layer::kFrontend || l == Layer::kBackend || l == Layer::kComm;
 }
 
-using Vec = std::array<double, kFeatureCount>;
-
-// Per-family standardization and model: log(1+x), then (x - median) / (1.4826 MAD) per
-// feature; features constant in the family are left out.
-struct FamilyModel {
-  Vec median{}, scale{};
-  std::array<bool, kFeatureCount> active{};
-  bool mixture = false;
-  arma::gmm_diag gmm;
-  std::vector<bool> central;
-  double median_total_ns = 0;
-  uint32_t fitted_on = 0;
-  double baseline_a = 0;  // mean A_{s,t} of the family over the baseline's steps
+// Robust location and spread of a sample (it is reordered).
+struct Spread {
+  double median = 0, mad = 0;
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
+Spread RobustSpread(std::vector<double>& v) {
+  Spread s;
+  if (v.empty()) return s;
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
-  return v[mid];
+  s.median = v[mid];
+  if (v.size() % 2 == 0) {
+    s.median = 0.5 * (s.median + *std::max_element(v.begin(), v.begin() + static_cast<long>(mid)));
+  }
+  for (double& x : v) x = std::fabs(x - s.median);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
+  s.mad = v[mid];
+  return s;
 }
 
-void FitStandardization(const std::vector<Vec>& x, FamilyModel* m) {
-  std::vector<double> col(x.size());
-  for (size_t f = 0; f < kFeatureCount; ++f) {
-    for (size_t i = 0; i < x.size(); ++i) col[i] = std::log1p(std::max(0.0, x[i][f]));
-    const double med = Median(col);
-    for (double& c : col) c = std::fabs(c - med);
-    const double mad = Median(col);
-    // The 85th percentile of the deviations as a second scale: features that are mostly
-    // zero (overlap, launch delay, bytes) or heavy-tailed in normal operation have a tiny
-    // MAD but a wide normal spread, which must not read as anomalies.
-    double p85 = 0;
-    if (!col.empty()) {
-      const size_t k =
-          std::min(col.size() - 1, static_cast<size_t>(0.85 * static_cast<double>(col.size())));
-      std::nth_element(col.begin(), col.begin() + static_cast<long>(k), col.end());
-      p85 = col[k];
+// One extracted instance before scoring. Identities are ids into Keys.
+struct Raw {
+  uint32_t node = 0, unit = 0;
+  Measure measure = Measure::kOwnTime;
+  int64_t time_ns = 0;
+  uint32_t coarse = 0;           // identity without context
+  uint32_t fine = 0;             // identity with the preceding operator
+  uint32_t within = UINT32_MAX;  // pattern id of the operator that makes a host call
+  bool unpaired_collective = false;
+};
+
+// Interned identities: name patterns and the tuples that make a family's key. Integer
+// keys keep the scoring of a 200,000-event trace cheap; the text of a key is built once
+// per family (a baseline is matched by it).
+class Keys {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t Pattern(const Trace& t, StringId name, bool exact) {
+    const uint64_t k = (static_cast<uint64_t>(name) << 1) | (exact ? 1 : 0);
+    const auto it = by_name_.find(k);
+    if (it != by_name_.end()) return it->second;
+    const std::string_view text = t.strings.Get(name);
+    std::string pattern = exact ? std::string(text) : NamePattern(text);
+    auto [p, added] = by_pattern_.emplace(pattern, static_cast<uint32_t>(patterns_.size()));
+    if (added) patterns_.push_back(std::move(pattern));
+    by_name_.emplace(k, p->second);
+    return p->second;
+  }
+  uint32_t Key(uint32_t pattern, Layer layer, StringId kind, uint32_t size_class,
+               StringId signature, uint32_t within, uint32_t context) {
+    const Tuple tuple{pattern, static_cast<uint32_t>(layer) | (size_class << 8),
+                      kind,    signature,
+                      within,  context};
+    auto [it, added] = by_tuple_.emplace(tuple, static_cast<uint32_t>(tuples_.size()));
+    if (added) tuples_.push_back(tuple);
+    return it->second;
+  }
+  const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
+  std::string KeyText(const Trace& t, uint32_t key) const {
+    const Tuple& x = tuples_[key];
+    std::string out = patterns_[x.pattern];
+    out += '\x1f';
+    out += LayerName(static_cast<Layer>(x.layer & 0xff));
+    out += '\x1f';
+    if (x.kind != 0) out += t.strings.Get(x.kind);
+    if (x.layer >> 8) out += "/size" + std::to_string(x.layer >> 8);
+    out += '\x1f';
+    if (x.signature != 0) out += t.strings.Get(x.signature);
+    out += '\x1f';
+    if (x.within != kNone) out += patterns_[x.within];
+    out += '\x1f';
+    if (x.context != kNone) out += patterns_[x.context];
+    return out;
+  }
+  size_t size() const { return tuples_.size(); }
+
+ private:
+  struct Tuple {
+    uint32_t pattern, layer;
+    StringId kind, signature;
+    uint32_t within, context;
+    bool operator==(const Tuple& o) const {
+      return pattern == o.pattern && layer == o.layer && kind == o.kind &&
+             signature == o.signature && within == o.within && context == o.context;
     }
-    // A feature that never varies carries no signal; a floor keeps near-constant ones
-    // from turning rounding noise into huge z-scores.
-    m->median[f] = med;
-    m->active[f] = mad > 1e-9 || p85 > 1e-9 || x.size() < 3;
-    // The second scale only where the two disagree by far (for normal data they agree
-    // within a few percent), so that ordinary families keep their MAD-based sensitivity.
-    // Durations of work (own and GPU time) keep it: they are what a fault slows down.
-    const bool work_time = f == kSelfNs || f == kGpuNs;
-    const double wide = !work_time && p85 / 1.44 > 3.0 * 1.4826 * mad ? p85 / 1.44 : 0.0;
-    m->scale[f] = std::max({1.4826 * mad, wide, 0.08});
-  }
-}
-
-arma::vec Standardize(const Vec& v, const FamilyModel& m, size_t dims) {
-  arma::vec out(dims);
-  size_t d = 0;
-  for (size_t f = 0; f < kFeatureCount; ++f) {
-    if (!m.active[f]) continue;
-    out[d++] = (std::log1p(std::max(0.0, v[f])) - m.median[f]) / m.scale[f];
-  }
-  return out;
-}
-
-size_t Dims(const FamilyModel& m) {
-  return static_cast<size_t>(std::count(m.active.begin(), m.active.end(), true));
-}
-
-void FitModel(const std::vector<Vec>& x, const std::vector<int64_t>& totals, const Options& o,
-              FamilyModel* m) {
-  FitStandardization(x, m);
-  m->fitted_on = static_cast<uint32_t>(x.size());
-  std::vector<double> t(totals.begin(), totals.end());
-  m->median_total_ns = Median(t);
-  const size_t dims = Dims(*m);
-  m->mixture = false;
-  if (x.size() < o.min_mixture || dims == 0) return;
-  arma::mat data(dims, x.size());
-  for (size_t i = 0; i < x.size(); ++i) data.col(i) = Standardize(x[i], *m, dims);
-  const int k = x.size() >= 200 ? o.max_components : std::min(2, o.max_components);
-  arma::arma_rng::set_seed(o.seed);
-  // static_spread: deterministic and robust seeding (random subsets can get stuck).
-  if (!m->gmm.learn(data, static_cast<arma::uword>(k), arma::maha_dist, arma::static_spread, 10, 25,
-                    1e-4, false))
-    return;
-  // Central components: the heaviest and every component of substantial weight, so that
-  // a family with several normal modes (prefill and decode sizes) keeps them all; rare
-  // components are where outliers gather.
-  m->central.assign(m->gmm.n_gaus(), false);
-  size_t heaviest = 0;
-  for (size_t g = 0; g < m->gmm.n_gaus(); ++g) {
-    m->central[g] = m->gmm.hefts[g] >= o.central_weight;
-    if (m->gmm.hefts[g] > m->gmm.hefts[heaviest]) heaviest = g;
-  }
-  m->central[heaviest] = true;
-  m->mixture = true;
-}
-
-// rho(x): how typical x is. A point within 4 standard deviations (in every feature) of a
-// central component is typical whatever the posterior says (a family's normal tail must
-// not look anomalous); beyond that, rho is the posterior mass of the central components
-// times how well any component explains it, so a point that a rare component explains,
-// or none does, is anomalous.
-double Rho(const Vec& v, const FamilyModel& m) {
-  const size_t dims = Dims(m);
-  if (dims == 0) return 1.0;
-  const arma::vec x = Standardize(v, m, dims);
-  if (!m.mixture) {
-    // Robust z-score: the largest standardized deviation.
-    const double z = arma::abs(x).max();
-    return std::exp(-std::pow(std::max(0.0, z - 4.0), 2) / 2.0);
-  }
-  const size_t k = m.gmm.n_gaus();
-  std::vector<double> logw(k);
-  double top = -1e300;
-  for (size_t g = 0; g < k; ++g) {
-    logw[g] = std::log(std::max(1e-300, static_cast<double>(m.gmm.hefts[g]))) + m.gmm.log_p(x, g);
-    top = std::max(top, logw[g]);
-  }
-  double total = 0, central = 0, nearest_central = 1e300, nearest_any = 1e300;
-  for (size_t g = 0; g < k; ++g) {
-    const double w = std::exp(logw[g] - top);
-    total += w;
-    // Deviations below the robust scale are noise, whatever the component's spread.
-    const arma::vec sd =
-        arma::max(arma::sqrt(m.gmm.dcovs.col(g)), arma::vec(dims, arma::fill::ones) * 0.5);
-    const double z = arma::abs((x - m.gmm.means.col(g)) / sd).max();
-    nearest_any = std::min(nearest_any, z);
-    if (!m.central[g]) continue;
-    central += w;
-    nearest_central = std::min(nearest_central, z);
-  }
-  auto closeness = [](double z) { return std::exp(-std::pow(std::max(0.0, z - 4.0), 2) / 2.0); };
-  const double posterior = total > 0 ? central / total : 0;
-  // Typical when close to a central component; otherwise only as typical as the central
-  // components' share of the explanation, and only if some component explains it at all.
-  return std::max(closeness(nearest_central), posterior * closeness(nearest_any));
-}
-
-struct Extracted {
-  std::vector<uint32_t> node, step;
-  std::vector<Vec> features;
-  std::vector<int64_t> total;
-  std::vector<std::string> family_key;  // name + '\x1f' + layer
+  };
+  struct TupleHash {
+    size_t operator()(const Tuple& x) const {
+      uint64_t h = 1469598103934665603ull;
+      for (uint64_t v : {uint64_t{x.pattern}, uint64_t{x.layer}, uint64_t{x.kind},
+                         uint64_t{x.signature}, uint64_t{x.within}, uint64_t{x.context}})
+        h = (h ^ v) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<uint64_t, uint32_t> by_name_;
+  std::unordered_map<std::string, uint32_t> by_pattern_;
+  std::vector<std::string> patterns_;
+  std::unordered_map<Tuple, uint32_t, TupleHash> by_tuple_;
+  std::vector<Tuple> tuples_;
 };
 
-// The units instances are collected from: the steps, or, in a trace with no steps at all
-// (an Nsight export of a plain CUDA program), each process's whole forest as one unit.
-struct Unit {
-  std::vector<uint32_t> roots;
-  StringId kind = 0;
-};
-std::vector<Unit> Units(const Reconstruction& r) {
-  std::vector<Unit> units;
-  if (!r.steps.empty()) {
-    for (const reconstruct::Step& st : r.steps) units.push_back(Unit{{st.node}, st.kind});
-    return units;
+// The unit a step or a process timeline owns, and which engine step it belongs to.
+void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
+  const Nodes& n = r.nodes;
+  // Roots per process, by start.
+  std::map<uint32_t, std::vector<uint32_t>> roots;
+  for (uint32_t i = 0; i < n.size(); ++i) {
+    if (n.parent[i] < 0) roots[n.process[i]].push_back(i);
   }
-  std::map<uint32_t, size_t> by_process;
-  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
-    if (r.nodes.parent[i] >= 0) continue;
-    auto [it, added] = by_process.emplace(r.nodes.process[i], units.size());
-    if (added) units.emplace_back();
-    units[it->second].roots.push_back(i);
+  for (auto& [p, list] : roots) {
+    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      return n.start_ns[a] != n.start_ns[b] ? n.start_ns[a] < n.start_ns[b] : a < b;
+    });
   }
-  return units;
+  if (r.steps.empty()) {
+    out->whole_trace = true;
+    for (const auto& [p, list] : roots) {
+      Unit u;
+      u.process = p;
+      u.roots = list;
+      u.start_ns = INT64_MAX;
+      u.end_ns = INT64_MIN;
+      for (uint32_t root : list) {
+        u.start_ns = std::min(u.start_ns, n.start_ns[root]);
+        u.end_ns = std::max(u.end_ns, n.end_ns[root]);
+      }
+      out->units.push_back(std::move(u));
+    }
+  } else {
+    std::vector<uint8_t> taken(n.size(), 0);
+    for (uint32_t s = 0; s < r.steps.size(); ++s) taken[r.steps[s].node] = 1;
+    for (uint32_t s = 0; s < r.steps.size(); ++s) {
+      const reconstruct::Step& st = r.steps[s];
+      Unit u;
+      u.step = static_cast<int32_t>(s);
+      u.process = st.process;
+      u.start_ns = n.start_ns[st.node];
+      u.end_ns = n.end_ns[st.node];
+      u.roots.push_back(st.node);
+      // Work of the process on other threads and streams that starts inside the step
+      // (autograd's backward thread, worker threads, orphaned GPU work) belongs to it.
+      const auto it = roots.find(st.process);
+      if (it != roots.end()) {
+        const auto& list = it->second;
+        auto first = std::lower_bound(list.begin(), list.end(), u.start_ns,
+                                      [&](uint32_t a, int64_t ts) { return n.start_ns[a] < ts; });
+        for (; first != list.end() && n.start_ns[*first] < u.end_ns; ++first) {
+          if (taken[*first]) continue;
+          taken[*first] = 1;
+          u.roots.push_back(*first);
+        }
+      }
+      out->units.push_back(std::move(u));
+    }
+  }
+  // Engine steps: the units of different processes with the same step number.
+  std::map<int64_t, uint32_t> by_number;
+  for (uint32_t u = 0; u < out->units.size(); ++u) {
+    const int64_t number = out->units[u].step >= 0 ? r.steps[out->units[u].step].number : -1;
+    uint32_t g = static_cast<uint32_t>(out->group_units.size());
+    if (number >= 0) {
+      const auto it = by_number.find(number);
+      bool joined = false;
+      if (it != by_number.end()) {
+        // The same number twice on one process is two steps, not one.
+        bool same_process = false;
+        for (uint32_t v : out->group_units[it->second])
+          same_process |= out->units[v].process == out->units[u].process;
+        if (!same_process) {
+          g = it->second;
+          joined = true;
+        }
+      }
+      if (!joined) by_number[number] = g;
+    }
+    if (g == out->group_units.size()) {
+      out->group_units.emplace_back();
+      out->group_steps.emplace_back();
+      out->group_roots.emplace_back();
+      out->group_number.push_back(number);
+    }
+    out->group_of_unit.push_back(g);
+    out->group_units[g].push_back(u);
+    if (out->units[u].step >= 0)
+      out->group_steps[g].push_back(static_cast<uint32_t>(out->units[u].step));
+    for (uint32_t root : out->units[u].roots) out->group_roots[g].push_back(root);
+  }
+  (void)t;
 }
 
-Extracted Extract(const Trace& t, const Reconstruction& r) {
-  const std::vector<Unit> units = Units(r);
+bool IsPointToPoint(std::string_view name) {
+  return name.find("SendRecv") != std::string_view::npos ||
+         name.find("Send") != std::string_view::npos ||
+         name.find("Recv") != std::string_view::npos ||
+         name.find("send_recv") != std::string_view::npos;
+}
+
+// Steps of very different batch sizes are not peers: sizes go in powers of two
+// (1, 2-3, 4-7, ...); 0 = unknown.
+uint32_t SizeClass(int64_t size) {
+  if (size < 0) return 0;
+  uint32_t c = 1;
+  while (size > 1 && c < 60) {
+    size >>= 1;
+    ++c;
+  }
+  return c;
+}
+
+// What the trace records of a call's size (shapes, grid, collective size); 0 = nothing.
+StringId EventSignature(const EventTable& ev, uint32_t e) {
+  (void)ev;
+  (void)e;
+  return 0;
+}
+
+// Extracts the instances of every unit.
+std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res, Keys* keys) {
   const Nodes& n = r.nodes;
   const EventTable& ev = t.events;
   const size_t N = n.size();
-  // Bottom-up subtree aggregates: deepest nodes first.
-  std::vector<uint32_t> order(N);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return n.depth[a] > n.depth[b]; });
-  std::vector<int64_t> ready(N, INT64_MIN);    // when the stream became free for the op
-  std::vector<int64_t> prev_on_stream(N, -1);  // the GPU operation before it on its stream
-  std::vector<double> sync_ns(N, 0);           // time in synchronizations: waiting, not working
-  // GPU work end times per process, sorted, to tell a synchronization's wait from its stall.
+  // GPU work end times per process, sorted: a synchronization's own cost starts when the
+  // GPU work it waited for was done.
   std::unordered_map<uint32_t, std::vector<int64_t>> gpu_ends;
   for (uint32_t i = 0; i < N; ++i) {
     if (IsGpuWork(ev.type[n.event[i]])) gpu_ends[n.process[i]].push_back(n.end_ns[i]);
   }
   for (auto& [p, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
-  std::vector<double> call_ns(N, 0), calls(N, 0), ops(N, 0), op_ns(N, 0), delay(N, 0), bytes(N, 0),
-      child_range_ns(N, 0), overlap(N, 0);
-  // GPU overlap with other streams of the same device: against the latest operation seen
-  // on each other stream (operations sorted by start).
+  // The GPU operation before each one on its stream: the context that tells apart the
+  // same kernel serving different shapes (the four GEMMs of a layer).
+  std::vector<int64_t> prev_on_stream(N, -1);
   {
-    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> by_device;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<uint32_t>> by_stream;
     for (uint32_t i = 0; i < N; ++i) {
       const uint32_t e = n.event[i];
-      if (IsGpuWork(ev.type[e])) by_device[{n.process[i], ev.device[e]}].push_back(i);
+      if (IsGpuWork(ev.type[e])) by_stream[{n.process[i], ev.device[e], ev.stream[e]}].push_back(i);
     }
-    for (auto& [key, list] : by_device) {
-      std::sort(list.begin(), list.end(),
-                [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
-      std::map<uint32_t, int64_t> latest_end;  // stream -> end
-      std::map<uint32_t, uint32_t> last_op;    // stream -> last operation
-      for (uint32_t i : list) {
-        const uint32_t stream = ev.stream[n.event[i]];
-        const auto prev = latest_end.find(stream);
-        ready[i] = prev == latest_end.end() ? INT64_MIN : prev->second;
-        const auto last = last_op.find(stream);
-        prev_on_stream[i] = last == last_op.end() ? -1 : static_cast<int64_t>(last->second);
-        last_op[stream] = i;
-        double o = 0;
-        for (const auto& [s, end] : latest_end) {
-          if (s != stream && end > n.start_ns[i])
-            o += static_cast<double>(std::min(end, n.end_ns[i]) - n.start_ns[i]);
-        }
-        overlap[i] = o;
-        int64_t& mine = latest_end[stream];
-        mine = std::max(mine, n.end_ns[i]);
-      }
+    for (auto& [key, list] : by_stream) {
+      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+        return n.start_ns[a] != n.start_ns[b] ? n.start_ns[a] < n.start_ns[b] : a < b;
+      });
+      for (size_t k = 1; k < list.size(); ++k) prev_on_stream[list[k]] = list[k - 1];
     }
   }
-  for (uint32_t i : order) {
-    const uint32_t e = n.event[i];
-    const EventType type = ev.type[e];
-    const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
-    if (IsHostCall(type)) {
-      call_ns[i] += dur;
-      if (ClassifyCall(t.strings.Get(ev.name[e])) == CallKind::kSynchronize) sync_ns[i] += dur;
-      calls[i] += 1;
-    } else if (IsGpuWork(type)) {
-      ops[i] += 1;
-      op_ns[i] += dur;
-      bytes[i] += static_cast<double>(ev.bytes[e]);
-      const int32_t p = n.parent[i];
-      // Launch delay of eagerly launched work only: a graph's kernels queue behind each
-      // other, so their distance from the one launch call says nothing.
-      if (p >= 0 && IsHostCall(ev.type[n.event[static_cast<size_t>(p)]]) &&
-          n.child_begin[static_cast<size_t>(p) + 1] - n.child_begin[static_cast<size_t>(p)] == 1) {
-        // Measured from when the work could have started: queueing behind earlier work on
-        // the stream is not launch delay.
-        const int64_t from = std::max(n.start_ns[static_cast<size_t>(p)], ready[i]);
-        delay[i] += static_cast<double>(std::max<int64_t>(0, n.start_ns[i] - from));
-      }
-    }
-    const int32_t p = n.parent[i];
-    if (p < 0) continue;
-    const size_t q = static_cast<size_t>(p);
-    call_ns[q] += call_ns[i];
-    sync_ns[q] += sync_ns[i];
-    calls[q] += calls[i];
-    ops[q] += ops[i];
-    op_ns[q] += op_ns[i];
-    delay[q] += delay[i];
-    bytes[q] += bytes[i];
-    overlap[q] += overlap[i];
-    if (IsRange(type)) child_range_ns[q] += dur;
-  }
-  Extracted x;
-  for (uint32_t s = 0; s < units.size(); ++s) {
-    // depth-first; `covered` depth marks whether an operator range encloses the node.
-    // (node, enclosed by an operator range, previous sibling or -1)
-    std::vector<std::tuple<uint32_t, bool, int64_t>> todo;
-    for (size_t k = units[s].roots.size(); k-- > 0;) todo.push_back({units[s].roots[k], false, -1});
+  // GPU operations keep their exact name: template arguments tell real kernels apart.
+  auto pattern = [&](uint32_t node) {
+    const uint32_t e = n.event[node];
+    return keys->Pattern(t, ev.name[e], IsGpuWork(ev.type[e]));
+  };
+  std::vector<Raw> out;
+  for (uint32_t u = 0; u < res.units.size(); ++u) {
+    const Unit& unit = res.units[u];
+    const StringId kind = unit.step >= 0 ? r.steps[unit.step].kind : 0;
+    const uint32_t size_class = unit.step >= 0 ? SizeClass(r.steps[unit.step].size) : 0;
+    // (node, enclosing operator range or -1, previous sibling or -1)
+    std::vector<std::tuple<uint32_t, int64_t, int64_t>> todo;
+    for (size_t k = unit.roots.size(); k-- > 0;) todo.push_back({unit.roots[k], -1, -1});
     while (!todo.empty()) {
-      const auto [i, covered, prev] = todo.back();
+      const auto [i, op, prev] = todo.back();
       todo.pop_back();
       const uint32_t e = n.event[i];
       const EventType type = ev.type[e];
+      const int64_t dur = n.end_ns[i] - n.start_ns[i];
       const bool op_range = IsRange(type) && IsOperatorLayer(n.layer[i]);
-      // Every GPU operation is an instance too: inside an operator range it tells which
-      // kernel of the operator is abnormal; in a graph replay it is the only operator.
-      const bool gpu_op = IsGpuWork(type);
-      // Runtime/driver calls no operator range encloses (a step's synchronizations and
-      // copies) are instances of their own: nothing else would hold their time.
-      const bool bare_call = IsHostCall(type) && !covered && ops[i] == 0;
-      if (op_range || gpu_op || bare_call) {
-        Vec v{};
-        const double dur = static_cast<double>(n.end_ns[i] - n.start_ns[i]);
-        v[kSelfNs] =
-            gpu_op || bare_call ? dur : std::max(0.0, dur - child_range_ns[i] - call_ns[i]);
-        if (bare_call && sync_ns[i] > 0) {
-          // A synchronization's own cost is how long it blocks after the GPU work it
-          // waits for has finished; the waiting itself belongs to that work.
+      const bool nested_call = IsHostCall(type) && n.parent[i] >= 0 &&
+                               IsHostCall(ev.type[n.event[static_cast<size_t>(n.parent[i])]]);
+      Raw x;
+      x.node = i;
+      x.unit = u;
+      bool keep = false;
+      uint32_t context = Keys::kNone;
+      if (IsGpuWork(type)) {
+        keep = true;
+        x.measure = n.layer[i] == Layer::kComm ? Measure::kTransferTime : Measure::kGpuTime;
+        x.time_ns = dur;
+        // Point-to-point kernels (pipeline sends and receives) wait for their partner,
+        // which the k-th-of-a-name matching of collectives cannot name.
+        if (n.layer[i] == Layer::kComm && IsPointToPoint(t.strings.Get(ev.name[e]))) {
+          x.measure = Measure::kGpuTime;
+          x.unpaired_collective = true;
+        }
+        if (prev_on_stream[i] >= 0) context = pattern(static_cast<uint32_t>(prev_on_stream[i]));
+      } else if (IsHostCall(type) && !nested_call) {
+        keep = true;
+        x.measure = Measure::kCallTime;
+        x.time_ns = dur;
+        if (IsSynchronizingCall(t.strings.Get(ev.name[e]))) {
+          // Its own cost: how long it blocks after the GPU work it waits for has finished;
+          // the waiting belongs to that work.
           const auto& ends = gpu_ends[n.process[i]];
           const auto it = std::upper_bound(ends.begin(), ends.end(), n.end_ns[i]);
           const int64_t gpu_done =
               it == ends.begin() ? n.start_ns[i] : std::max(n.start_ns[i], *(it - 1));
-          v[kSelfNs] = static_cast<double>(std::max<int64_t>(0, n.end_ns[i] - gpu_done));
-          v[kHostCallNs] = v[kSelfNs];
+          x.measure = Measure::kSyncCost;
+          x.time_ns = std::max<int64_t>(0, n.end_ns[i] - gpu_done);
         }
-        v[kHostCallNs] = call_ns[i];
-        v[kHostCalls] = calls[i];
-        v[kGpuOps] = ops[i];
-        v[kGpuNs] = op_ns[i];
-        v[kLaunchDelayNs] = ops[i] > 0 ? delay[i] / ops[i] : 0;
-        v[kBytes] = bytes[i];
-        v[kOverlapNs] = overlap[i];
-        x.node.push_back(i);
-        x.step.push_back(s);
-        x.features.push_back(v);
-        // The time an instance stands for: its GPU time, else its own time less what it
-        // spent waiting in synchronizations (a wrapper that waits for slow kernels is not
-        // where the time goes); a synchronization call itself keeps its time.
-        x.total.push_back(static_cast<int64_t>(ops[i] > 0  ? op_ns[i]
-                                               : bare_call ? v[kSelfNs]
-                                                           : std::max(0.0, dur - sync_ns[i])));
-        // Operators of prefill, decode and mixed steps work on batches of very different
-        // sizes: each step kind is its own family (our refinement of docs/method.md §3).
-        const StringId kind = units[s].kind;
-        // The same kernel or op name often serves several shapes (the four GEMMs of a
-        // layer): the operator that precedes it among its siblings tells them apart.
-        // GPU operations: the operation before them on their stream.
-        const int64_t ctx = gpu_op ? prev_on_stream[i] : prev;
-        const std::string before = ctx >= 0 ? FamilyName(t, r, static_cast<uint32_t>(ctx)) : "";
-        x.family_key.push_back(FamilyName(t, r, i) + '\x1f' + std::string(LayerName(n.layer[i])) +
-                               '\x1f' + std::string(kind != 0 ? t.strings.Get(kind) : "") + '\x1f' +
-                               before);
+        if (op >= 0) x.within = pattern(static_cast<uint32_t>(op));
+        if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
+      } else if (op_range) {
+        keep = true;
+        x.measure = Measure::kOwnTime;
+        int64_t children = 0;
+        for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
+          const uint32_t child = n.child_index[c];
+          const EventType ct = ev.type[n.event[child]];
+          if (IsRange(ct) || IsHostCall(ct)) children += n.end_ns[child] - n.start_ns[child];
+        }
+        x.time_ns = std::max<int64_t>(0, dur - children);
+        if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
       }
-      // Children pushed last-first so that they are visited in order.
+      if (keep) {
+        const uint32_t self = pattern(i);
+        const StringId signature = EventSignature(ev, e);
+        x.coarse = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone);
+        x.fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, context);
+        out.push_back(x);
+      }
+      const int64_t inner_op = op_range ? static_cast<int64_t>(i) : op;
       for (uint32_t c = n.child_begin[i + 1]; c-- > n.child_begin[i];) {
         const int64_t before =
             c > n.child_begin[i] ? static_cast<int64_t>(n.child_index[c - 1]) : -1;
-        todo.push_back({n.child_index[c], covered || op_range, before});
+        todo.push_back({n.child_index[c], inner_op, before});
       }
     }
   }
-  return x;
+  return out;
+}
+
+// Which identity each raw instance uses: its fine key when that family is large enough,
+// else the coarse one.
+std::vector<uint32_t> ChooseKeys(const std::vector<Raw>& raw, size_t keys, const Options& o) {
+  std::vector<uint32_t> fine_count(keys, 0);
+  for (const Raw& x : raw) ++fine_count[x.fine];
+  std::vector<uint32_t> key(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i)
+    key[i] = fine_count[raw[i].fine] >= o.min_context_family ? raw[i].fine : raw[i].coarse;
+  return key;
+}
+
+// Per-instance occurrence index of its family within its unit.
+std::vector<uint32_t> Occurrences(const std::vector<Raw>& raw, const std::vector<uint32_t>& key,
+                                  size_t keys) {
+  std::vector<uint32_t> occ(raw.size());
+  std::vector<uint32_t> seen(keys, 0);
+  std::vector<uint32_t> touched;
+  uint32_t unit = UINT32_MAX;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].unit != unit) {
+      for (uint32_t k : touched) seen[k] = 0;
+      touched.clear();
+      unit = raw[i].unit;
+    }
+    if (seen[key[i]] == 0) touched.push_back(key[i]);
+    occ[i] = seen[key[i]]++;
+  }
+  return occ;
+}
+
+// Collectives: for every communication kernel that a collective group pairs with the
+// other ranks', how long it waited for the last rank to start.
+struct Waits {
+  std::vector<int64_t> wait_ns;               // per node
+  std::vector<int32_t> late_process;          // per node: who it waited for, -1 none
+  std::vector<int64_t> transfer_ns;           // per node: end - max(start, last start)
+  std::vector<std::vector<uint32_t>> groups;  // node lists of each collective
+};
+Waits CollectiveWaits(const Trace& t, const Reconstruction& r) {
+  Waits w;
+  const Nodes& n = r.nodes;
+  w.wait_ns.assign(n.size(), 0);
+  w.late_process.assign(n.size(), -1);
+  w.transfer_ns.assign(n.size(), -1);
+  if (t.processes.size() < 2) return w;
+  std::vector<int64_t> node_of_event(t.events.size(), -1);
+  bool any_comm = false;
+  for (uint32_t i = 0; i < n.size(); ++i) {
+    if (IsGpuWork(t.events.type[n.event[i]])) {
+      node_of_event[n.event[i]] = i;
+      any_comm |= n.layer[i] == Layer::kComm;
+    }
+  }
+  if (!any_comm) return w;
+  const std::shared_ptr<reconstruct::Classifier> classifier = reconstruct::Classifier::BuiltIn();
+  reconstruct::LayerCache layers(*classifier, t);
+  const reconstruct::CommKernelIndex index = reconstruct::IndexCommKernels(t, layers);
+  const reconstruct::CollectiveGroups groups = reconstruct::FindCollectiveGroups(t, index);
+  for (const auto& g : groups.groups) {
+    std::vector<uint32_t> nodes;
+    for (uint32_t e : g) {
+      if (node_of_event[e] >= 0) nodes.push_back(static_cast<uint32_t>(node_of_event[e]));
+    }
+    if (nodes.size() < 2) continue;
+    if (IsPointToPoint(t.strings.Get(t.events.name[n.event[nodes.front()]]))) continue;
+    uint32_t last = nodes.front();
+    for (uint32_t x : nodes) {
+      if (n.start_ns[x] > n.start_ns[last]) last = x;
+    }
+    const int64_t last_start = n.start_ns[last];
+    for (uint32_t x : nodes) {
+      w.wait_ns[x] = std::max<int64_t>(0, last_start - n.start_ns[x]);
+      w.transfer_ns[x] = n.end_ns[x] - std::max(n.start_ns[x], last_start);
+      if (x != last) w.late_process[x] = static_cast<int32_t>(n.process[last]);
+    }
+    w.groups.push_back(std::move(nodes));
+  }
+  return w;
+}
+
+// The times of a family's instances, overall and per occurrence in its unit (each unit
+// has at most one k-th occurrence, so by_occ[k].size() is the number of units holding it).
+struct FamilyPeers {
+  std::vector<double> all;
+  std::vector<std::vector<double>> by_occ;
+};
+struct StepPeers {
+  std::unordered_map<std::string, std::vector<double>> durations;  // per step kind
+};
+
+// Everything localization derives from one trace before scoring.
+struct Prepared {
+  Result res;
+  Keys keys;
+  std::vector<Raw> raw;
+  std::vector<uint32_t> key;
+  std::vector<uint32_t> occ;
+  Waits waits;
+  std::vector<std::string> group_kind;
+  std::vector<int64_t> group_duration;
+  std::vector<FamilyPeers> peers;  // per key id
+  StepPeers steps;
+};
+
+Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
+  Prepared p;
+  BuildUnits(t, r, &p.res);
+  p.raw = Extract(t, r, p.res, &p.keys);
+  p.waits = CollectiveWaits(t, r);
+  for (Raw& x : p.raw) {
+    if (x.measure == Measure::kTransferTime && !x.unpaired_collective) {
+      const int64_t transfer = p.waits.transfer_ns[x.node];
+      if (transfer >= 0) {
+        x.time_ns = transfer;
+      } else {
+        // Not paired with the other ranks' kernels (their traces are missing): its whole
+        // time, which includes waiting for ranks this trace cannot see.
+        x.measure = Measure::kGpuTime;
+        x.unpaired_collective = true;
+      }
+    }
+  }
+  p.key = ChooseKeys(p.raw, p.keys.size(), o);
+  // Peers are kept under both identities: an instance that uses the coarse one (its
+  // context is rare, e.g. the first kernel on a stream) is compared with every instance of
+  // its operator, not only with the few that share its rare context.
+  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size());
+  for (size_t i = 0; i < p.raw.size(); ++i) {
+    fine[i] = p.raw[i].fine;
+    coarse[i] = p.raw[i].coarse;
+  }
+  const std::vector<uint32_t> occ_fine = Occurrences(p.raw, fine, p.keys.size());
+  const std::vector<uint32_t> occ_coarse = Occurrences(p.raw, coarse, p.keys.size());
+  p.occ.resize(p.raw.size());
+  p.peers.resize(p.keys.size());
+  auto add = [&](uint32_t key, uint32_t occ, double v) {
+    FamilyPeers& f = p.peers[key];
+    f.all.push_back(v);
+    if (f.by_occ.size() <= occ) f.by_occ.resize(occ + 1);
+    f.by_occ[occ].push_back(v);
+  };
+  for (size_t i = 0; i < p.raw.size(); ++i) {
+    const double v = static_cast<double>(p.raw[i].time_ns);
+    add(fine[i], occ_fine[i], v);
+    if (coarse[i] != fine[i]) add(coarse[i], occ_coarse[i], v);
+    p.occ[i] = p.key[i] == fine[i] ? occ_fine[i] : occ_coarse[i];
+  }
+  const size_t groups = p.res.group_units.size();
+  p.group_kind.assign(groups, "");
+  p.group_duration.assign(groups, 0);
+  for (uint32_t g = 0; g < groups; ++g) {
+    for (uint32_t u : p.res.group_units[g]) {
+      const Unit& unit = p.res.units[u];
+      p.group_duration[g] = std::max(p.group_duration[g], unit.end_ns - unit.start_ns);
+      if (unit.step >= 0) {
+        const reconstruct::Step& st = r.steps[unit.step];
+        p.group_kind[g] = std::string(st.kind != 0 ? t.strings.Get(st.kind) : "") + "/size" +
+                          std::to_string(SizeClass(st.size));
+      }
+    }
+    p.steps.durations[p.group_kind[g]].push_back(static_cast<double>(p.group_duration[g]));
+  }
+  return p;
 }
 
 }  // namespace
 
 struct Model::Impl {
-  std::unordered_map<std::string, FamilyModel> families;
+  std::unordered_map<std::string, FamilyPeers> families;  // by key text
+  StepPeers steps;
 };
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
@@ -361,272 +605,244 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 size_t Model::families() const { return impl_->families.size(); }
 
-std::string FamilyName(const Trace& trace, const Reconstruction& r, uint32_t node) {
-  const uint32_t e = r.nodes.event[node];
-  const std::string_view name = trace.strings.Get(trace.events.name[e]);
-  if (IsGpuWork(trace.events.type[e])) return std::string(name);
-  std::string out;
-  out.reserve(name.size());
-  for (size_t i = 0; i < name.size(); ++i) {
-    // Addresses ("at 0x7fdc1d2e4b80") vary per process and run.
-    if (name[i] == '0' && i + 1 < name.size() && name[i + 1] == 'x') {
-      out += "0x#";
-      i += 2;
-      while (i < name.size() && std::isxdigit(static_cast<unsigned char>(name[i]))) ++i;
-      --i;
-      continue;
-    }
-    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
-      if (out.empty() || out.back() != '#') out += '#';
-    } else {
-      out += name[i];
-    }
-  }
-  return out;
-}
-
 Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
                   const Options& options) {
-  std::unordered_map<std::string, std::vector<Vec>> x;
-  std::unordered_map<std::string, std::vector<int64_t>> totals;
-  for (const auto& [t, r] : traces) {
-    Extracted e = Extract(*t, *r);
-    for (size_t i = 0; i < e.node.size(); ++i) {
-      x[e.family_key[i]].push_back(e.features[i]);
-      totals[e.family_key[i]].push_back(e.total[i]);
-    }
-  }
   Model model;
-  for (auto& [key, rows] : x) FitModel(rows, totals[key], options, &model.impl().families[key]);
-  // The baseline scored by its own models: each family's usual level of suspiciousness.
-  std::unordered_map<std::string, std::pair<double, uint32_t>> level;
   for (const auto& [t, r] : traces) {
-    const Result self = Localize(*t, *r, options, &model);
-    for (const StepFamily& sf : self.step_families) {
-      auto& l = level[self.families[sf.family].key];
-      l.first += sf.suspiciousness;
-      ++l.second;
+    Prepared p = Prepare(*t, *r, options);
+    for (uint32_t k = 0; k < p.peers.size(); ++k) {
+      FamilyPeers& src = p.peers[k];
+      if (src.all.empty()) continue;
+      FamilyPeers& dst = model.impl().families[p.keys.KeyText(*t, k)];
+      dst.all.insert(dst.all.end(), src.all.begin(), src.all.end());
+      if (dst.by_occ.size() < src.by_occ.size()) dst.by_occ.resize(src.by_occ.size());
+      for (size_t o = 0; o < src.by_occ.size(); ++o)
+        dst.by_occ[o].insert(dst.by_occ[o].end(), src.by_occ[o].begin(), src.by_occ[o].end());
     }
-  }
-  for (auto& [key, m] : model.impl().families) {
-    const auto it = level.find(key);
-    if (it != level.end() && it->second.second > 0)
-      m.baseline_a = it->second.first / it->second.second;
+    for (auto& [kind, d] : p.steps.durations) {
+      auto& dst = model.impl().steps.durations[kind];
+      dst.insert(dst.end(), d.begin(), d.end());
+    }
   }
   return model;
 }
 
-Result Localize(const Trace& trace, const Reconstruction& r, const Options& options,
+Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
                 const Model* baseline) {
-  Extracted x = Extract(trace, r);
-  Result out;
+  Prepared p = Prepare(trace, r, o);
+  Result& out = p.res;
   // Families of this trace, in order of first appearance.
-  std::unordered_map<std::string, uint32_t> family_of;
-  std::vector<std::vector<size_t>> members;
-  std::vector<uint32_t> fam(x.node.size());
-  for (size_t i = 0; i < x.node.size(); ++i) {
-    auto [it, added] =
-        family_of.emplace(x.family_key[i], static_cast<uint32_t>(out.families.size()));
-    if (added) {
-      Family f;
-      f.key = x.family_key[i];
-      f.name = x.family_key[i].substr(0, x.family_key[i].find('\x1f'));
-      f.layer = r.nodes.layer[x.node[i]];
-      out.families.push_back(f);
-      members.emplace_back();
-    }
-    fam[i] = it->second;
-    members[it->second].push_back(i);
-  }
-  // Score every family: with the baseline's model when it has one, else its own.
-  std::vector<float> rho(x.node.size(), 1.0f);
-  std::vector<double> family_level(out.families.size(), 0.0);
-  std::vector<int64_t> expected(x.node.size(), 0);
-  std::vector<Feature> top_feature(x.node.size(), kSelfNs);
-  std::vector<float> top_z(x.node.size(), 0.0f);
-  for (const auto& [key, id] : family_of) {
-    const FamilyModel* model = nullptr;
-    FamilyModel own;
-    if (baseline != nullptr) {
-      const auto it = baseline->impl().families.find(key);
-      if (it != baseline->impl().families.end()) model = &it->second;
-    }
-    std::vector<Vec> rows;
-    if (model == nullptr) {
-      std::vector<int64_t> totals;
-      for (size_t i : members[id]) {
-        rows.push_back(x.features[i]);
-        totals.push_back(x.total[i]);
-      }
-      FitModel(rows, totals, options, &own);
-      model = &own;
-    } else {
-      out.families[id].from_baseline = true;
-      family_level[id] = model->baseline_a;
-    }
-    out.families[id].count = static_cast<uint32_t>(members[id].size());
-    out.families[id].mixture = model->mixture;
-    out.families[id].median_ns = model->median_total_ns;
-    for (size_t i : members[id]) {
-      rho[i] = static_cast<float>(Rho(x.features[i], *model));
-      expected[i] = static_cast<int64_t>(model->median_total_ns);
-      // The feature that deviates most, to say what is abnormal about the instance.
-      float best = 0;
-      for (size_t f = 0; f < kFeatureCount; ++f) {
-        if (!model->active[f]) continue;
-        const double z =
-            (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
-        if (std::fabs(z) > std::fabs(best)) {
-          best = static_cast<float>(z);
-          top_feature[i] = static_cast<Feature>(f);
+  std::vector<int32_t> family_of(p.keys.size(), -1);
+  std::vector<const FamilyPeers*> base_peers(p.keys.size(), nullptr);
+  std::vector<uint32_t> fam(p.raw.size());
+  for (size_t i = 0; i < p.raw.size(); ++i) {
+    int32_t& f = family_of[p.key[i]];
+    if (f < 0) {
+      f = static_cast<int32_t>(out.families.size());
+      Family family;
+      family.key = p.keys.KeyText(trace, p.key[i]);
+      const uint32_t node = p.raw[i].node;
+      family.name = std::string(trace.strings.Get(trace.events.name[r.nodes.event[node]]));
+      family.pattern = family.key.substr(0, family.key.find('\x1f'));
+      family.layer = r.nodes.layer[node];
+      family.measure = p.raw[i].measure;
+      if (p.raw[i].within != Keys::kNone) family.within = p.keys.PatternText(p.raw[i].within);
+      if (baseline != nullptr) {
+        const auto it = baseline->impl().families.find(family.key);
+        if (it != baseline->impl().families.end()) {
+          base_peers[p.key[i]] = &it->second;
+          family.from_baseline = true;
         }
       }
-      top_z[i] = best;
-      // Only time deviations below min_excess_ns: typical after all.
-      if (rho[i] < 1.0f) {
-        bool material = false;
-        for (size_t f = 0; f < kFeatureCount && !material; ++f) {
-          if (!model->active[f]) continue;
-          const double z =
-              (std::log1p(std::max(0.0, x.features[i][f])) - model->median[f]) / model->scale[f];
-          if (std::fabs(z) < 4.0) continue;
-          const bool time = f == kSelfNs || f == kHostCallNs || f == kGpuNs ||
-                            f == kLaunchDelayNs || f == kOverlapNs;
-          const double typical = std::expm1(model->median[f]);
-          material = !time || std::fabs(x.features[i][f] - typical) >=
-                                  static_cast<double>(options.min_excess_ns);
+      std::vector<double> v = p.peers[p.key[i]].all;
+      family.median_ns = RobustSpread(v).median;
+      out.families.push_back(std::move(family));
+    }
+    fam[i] = static_cast<uint32_t>(f);
+    ++out.families[static_cast<uint32_t>(f)].count;
+  }
+  // Expected time and noise of every instance from its peers, cached per (family,
+  // occurrence) and per family.
+  struct Reference {
+    double median = 0, mad = 0;
+    uint32_t count = 0;
+    PeerSource source = PeerSource::kNone;
+  };
+  std::unordered_map<uint64_t, Reference> position_cache;
+  std::unordered_map<uint64_t, Reference> family_cache;  // key * 2 + (baseline ? 1 : 0)
+  auto summarize = [](const std::vector<double>& values, PeerSource source) {
+    std::vector<double> v = values;
+    const Spread s = RobustSpread(v);
+    return Reference{s.median, s.mad, static_cast<uint32_t>(values.size()), source};
+  };
+  auto reference = [&](size_t i) -> Reference {
+    const uint32_t key = p.key[i], occ = p.occ[i];
+    const uint64_t pk = (static_cast<uint64_t>(key) << 32) | occ;
+    const auto hit = position_cache.find(pk);
+    if (hit != position_cache.end()) return hit->second;
+    Reference ref;
+    for (int pass = 0; pass < 2 && ref.source == PeerSource::kNone; ++pass) {
+      const bool from_base = pass == 0;
+      const FamilyPeers* peers = from_base ? base_peers[key] : &p.peers[key];
+      if (peers == nullptr) continue;
+      if (occ < peers->by_occ.size() && peers->by_occ[occ].size() >= o.min_peers &&
+          peers->by_occ[occ].size() >= o.min_position_units) {
+        ref = summarize(peers->by_occ[occ],
+                        from_base ? PeerSource::kBaseline : PeerSource::kPositions);
+      } else if (peers->all.size() >= o.min_peers) {
+        const uint64_t fk = static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0);
+        const auto known = family_cache.find(fk);
+        if (known != family_cache.end()) {
+          ref = known->second;
+        } else {
+          ref = summarize(peers->all, from_base ? PeerSource::kBaseline : PeerSource::kFamily);
+          family_cache.emplace(fk, ref);
         }
-        if (!material) rho[i] = 1.0f;
       }
     }
-  }
-  // Engine steps: rank steps with the same seq form a group. A trace without steps has
-  // one group per process (its whole forest).
-  const std::vector<Unit> units = Units(r);
-  out.group_of_step.assign(units.size(), 0);
-  if (r.steps.empty()) {
-    for (uint32_t u = 0; u < units.size(); ++u) {
-      out.group_of_step[u] = u;
-      out.group_steps.emplace_back();
-      out.group_roots.push_back(units[u].roots);
-    }
-  } else {
-    std::unordered_map<std::string, uint32_t> by_seq;
-    for (uint32_t st = 0; st < r.steps.size(); ++st) {
-      std::vector<std::string> ids;
-      std::string kind, seq;
-      reconstruct::ParseStepMessage(
-          trace.strings.Get(trace.events.name[r.nodes.event[r.steps[st].node]]), &ids, &kind, &seq);
-      uint32_t g;
-      if (!seq.empty() && by_seq.count(seq)) {
-        g = by_seq[seq];
-      } else {
-        g = static_cast<uint32_t>(out.group_steps.size());
-        out.group_steps.emplace_back();
-        if (!seq.empty()) by_seq[seq] = g;
-      }
-      out.group_of_step[st] = g;
-      out.group_steps[g].push_back(st);
-    }
-    for (const auto& steps : out.group_steps) {
-      out.group_roots.emplace_back();
-      for (uint32_t st : steps) out.group_roots.back().push_back(r.steps[st].node);
+    position_cache.emplace(pk, ref);
+    return ref;
+  };
+  // The first instance of a family on a process pays one-time costs (module loading on a
+  // kernel's first launch, autotuning, allocator growth, lazy initialization): warm-up,
+  // not a fault.
+  std::vector<uint8_t> warmup(p.raw.size(), 0);
+  {
+    std::unordered_map<uint64_t, bool> seen;
+    for (size_t i = 0; i < p.raw.size(); ++i) {
+      const uint64_t k = (static_cast<uint64_t>(out.units[p.raw[i].unit].process) << 32) | fam[i];
+      warmup[i] = seen.emplace(k, true).second;
     }
   }
-  const size_t groups = out.group_steps.size();
-  out.group_score.assign(groups, 0.0f);
-  out.suspicious.assign(groups, {});
-  out.instances.reserve(x.node.size());
-  std::vector<std::vector<uint32_t>> group_members(groups);
-  for (size_t i = 0; i < x.node.size(); ++i) {
+  out.instances.reserve(p.raw.size());
+  for (size_t i = 0; i < p.raw.size(); ++i) {
     Instance in;
-    in.node = x.node[i];
+    in.node = p.raw[i].node;
     in.family = fam[i];
-    in.step = x.step[i];
-    in.rho = rho[i];
-    in.anomaly = 1.0f - rho[i];
-    in.total_ns = x.total[i];
-    in.expected_ns = expected[i];
-    in.top_feature = top_feature[i];
-    in.top_z = top_z[i];
-    group_members[out.group_of_step[x.step[i]]].push_back(
-        static_cast<uint32_t>(out.instances.size()));
+    in.unit = p.raw[i].unit;
+    in.occurrence = p.occ[i];
+    in.time_ns = p.raw[i].time_ns;
+    in.wait_ns = p.waits.wait_ns[in.node];
+    in.waited_for_process = p.waits.late_process[in.node];
+    const Reference ref = reference(i);
+    in.source = ref.source;
+    in.peers = ref.count;
+    in.expected_ns = static_cast<int64_t>(std::llround(ref.median));
+    const double noise = std::max({1.4826 * ref.mad, o.noise_rel_floor * ref.median,
+                                   static_cast<double>(o.noise_abs_floor_ns)});
+    in.noise_ns = static_cast<int64_t>(std::llround(noise));
+    const double excess = static_cast<double>(in.time_ns) - ref.median;
+    in.z = static_cast<float>(excess / noise);
+    in.warmup = warmup[i] != 0;
+    in.evidence = ref.source != PeerSource::kNone && !in.warmup && excess >= o.min_excess_ns &&
+                  static_cast<double>(in.time_ns) >= o.min_ratio * ref.median &&
+                  excess >= o.min_z * noise;
+    in.excess_ns = in.evidence ? static_cast<int64_t>(std::llround(excess)) : 0;
+    // A collective whose partners are not in the trace mostly waits for them: slower than
+    // its peers is then a consequence of something on a rank the trace does not have.
+    in.consequence = in.evidence && p.raw[i].unpaired_collective;
     out.instances.push_back(in);
   }
-  // Structure: a family that appears in only a few steps of its kind (a fallback kernel,
-  // NCCL's ring kernel in place of the custom all-reduce), or, in baseline mode, one the
-  // baseline never ran, is anomalous wherever it appears, however typical its durations
-  // are among themselves.
-  std::vector<bool> rare(out.families.size(), false);
-  {
-    std::vector<uint32_t> presence(out.families.size(), 0);
-    std::unordered_map<std::string, uint32_t> kind_groups;
-    std::vector<std::string> group_kind(groups);
-    for (uint32_t g = 0; g < groups; ++g) {
-      std::set<uint32_t> seen;
-      for (uint32_t i : group_members[g]) {
-        seen.insert(out.instances[i].family);
-        if (group_kind[g].empty()) {
-          const std::string& key = out.families[out.instances[i].family].key;
-          const size_t a = key.find('\x1f', key.find('\x1f') + 1);
-          group_kind[g] = key.substr(a + 1, key.find('\x1f', a + 1) - a - 1) + "\x1f";
-        }
-      }
-      for (uint32_t f : seen) ++presence[f];
-      ++kind_groups[group_kind[g]];
+  // Engine steps: evidence, root excess, healthy spread and score.
+  const size_t groups = out.group_units.size();
+  out.suspicious.assign(groups, {});
+  out.waits.assign(groups, {});
+  out.unseen_waits.assign(groups, {});
+  out.group_excess_ns.assign(groups, 0);
+  out.group_spread_ns.assign(groups, 0);
+  out.group_duration_ns = p.group_duration;
+  out.group_score.assign(groups, 0.0f);
+  // A step's root excess is what its most costly evidence family explains on one rank:
+  // a fault concentrates in a family (one kernel, one call, one collective), while the
+  // natural tails of a healthy trace are spread thinly over many families and would
+  // add up to a large sum in a long step.
+  std::unordered_map<uint64_t, int64_t> family_excess;  // (unit, family) -> excess
+  for (uint32_t k = 0; k < out.instances.size(); ++k) {
+    const Instance& in = out.instances[k];
+    const uint32_t g = out.group_of_unit[in.unit];
+    if (in.consequence) {
+      out.unseen_waits[g].push_back(k);
+    } else if (in.evidence) {
+      out.suspicious[g].push_back(k);
+      family_excess[(static_cast<uint64_t>(in.unit) << 32) | in.family] += in.excess_ns;
     }
-    for (size_t f = 0; f < out.families.size(); ++f) {
-      const std::string& key = out.families[f].key;
-      const size_t a = key.find('\x1f', key.find('\x1f') + 1);
-      const std::string kind = key.substr(a + 1, key.find('\x1f', a + 1) - a - 1) + "\x1f";
-      const uint32_t total = kind_groups[kind];
-      const bool seldom = total >= 20 && presence[f] * 20 < total;
-      const bool unseen = baseline != nullptr && !out.families[f].from_baseline;
-      rare[f] = seldom || unseen;
-    }
+    if (in.wait_ns > 0 && in.waited_for_process >= 0) out.waits[g].push_back(k);
+  }
+  std::vector<int64_t> unit_excess(out.units.size(), 0);
+  for (const auto& [key, x] : family_excess) {
+    int64_t& e = unit_excess[static_cast<uint32_t>(key >> 32)];
+    e = std::max(e, x);
+  }
+  // Healthy step durations per kind: the baseline's when given, else this trace's.
+  std::unordered_map<std::string, Spread> step_spread;
+  std::unordered_map<std::string, size_t> step_count;
+  for (uint32_t g = 0; g < groups; ++g) {
+    const std::string& kind = p.group_kind[g];
+    if (step_spread.count(kind)) continue;
+    const StepPeers& table = baseline != nullptr && baseline->impl().steps.durations.count(kind)
+                                 ? baseline->impl().steps
+                                 : p.steps;
+    std::vector<double> d = table.durations.at(kind);
+    step_count[kind] = d.size();
+    step_spread[kind] = RobustSpread(d);
   }
   for (uint32_t g = 0; g < groups; ++g) {
-    // A_{s,t} per family present in the engine step.
-    std::map<uint32_t, std::vector<uint32_t>> by_family;
-    for (uint32_t i : group_members[g]) by_family[out.instances[i].family].push_back(i);
-    for (auto& [f, list] : by_family) {
-      if (rare[f]) {
-        for (uint32_t i : list) {
-          Instance& in = out.instances[i];
-          in.anomaly = std::max(in.anomaly, 0.9f);
-          in.rho = 1.0f - in.anomaly;
-        }
-      }
-      std::vector<float> values;
-      for (uint32_t i : list) values.push_back(out.instances[i].rho);
-      std::sort(values.begin(), values.end());
-      const size_t k = std::max<size_t>(
-          1,
-          static_cast<size_t>(std::floor(options.quantile * static_cast<double>(values.size()))));
-      double mean = 0;
-      for (size_t j = 0; j < k; ++j) mean += values[j];
-      mean /= static_cast<double>(k);
-      StepFamily sf;
-      sf.step = g;
-      sf.family = f;
-      sf.m = static_cast<uint32_t>(list.size());
-      sf.suspiciousness = static_cast<float>(std::max(0.0, 1.0 - mean - family_level[f]));
-      size_t anomalous = 0;
-      for (uint32_t i : list) anomalous += out.instances[i].anomaly > options.instance_threshold;
-      sf.candidate = sf.suspiciousness > options.family_threshold &&
-                     anomalous >= std::min(options.min_suspicious, list.size());
-      // The step's score: its most suspicious candidate family; families with a lone
-      // outlier count at half weight.
-      out.group_score[g] =
-          std::max(out.group_score[g], sf.candidate ? sf.suspiciousness : 0.5f * sf.suspiciousness);
-      if (sf.candidate) {
-        for (uint32_t i : list) {
-          if (out.instances[i].anomaly > options.instance_threshold) out.suspicious[g].push_back(i);
-        }
-      }
-      out.step_families.push_back(sf);
-    }
+    int64_t excess = 0;
+    for (uint32_t u : out.group_units[g]) excess = std::max(excess, unit_excess[u]);
+    const Spread& s = step_spread[p.group_kind[g]];
+    const double typical = std::max(s.median, static_cast<double>(p.group_duration[g]));
+    // Many peer steps measure their spread well; with few (a trace of one or two
+    // profiler steps, a whole timeline) only the conservative floor is trusted.
+    const double floor = step_count[p.group_kind[g]] >= o.min_steps_for_spread
+                             ? o.step_rel_floor_measured
+                             : o.step_rel_floor;
+    const double spread = std::max(1.4826 * s.mad, floor * typical);
+    out.group_excess_ns[g] = excess;
+    out.group_spread_ns[g] = static_cast<int64_t>(spread);
+    const double x = spread > 0 ? static_cast<double>(excess) / spread : 0;
+    out.group_score[g] = static_cast<float>(x / (x + o.step_scale));
   }
+  // Stragglers: a collective whose other ranks waited for one late rank far longer than
+  // ranks usually wait for each other in this trace (arrival jitter is normal).
+  std::vector<Straggler> candidates;
+  std::unordered_map<uint32_t, uint32_t> unit_of_node;  // collective kernels -> unit
+  for (const Instance& in : out.instances) {
+    if (in.wait_ns > 0 || p.waits.transfer_ns[in.node] >= 0) unit_of_node.emplace(in.node, in.unit);
+  }
+  std::vector<double> typical_waits;
+  for (const auto& nodes : p.waits.groups) {
+    std::vector<double> waits;
+    uint32_t late = nodes.front();
+    for (uint32_t x : nodes) {
+      if (p.waits.wait_ns[x] == 0) late = x;
+    }
+    for (uint32_t x : nodes) {
+      if (x != late) waits.push_back(static_cast<double>(p.waits.wait_ns[x]));
+    }
+    if (waits.empty()) continue;
+    std::vector<double> w = waits;
+    const double median_wait = RobustSpread(w).median;
+    typical_waits.push_back(median_wait);
+    if (median_wait < static_cast<double>(o.min_excess_ns)) continue;
+    Straggler s;
+    s.process = r.nodes.process[late];
+    s.node = late;
+    s.late_ns = static_cast<int64_t>(median_wait);
+    s.waiting = static_cast<uint32_t>(waits.size());
+    // The engine step of the late rank's kernel.
+    const auto at = unit_of_node.find(late);
+    s.group = at == unit_of_node.end() ? UINT32_MAX : out.group_of_unit[at->second];
+    if (s.group != UINT32_MAX) candidates.push_back(s);
+  }
+  const double usual = RobustSpread(typical_waits).median;
+  for (const Straggler& s : candidates) {
+    const double late = static_cast<double>(s.late_ns);
+    if (late >= o.min_z * std::max(usual, static_cast<double>(o.noise_abs_floor_ns)) &&
+        late >= o.min_ratio * usual)
+      out.stragglers.push_back(s);
+  }
+  std::sort(out.stragglers.begin(), out.stragglers.end(),
+            [](const Straggler& a, const Straggler& b) { return a.late_ns > b.late_ns; });
   return out;
 }
 

@@ -235,9 +235,23 @@ class Builder {
 
   // Algorithm 1 step 5: step ranges and the requests they list.
   void CollectSteps() {
+    // A step marker inside another (SGLang's "step[DECODE bs=32]" inside an enclosing
+    // execute range, a teller.step inside ProfilerStep#N) is the same engine step: only
+    // the outermost counts, and it takes the kind of the first inner marker that has one.
     std::vector<uint32_t> step_nodes;
+    std::unordered_map<uint32_t, uint32_t> inner_kind_of;  // outer step node -> inner node
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
-      if (nodes_.layer[n] == Layer::kStep) step_nodes.push_back(n);
+      if (nodes_.layer[n] != Layer::kStep) continue;
+      int32_t outer = -1;
+      for (int32_t p = nodes_.parent[n]; p >= 0; p = nodes_.parent[static_cast<size_t>(p)]) {
+        if (nodes_.layer[static_cast<size_t>(p)] == Layer::kStep) outer = p;
+      }
+      if (outer < 0) {
+        step_nodes.push_back(n);
+      } else {
+        inner_kind_of.emplace(static_cast<uint32_t>(outer), n);
+        ++out_.stats.nested_steps;
+      }
     }
     std::sort(step_nodes.begin(), step_nodes.end(), [this](uint32_t a, uint32_t b) {
       if (nodes_.process[a] != nodes_.process[b]) return nodes_.process[a] < nodes_.process[b];
@@ -257,8 +271,22 @@ class Builder {
       ids.clear();
       kind.clear();
       const std::string_view step_name = trace_.strings.Get(ev_.name[nodes_.event[n]]);
+      seq.clear();
       ParseStepMessage(step_name, &ids, &kind, &seq);
       if (kind.empty()) kind = StepKindFromEngineMarker(step_name);
+      if (const auto inner = inner_kind_of.find(n); inner != inner_kind_of.end()) {
+        const std::string_view inner_name =
+            trace_.strings.Get(ev_.name[nodes_.event[inner->second]]);
+        std::string inner_kind, inner_seq;
+        ParseStepMessage(inner_name, nullptr, &inner_kind, &inner_seq);
+        if (inner_kind.empty()) inner_kind = StepKindFromEngineMarker(inner_name);
+        if (kind.empty()) kind = inner_kind;
+        if (seq.empty()) seq = inner_seq;
+      }
+      step.number = StepNumber(step_name, seq);
+      step.size = StepSize(step_name);
+      if (const auto inner = inner_kind_of.find(n); step.size < 0 && inner != inner_kind_of.end())
+        step.size = StepSize(trace_.strings.Get(ev_.name[nodes_.event[inner->second]]));
       // Long id lists continue in "teller.reqs" marks inside the step.
       for (uint32_t c = nodes_.child_begin[n]; c < nodes_.child_begin[n + 1]; ++c) {
         const uint32_t child = nodes_.child_index[c];

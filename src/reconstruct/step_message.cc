@@ -115,4 +115,52 @@ std::string StepKindFromEngineMarker(std::string_view name) {
   return "";
 }
 
+int64_t StepNumber(std::string_view name, std::string_view seq) {
+  auto number = [](std::string_view digits) -> int64_t {
+    if (digits.empty() || digits.size() > 18) return -1;
+    int64_t v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return -1;
+      v = v * 10 + (c - '0');
+    }
+    return v;
+  };
+  if (const int64_t v = number(seq); v >= 0) return v;
+  const size_t hash = name.rfind('#');
+  if (hash == std::string_view::npos) return -1;
+  return number(name.substr(hash + 1));
+}
+
+int64_t StepSize(std::string_view name) {
+  // "key=N" with the key at a token start.
+  auto keyed = [&](std::string_view key) -> int64_t {
+    for (size_t at = name.find(key); at != std::string_view::npos; at = name.find(key, at + 1)) {
+      if (at > 0 && name[at - 1] != ' ' && name[at - 1] != '[') continue;
+      size_t pos = at + key.size();
+      const long v = ReadNumber(name, pos);
+      if (v >= 0) return v;
+    }
+    return -1;
+  };
+  if (name.rfind("teller.step", 0) == 0) return keyed("n=");
+  if (name.rfind("step[", 0) == 0) return keyed("bs=");
+  if (name.rfind("execute_new_", 0) == 0) {
+    size_t pos = 12;
+    const long fresh = ReadNumber(name, pos);
+    if (fresh < 0 || name.substr(pos, 8) != "_cached_") return -1;
+    pos += 8;
+    const long cached = ReadNumber(name, pos);
+    return cached < 0 ? -1 : fresh + cached;
+  }
+  if (name.rfind("execute_", 0) == 0) {
+    const size_t c = name.find("context_");
+    const size_t g = name.find("_generation_");
+    if (c == std::string_view::npos || g == std::string_view::npos) return -1;
+    size_t pc = c + 8, pg = g + 12;
+    const long prefill = ReadNumber(name, pc), decode = ReadNumber(name, pg);
+    return prefill < 0 || decode < 0 ? -1 : prefill + decode;
+  }
+  return -1;
+}
+
 }  // namespace teller::reconstruct

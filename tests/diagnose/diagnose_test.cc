@@ -137,112 +137,20 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   EXPECT_GT(model.families(), 10u);
   const auto d = diagnose::Diagnose(incident.trace, incident.rec, {}, &model);
   EXPECT_EQ(d.mode, "baseline");
-  EXPECT_GT(static_cast<double>(d.abnormal_steps) / d.steps.size(), 0.8);
+  // Every attention kernel is 2.5x its baseline peers: nearly all of them are evidence and
+  // the family leads the ranking. Each step is only a few percent slower (attention is a
+  // small share of a decode step), within the healthy spread of step durations, so
+  // individual steps are rarely abnormal: the finding is the family.
   ASSERT_FALSE(d.top_operators.empty());
-  EXPECT_NE(d.top_operators[0].name.find("flash_fwd"), std::string::npos)
-      << d.top_operators[0].name;
-}
-
-// Seven decode steps (seq 0..6) of one process, each a step range holding two operator
-// ranges: aten::mm of `mm_us` and aten::add of `add_us` microseconds.
-void AddSmallFamilySteps(Trace& t, const std::vector<int>& mm_us, const std::vector<int>& add_us) {
-  const uint32_t p = t.ProcessIndex("h", 1);
-  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
-  auto add = [&](const std::string& name, int64_t start, int64_t end) {
-    EventRow r;
-    r.type = EventType::kRange;
-    r.name = t.strings.Intern(name);
-    r.process = p;
-    r.thread = 1;
-    r.start_ns = start;
-    r.end_ns = end;
-    t.events.Append(r);
-  };
-  for (size_t s = 0; s < mm_us.size(); ++s) {
-    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
-    add("teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
-    const int64_t mm_end = at + 10'000 + mm_us[s] * 1000;
-    add("aten::mm", at + 10'000, mm_end);
-    add("aten::add", mm_end + 1000, mm_end + 1000 + add_us[s] * 1000);
-  }
-}
-
-TEST(Localize, SmallFamiliesFallBackToRobustZ) {
-  {
-    // On a simulated run: families below min_mixture instances are scored by robust
-    // z-scores, larger ones by mixtures; both kinds occur.
-    Loaded l;
-    sim::SimConfig c = Config(5);
-    c.requests = 6;
-    Simulate(c, &l);
-    const auto r = localize::Localize(l.trace, l.rec);
-    size_t small = 0, mixtures = 0;
-    for (const auto& f : r.families) {
-      if (f.count < localize::Options{}.min_mixture) {
-        EXPECT_FALSE(f.mixture) << f.name;
-        ++small;
-      }
-      mixtures += f.mixture;
-    }
-    EXPECT_GT(small, 0u);
-    EXPECT_GT(mixtures, 0u);
-  }
-  // By hand (docs/localization.md, smaller families): x = log(1 + own ns) per instance,
-  // z = |x - median| / max(1.4826 MAD, 0.08), rho = exp(-(max(0, z - 4))^2 / 2).
-  // aten::mm, 100 104 96 102 98 100 150 us: median 100 us; MAD = |log(98001/100001)| =
-  // 0.0202, so the scale is the floor 0.08; the 150 us instance has
-  // z = log(150001/100001) / 0.08 = 5.0683, rho = exp(-1.0683^2 / 2) = 0.5652; the others
-  // z <= 0.51, rho = 1. One instance per step: A = 1 - 0.5652 = 0.4348 < 0.5, no candidate.
-  // aten::add, 50 51 49 50 52 48 100 us: median 50 us, the same scale, so the 100 us one has
-  // z = log(100001/50001) / 0.08 = 8.664, rho = exp(-4.664^2 / 2) = 1.9e-5: A = 1.0 > 0.5,
-  // a candidate, and its one instance is suspicious.
-  Trace t;
-  AddSmallFamilySteps(t, {100, 104, 96, 102, 98, 100, 150}, {50, 51, 49, 50, 52, 48, 100});
-  const auto rec = reconstruct::Reconstruct(t);
-  ASSERT_EQ(rec.steps.size(), 7u);
-  const auto r = localize::Localize(t, rec);
-  ASSERT_EQ(r.families.size(), 2u);
-  ASSERT_EQ(r.instances.size(), 14u);
-  const float kRho150 = 0.56518f;
-  for (const localize::Instance& in : r.instances) {
-    const localize::Family& f = r.families[in.family];
-    EXPECT_EQ(f.count, 7u);
-    EXPECT_FALSE(f.mixture);
-    const int64_t own = rec.nodes.end_ns[in.node] - rec.nodes.start_ns[in.node];
-    EXPECT_EQ(in.total_ns, own);
-    EXPECT_EQ(in.top_feature, kSelfNs);
-    if (f.name == "aten::mm") {
-      EXPECT_EQ(in.expected_ns, 100'000);
-      EXPECT_NEAR(in.rho, own == 150'000 ? kRho150 : 1.0f, 1e-4) << own;
-      if (own == 150'000) EXPECT_NEAR(in.top_z, 5.0683f, 1e-3);
-      if (own == 96'000) EXPECT_NEAR(in.top_z, std::log(96001.0 / 100001.0) / 0.08, 1e-3);
-    } else {
-      ASSERT_EQ(f.name, "aten::add");
-      EXPECT_EQ(in.expected_ns, 50'000);
-      EXPECT_NEAR(in.rho, own == 100'000 ? 1.9e-5f : 1.0f, 1e-5) << own;
-    }
-  }
-  // Step 6 (group 6): mm is suspicious at 0.4348 but no candidate, add is a candidate.
-  size_t seen = 0;
-  for (const localize::StepFamily& sf : r.step_families) {
-    const std::string& name = r.families[sf.family].name;
-    EXPECT_EQ(sf.m, 1u);
-    if (sf.step != r.group_of_step[6]) {
-      EXPECT_FLOAT_EQ(sf.suspiciousness, 0.0f) << name << " step " << sf.step;
-      EXPECT_FALSE(sf.candidate);
-      continue;
-    }
-    ++seen;
-    EXPECT_NEAR(sf.suspiciousness, name == "aten::mm" ? 1.0f - kRho150 : 1.0f, 1e-4) << name;
-    EXPECT_EQ(sf.candidate, name == "aten::add") << name;
-  }
-  EXPECT_EQ(seen, 2u);
-  const uint32_t g6 = r.group_of_step[6];
-  ASSERT_EQ(r.suspicious[g6].size(), 1u);
-  EXPECT_EQ(r.families[r.instances[r.suspicious[g6][0]].family].name, "aten::add");
-  EXPECT_NEAR(r.group_score[g6], 1.0f, 1e-4);
-  for (uint32_t g = 0; g < r.suspicious.size(); ++g) {
-    if (g != g6) EXPECT_TRUE(r.suspicious[g].empty()) << g;
+  const diagnose::TopOperator& top = d.top_operators[0];
+  EXPECT_NE(top.name.find("flash_fwd"), std::string::npos) << top.name;
+  EXPECT_GT(static_cast<double>(top.count) / top.instances, 0.8)
+      << top.count << "/" << top.instances;
+  EXPECT_GT(top.score, 0.5);
+  // Self-fit, the same trace has nothing to compare the whole-run slowdown with.
+  const auto self = diagnose::Diagnose(incident.trace, incident.rec, {});
+  for (const auto& o : self.top_operators) {
+    if (o.name == top.name) EXPECT_LT(static_cast<double>(o.count) / o.instances, 0.2);
   }
 }
 
@@ -271,7 +179,11 @@ TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
   EXPECT_TRUE(slice::BuildSlice(l.trace, l.rec, {step.node}, {}).nodes.empty());
 }
 
-TEST(Diagnose, JsonReportHasTheDocumentedShape) {
+TEST(Diagnose, StragglerRankIsNamedWithItsDelayedWork) {
+  // A straggler rank: the simulator delays rank 4's host right before it joins a
+  // collective (inside the collective's operator range), and the other ranks wait for it.
+  // The root is rank 4's delayed host time; the waits are consequences, most of them for
+  // rank 4, never roots.
   sim::SimConfig c = Config(4);
   c.requests = 12;
   sim::FaultSpec f;
@@ -281,43 +193,67 @@ TEST(Diagnose, JsonReportHasTheDocumentedShape) {
   Loaded l;
   Simulate(c, &l);
   const auto d = diagnose::Diagnose(l.trace, l.rec, {});
+  ASSERT_GT(d.abnormal_steps, 0u);
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_EQ(d.top_operators[0].ranks, std::vector<int>{4}) << d.top_operators[0].name;
+  EXPECT_EQ(d.top_operators[0].measure, localize::Measure::kOwnTime) << d.top_operators[0].name;
+  ASSERT_FALSE(d.stragglers.empty());
+  EXPECT_EQ(d.stragglers[0].rank, 4);
+  int64_t waits = 0, for_rank4 = 0;
+  for (const auto& s : d.steps) {
+    for (const auto& e : s.evidence) {
+      EXPECT_FALSE(e.consequence);
+      EXPECT_GT(e.ratio, 1.0) << e.name;
+    }
+    for (const auto& e : s.consequences) {
+      EXPECT_TRUE(e.consequence);
+      EXPECT_NE(e.rank, e.waited_for_rank);
+      waits += e.excess_ns;
+      if (e.waited_for_rank == 4) for_rank4 += e.excess_ns;
+    }
+  }
+  EXPECT_GT(waits, 0);
+  EXPECT_GT(for_rank4 * 2, waits) << for_rank4 << " of " << waits;
+}
+
+TEST(Diagnose, JsonReportHasTheDocumentedShape) {
+  sim::SimConfig c = Config(4);
+  c.requests = 12;
+  sim::FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(sim::ParseFaultSpec(
+      "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=0.5s,duration=0.5s,rank=1", &f, &error));
+  c.faults = {f};
+  Loaded l;
+  Simulate(c, &l);
+  const auto d = diagnose::Diagnose(l.trace, l.rec, {});
   const std::string json = diagnose::ToJson(l.trace, d, {l.dir});
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS);
   EXPECT_EQ(std::string_view(doc["format"]), "teller-diagnosis");
-  EXPECT_EQ(int64_t(doc["version"]), diagnose::kSchemaVersion);
-  size_t entries = 0, abnormal = 0;
+  EXPECT_EQ(int64_t(doc["version"]), 2);
+  size_t entries = 0, abnormal = 0, evidence = 0;
   for (simdjson::dom::element s : doc["steps"].get_array()) {
     ++entries;
-    for (const char* key : {"request", "step", "view", "abnormal", "score", "fault_type",
-                            "evidence", "explanation", "logs"}) {
-      EXPECT_FALSE(s[key].error()) << key;
+    EXPECT_GE(int64_t(s["step"]), 0);  // the simulator's seq
+    EXPECT_FALSE(s["ranks"].get_array().error());
+    if (!bool(s["abnormal"])) continue;
+    ++abnormal;
+    for (simdjson::dom::element e : s["evidence"].get_array()) {
+      ++evidence;
+      const int64_t time = e["time_ns"], expected = e["expected_ns"], excess = e["excess_ns"];
+      EXPECT_EQ(excess, time - expected);
+      EXPECT_GT(double(e["ratio"]), 1.0);
+      EXPECT_EQ(std::string_view(e["role"]), "root");
+      EXPECT_EQ(std::string_view(e["unit"]), "ns");
+      EXPECT_GE(int64_t(e["peers"]["count"]), 4);
     }
-    const std::string_view view = s["view"];
-    EXPECT_TRUE(view == "vertical" || view == "horizontal");
-    if (bool(s["abnormal"])) {
-      ++abnormal;
-      for (simdjson::dom::element e : s["evidence"].get_array()) {
-        for (const char* key : {"node", "name", "layer", "score", "self_ns", "expected_ns"})
-          EXPECT_FALSE(e[key].error()) << key;
-      }
-    }
   }
-  EXPECT_GT(entries, 2 * d.steps.size() - 1);  // every (request, view)
-  EXPECT_GT(abnormal, 0u);
-  size_t ops = 0;
-  for (simdjson::dom::element o : doc["top_operators"].get_array()) {
-    ++ops;
-    for (const char* key : {"name", "layer", "score", "count"}) EXPECT_FALSE(o[key].error()) << key;
-  }
-  EXPECT_GT(ops, 0u);
-  // Stragglers are a communication fault: the waiting collectives are the evidence.
-  std::map<std::string, int> types;
-  for (const auto& s : d.steps) {
-    if (s.abnormal) ++types[s.fault_type];
-  }
-  EXPECT_GT(types["communication"], 0);
+  EXPECT_EQ(entries, d.steps.size());  // one entry per engine step
+  EXPECT_EQ(abnormal, d.abnormal_steps);
+  EXPECT_GT(evidence, 0u);
+  EXPECT_FALSE(bool(doc["damage"]["damaged"]));
 }
 
 TEST(Diagnose, RealKinetoTraceGetsAReport) {
@@ -335,10 +271,12 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   // The step annotations of the file (tests/golden_scripts/kineto_golden.py): the engine's
   // execute_32_context_0(...)_generation_32(...) and SGLang's step[DECODE bs=32] inside
   // it, at baseTimeNanoseconds + ts: [1779988464216204635, +465716634 ns] and
-  // [1779988464216408420, +465248054 ns]. A decode step each.
+  // [1779988464216408420, +465248054 ns]. Nested markers are one step: the outer range,
+  // a decode step (the inner marker's kind).
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.stats.nested_steps, 1u);
   const std::set<std::pair<int64_t, int64_t>> kAnnotations = {
-      {1779988464216204635, 1779988464216204635 + 465716634},
-      {1779988464216408420, 1779988464216408420 + 465248054}};
+      {1779988464216204635, 1779988464216204635 + 465716634}};
   std::set<std::pair<int64_t, int64_t>> bounds;
   for (const diagnose::StepDiagnosis& s : d.steps) {
     bounds.insert({s.start_ns, s.end_ns});
@@ -351,16 +289,16 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   }
   EXPECT_EQ(bounds, kAnnotations);
   EXPECT_EQ(d.abnormal_steps, 0u);
-  // Top operators: the ten most suspicious first, none with a suspicious instance.
-  ASSERT_EQ(d.top_operators.size(), diagnose::Options{}.top_k);
+  // Top operators list only evidence, ordered by excess, each slower than its peers.
   for (size_t i = 0; i < d.top_operators.size(); ++i) {
     const diagnose::TopOperator& o = d.top_operators[i];
-    EXPECT_EQ(o.count, 0u) << o.name;
-    EXPECT_EQ(o.excess_ns, 0) << o.name;
-    EXPECT_GT(o.instances, 0u) << o.name;
-    if (i > 0) EXPECT_LE(o.score, d.top_operators[i - 1].score) << o.name;
+    EXPECT_GT(o.count, 0u) << o.name;
+    EXPECT_GT(o.excess_ns, 0) << o.name;
+    EXPECT_GT(o.max_ratio, 1.0) << o.name;
+    if (i > 0) EXPECT_LE(o.excess_ns, d.top_operators[i - 1].excess_ns) << o.name;
   }
-  // The text report says so and lists them in that order.
+  // The text report says so and shows the names as the trace has them (shortened in
+  // the middle only when long).
   const std::string text = diagnose::ToText(t, d, 5);
   EXPECT_NE(text.find("0 of " + std::to_string(d.steps.size()) + " steps abnormal"),
             std::string::npos)
@@ -368,8 +306,7 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   size_t at = text.find("top operators");
   ASSERT_NE(at, std::string::npos) << text;
   for (const diagnose::TopOperator& o : d.top_operators) {
-    // Names are shortened there: Python frames to their file, kernels to 80 characters.
-    const size_t next = text.find(o.name.substr(0, std::min<size_t>(o.name.find('('), 40)), at);
+    const size_t next = text.find(o.name.substr(0, 40), at);
     ASSERT_NE(next, std::string::npos) << o.name << "\n" << text;
     at = next;
   }
@@ -391,9 +328,10 @@ TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
   ASSERT_FALSE(d.steps.empty());
   EXPECT_EQ(d.steps[0].kind, "whole trace");
   EXPECT_LT(d.steps[0].start_ns, d.steps[0].end_ns);
-  bool saxpy = false;
-  for (const auto& o : d.top_operators) saxpy |= o.name == "saxpy";
-  EXPECT_TRUE(saxpy);
+  EXPECT_EQ(d.scope, "whole_trace");
+  // A healthy run: nothing abnormal, and every evidence entry is slower than its peers.
+  EXPECT_EQ(d.abnormal_steps, 0u);
+  for (const auto& o : d.top_operators) EXPECT_GT(o.max_ratio, 1.0) << o.name;
   std::remove(db.c_str());
 }
 

@@ -1,13 +1,17 @@
-// The first, numeric diagnosis (`teller diagnose`): localization (docs/method.md §3) and
-// causal-context slices (§4) decide which engine steps are abnormal, which operators are
-// the evidence, a likely fault category from rules over that evidence, and a sentence
-// that says why, with the log lines aligned to the step. No training data is needed.
-// docs/diagnose.md documents the JSON schema ("teller-diagnosis", version 1).
+// The numeric diagnosis (`teller diagnose`): localization (docs/method.md §3,
+// docs/localization.md) finds the instances that took longer than their true peers and
+// counts each excess once, at its root; a step is abnormal when that root excess is large
+// against the step's healthy spread; slices (§4) give the context of the evidence; rules
+// over the evidence name a likely fault category and a sentence says why, with the log
+// lines aligned to the step. No training data is needed.
+// docs/diagnose.md documents the JSON report ("teller-diagnosis", version 2) and
+// docs/diagnosis.schema.json is its JSON Schema.
 #ifndef TELLER_DIAGNOSE_DIAGNOSE_H_
 #define TELLER_DIAGNOSE_DIAGNOSE_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "teller/core/trace.h"
@@ -18,7 +22,7 @@
 
 namespace teller::diagnose {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct Options {
   localize::Options localize;
@@ -28,55 +32,95 @@ struct Options {
   size_t top_k = 10;            // top_operators listed
 };
 
+// One instance that took longer than its peers (a root), or that waited for one (a
+// consequence: a collective that waited for a late rank).
 struct Evidence {
   uint32_t node = 0;
-  std::string name;
+  std::string name;    // exactly as the trace has it
+  std::string family;  // the name with layer indices replaced by '#'
+  std::string within;  // host calls: the operator range that made them
   Layer layer = Layer::kFrontend;
   int rank = -1;
   int64_t pid = 0;
-  float score = 0;            // a(x)
-  int64_t self_ns = 0;        // the instance's time (GPU time, or own time without GPU work)
-  int64_t expected_ns = 0;    // its family's median
-  Feature feature = kSelfNs;  // what deviates most (FeatureName: "gpu_ns", ...)
-  float z = 0;
+  bool consequence = false;
+  localize::Measure measure = localize::Measure::kOwnTime;
+  Feature feature = kSelfNs;  // the feature the measure is (core/vocabulary.h)
+  int64_t time_ns = 0;        // what the measure gives for this instance
+  int64_t expected_ns = 0;    // its peers' median
+  int64_t excess_ns = 0;      // time - expected (roots); the wait (consequences)
+  int64_t noise_ns = 0;       // the peers' spread, with its floors
+  uint32_t peers = 0;
+  localize::PeerSource source = localize::PeerSource::kNone;
+  double ratio = 0;          // time / expected
+  float z = 0;               // excess / noise
+  float score = 0;           // strength in [0, 1): z / (z + min_z), 0.5 at the evidence bar
+  int waited_for_rank = -1;  // consequences: the late rank
 };
 
-// One engine step: the STEP ranges of every rank with the same seq (or, without seq,
-// one process's step).
+struct RankRef {
+  int rank = -1;
+  int64_t pid = 0;
+};
+
+// One engine step: the step ranges of every rank with the same step number (or, without
+// a number, one process's step; without step markers, one process's whole timeline).
 struct StepDiagnosis {
+  int64_t number = -1;   // the trace's own step number (seq=, ProfilerStep#N), -1 none
+  bool has_seq = false;  // number came from the trace (kept for the evaluation's mapping)
   uint64_t seq = 0;
-  bool has_seq = false;
-  uint32_t ordinal = 0;
+  uint32_t ordinal = 0;  // position among its process's steps
   std::string kind;
   std::vector<uint32_t> rank_steps;  // indices into Reconstruction::steps
+  std::vector<RankRef> ranks;
   std::vector<std::string> requests;
   int64_t start_ns = 0, end_ns = 0;
+  int64_t duration_ns = 0;  // the longest rank's
+  int64_t excess_ns = 0;    // root excess (the largest rank's, host or GPU side)
+  int64_t spread_ns = 0;    // the healthy spread it is compared with
   float score = 0;
   bool abnormal = false, vertical = false, horizontal = false;
-  std::string fault_type;  // FaultCategoryName of the category, "" when normal
+  std::string fault_type;  // FaultCategoryName, "" when normal
   std::string explanation;
-  std::vector<Evidence> evidence;  // suspicious instances, most anomalous first
-  std::vector<uint32_t> logs;      // rows of Trace::logs
+  std::vector<Evidence> evidence;      // roots, most excess first
+  std::vector<Evidence> consequences;  // what waited for them
+  std::vector<uint32_t> logs;          // rows of Trace::logs
   size_t slice_nodes = 0, step_nodes = 0;
 };
 
 struct TopOperator {
-  std::string name;
+  std::string name;    // exact name of the family's instance with the most excess
+  std::string family;  // the family's name pattern
+  std::string within;  // host calls: the operator that makes them
   Layer layer = Layer::kFrontend;
-  // 0.5 * (mean A_{s,t} over the steps that run the family) + 0.5 * (the family's share of
-  // the excess time of all suspicious instances): suspicious and costly first.
-  float score = 0;
-  int64_t excess_ns = 0;  // time its suspicious instances took beyond their family's median
-  uint32_t count = 0;     // suspicious instances
+  localize::Measure measure = localize::Measure::kOwnTime;
+  float score = 0;        // its share of all root excess in the trace
+  int64_t excess_ns = 0;  // the summed excess of its evidence instances
+  uint32_t count = 0;     // evidence instances
   uint32_t instances = 0;
-  int64_t median_ns = 0;  // the family's typical time
+  int64_t median_ns = 0;   // the family's median time
+  double max_ratio = 0;    // the largest time / expected among its evidence
+  std::vector<int> ranks;  // ranks its evidence is on
+};
+
+struct StragglerReport {
+  int rank = -1;
+  int64_t pid = 0;
+  int64_t step = -1;  // the step's number (or ordinal when it has none)
+  int64_t late_ns = 0;
+  std::string collective;
+  uint32_t waiting = 0;
 };
 
 struct Diagnosis {
-  std::string mode;  // "self" (fitted on the trace) or "baseline"
+  std::string mode;   // "self" (peers from the trace) or "baseline"
+  std::string scope;  // "steps" or "whole_trace" (no step markers)
   std::vector<StepDiagnosis> steps;
   std::vector<TopOperator> top_operators;
+  std::vector<StragglerReport> stragglers;
   size_t abnormal_steps = 0;
+  size_t evidence = 0;  // root evidence instances in the trace
+  // Input damage: counters of severity warning or data loss that are not zero.
+  std::vector<std::pair<std::string, uint64_t>> damage;
 };
 
 Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, const Options& options,
@@ -84,7 +128,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
 
 // The JSON report (docs/diagnose.md); `sources` are the input paths.
 std::string ToJson(const Trace& trace, const Diagnosis& d, const std::vector<std::string>& sources);
-// The terminal report: abnormal steps with evidence and explanation, top operators.
+// The terminal report: damage first, abnormal steps with evidence and explanation, top
+// operators.
 std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps);
 
 }  // namespace teller::diagnose

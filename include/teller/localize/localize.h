@@ -1,19 +1,33 @@
-// Candidate localization (docs/method.md §3): which operator instances of which steps look
-// abnormal, from a feature vector per instance scored by a Gaussian mixture per operator
-// family. Works on a single trace (the mixture is fitted on the trace itself) or against
-// healthy baseline traces (fitted on the baseline, then used to score the incident).
+// Candidate localization (docs/method.md §3, docs/localization.md): which operator instances
+// of which engine steps took more than they should, measured against true peers.
 //
-// Instances: every FRONTEND / BACKEND / COMM range inside a step, plus the GPU operations
-// that no such range encloses (a CUDA graph's kernels, which replay with no operator
-// ranges). A family is the set of instances with the same normalized name and layer.
-// docs/localization.md describes the features, the scoring and the defaults.
+// Instances are the units of work a trace records: every GPU operation (its duration),
+// every runtime/driver call (its duration; a synchronization's own cost after the GPU work
+// it waited for had finished), and every operator range (its own host time: what is left
+// after its child ranges and calls). Each instance belongs to one engine step: the step
+// ranges of every rank with the same step number, with all the work of the step's process
+// that starts inside the step (other threads such as autograd's, side streams), or, in a
+// trace without step markers, each process's whole timeline.
+//
+// Peers are the instances that should cost the same: the same operator identity (name,
+// what the trace records of its size, layer, step kind, and the operator before it), at
+// the same position of the repeating structure in the other steps and on the other ranks
+// when the structure repeats, else across the repeated layers of the trace; with a
+// baseline, the baseline's instances. An instance is evidence only when it took longer
+// than its peers by a margin that is significant against their spread and above absolute
+// and relative floors: faster than peers is never evidence.
+//
+// Root before impact: a communication kernel's time is split into the wait for the last
+// rank to arrive (a consequence, attributed to that rank) and its own transfer time; a
+// synchronization's wait for GPU work is not its cost; ranges are scored on their own
+// time only, so a range that got longer because a kernel or call inside it did is not
+// evidence. Each instance's excess is therefore counted once, at its root.
 #ifndef TELLER_LOCALIZE_LOCALIZE_H_
 #define TELLER_LOCALIZE_LOCALIZE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "teller/core/trace.h"
@@ -22,70 +36,130 @@
 
 namespace teller::localize {
 
-// Features of one instance: teller::Feature (core/vocabulary.h, docs/method.md §3).
-
+// The defaults are documented in docs/localization.md ("Evidence and its floors").
 struct Options {
-  double quantile = 0.1;            // q of A_{s,t}: mean of the floor(q*m) lowest rho (>= 1)
-  double family_threshold = 0.5;    // families with A_{s,t} above it are candidates
-  double instance_threshold = 0.5;  // candidate instances with a(x) above it are suspicious
-  // A family is a candidate only when at least this many of its instances in the step are
-  // anomalous (or all of them, when it has fewer): one isolated outlier kernel is noise
-  // on real GPUs, a fault shows in every layer or on every rank.
-  size_t min_suspicious = 2;
-  // Deviations smaller than this in absolute time are not anomalies, however unusual:
-  // sub-microsecond jitter of host ranges is noise for a diagnosis.
-  int64_t min_excess_ns = 2000;
-  size_t min_mixture = 24;  // families with fewer instances use robust z-scores
-  int max_components = 3;
-  double central_weight = 0.15;  // components at least this heavy (and the heaviest) are central
-  uint64_t seed = 1;             // for the mixtures' initialization
+  // Evidence: time >= min_ratio x expected, excess >= min_excess_ns, and
+  // excess >= min_z x noise, where noise = max(1.4826 MAD of the peers,
+  // noise_rel_floor x expected, noise_abs_floor_ns).
+  double min_ratio = 1.2;
+  double min_z = 5.0;
+  int64_t min_excess_ns = 1000;
+  double noise_rel_floor = 0.02;
+  int64_t noise_abs_floor_ns = 250;
+  // Fewer peers than this (the instance included): nothing to compare with, no evidence.
+  size_t min_peers = 4;
+  // Position peers (the same occurrence of a family in the other steps and ranks) are used
+  // when at least this many units hold the occurrence; otherwise all of the family.
+  size_t min_position_units = 4;
+  // A family keyed by its preceding operator needs this many instances, else the family
+  // without that context is used (too few peers make noise look like signal).
+  size_t min_context_family = 8;
+  // Step decision: a step's healthy spread is max(1.4826 MAD of its peer steps' durations,
+  // step_rel_floor x its median duration). score = x / (x + step_scale) with
+  // x = root excess / spread; the default threshold 0.6 is x = 1.5 step_scale = 3 spreads.
+  double step_rel_floor = 0.05;
+  // With at least min_steps_for_spread peer steps their measured spread is trusted down
+  // to step_rel_floor_measured.
+  size_t min_steps_for_spread = 8;
+  double step_rel_floor_measured = 0.01;
+  double step_scale = 2.0;
 };
 
+// How the expected time of an instance was obtained.
+enum class PeerSource : uint8_t {
+  kNone = 0,   // too few peers: not scored
+  kPositions,  // the same position in the other steps / on the other ranks
+  kFamily,     // every instance of the family in the trace (repeated layers, all steps)
+  kBaseline,   // the baseline's instances (positions when they repeat, else the family)
+};
+const char* PeerSourceName(PeerSource s);  // "none", "positions", "family", "baseline"
+
+// What an instance's time measures.
+enum class Measure : uint8_t {
+  kGpuTime = 0,   // a GPU operation's duration
+  kCallTime,      // a runtime/driver call's duration
+  kSyncCost,      // a synchronization's time after the GPU work it waited for had finished
+  kOwnTime,       // an operator range's own host time (less child ranges and calls)
+  kTransferTime,  // a collective kernel's time after the last rank arrived
+};
+const char* MeasureName(Measure m);  // "gpu_time", "call_time", ...
+// The Feature (core/vocabulary.h) a measure corresponds to.
+Feature MeasureFeature(Measure m);
+
 struct Family {
-  std::string key;   // name, layer, step kind and preceding operator (the family's identity)
-  std::string name;  // normalized
+  std::string key;      // the identity peers share (name, signature, layer, kind, context)
+  std::string name;     // the display name: exact trace name of its first instance
+  std::string pattern;  // the name with layer indices and addresses replaced by '#'
   Layer layer = Layer::kFrontend;
-  uint32_t count = 0;    // instances scored
-  bool mixture = false;  // false: robust z-scores (too few instances)
+  Measure measure = Measure::kOwnTime;
+  std::string within;    // host calls: the operator range that makes them ("" at top level)
+  uint32_t count = 0;    // instances in the trace
+  double median_ns = 0;  // the family's median time in the trace
   bool from_baseline = false;
-  double median_ns = 0;  // typical total time (GPU time, or own time when none)
 };
 
 struct Instance {
   uint32_t node = 0;
   uint32_t family = 0;
-  uint32_t step = 0;              // index into Reconstruction::steps (the rank's step); without
-                                  // steps, the index of the process's group
-  float rho = 1;                  // responsibility of the central components (1 = typical)
-  float anomaly = 0;              // a(x) = 1 - rho
-  int64_t total_ns = 0;           // GPU time, or own time when the instance launches no GPU work
-  int64_t expected_ns = 0;        // the family's median of that
-  Feature top_feature = kSelfNs;  // the feature that deviates most (robust z)
-  float top_z = 0;                // its signed robust z-score
+  uint32_t unit = 0;        // index into Result::units
+  uint32_t occurrence = 0;  // k-th instance of its family in its unit
+  int64_t time_ns = 0;      // what the measure gives
+  int64_t expected_ns = 0;  // the peers' median
+  int64_t noise_ns = 0;     // the peers' spread with its floors
+  uint32_t peers = 0;       // how many peers the expectation comes from
+  PeerSource source = PeerSource::kNone;
+  float z = 0;               // (time - expected) / noise
+  bool warmup = false;       // the first of its family on its process: never evidence
+  bool evidence = false;     // significant excess (see Options)
+  bool consequence = false;  // evidence that is a wait for ranks the trace lacks
+  int64_t excess_ns = 0;     // time - expected when evidence, else 0
+  // Collective kernels: how long it waited for the last rank, and which rank that was.
+  int64_t wait_ns = 0;
+  int32_t waited_for_process = -1;
 };
 
-// Suspiciousness is computed per engine step: the steps of all ranks that carry the same
-// `seq=` in their step message form one group (a step without seq is its own group).
-struct StepFamily {
-  uint32_t step = 0;  // group index
-  uint32_t family = 0;
-  uint32_t m = 0;            // instances of the family in the step
-  float suspiciousness = 0;  // A_{s,t}; in baseline mode, how much it exceeds the baseline's
-  bool candidate = false;
+// A step of one rank and the work attributed to it.
+struct Unit {
+  int32_t step = -1;  // index into Reconstruction::steps; -1: a process's whole timeline
+  uint32_t process = 0;
+  std::vector<uint32_t> roots;  // the step node first, then the other threads' roots
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// A collective for which some ranks waited for a late one.
+struct Straggler {
+  uint32_t group = 0;    // engine step
+  uint32_t process = 0;  // the late rank's process
+  int64_t late_ns = 0;   // how long the others waited for it (median over them)
+  uint32_t node = 0;     // the late rank's collective kernel
+  uint32_t waiting = 0;  // ranks that waited
 };
 
 struct Result {
   std::vector<Family> families;
-  std::vector<Instance> instances;                 // by step, then node
-  std::vector<StepFamily> step_families;           // by step, then family
-  std::vector<uint32_t> group_of_step;             // Reconstruction::steps index -> group
-  std::vector<std::vector<uint32_t>> group_steps;  // group -> its steps (one per rank)
-  std::vector<std::vector<uint32_t>> group_roots;  // group -> the root nodes of its trees
-  std::vector<float> group_score;                  // per group: max A_{s,t}
-  std::vector<std::vector<uint32_t>> suspicious;   // per group: indices into instances
+  std::vector<Instance> instances;  // by unit, then in visiting order
+  std::vector<Unit> units;
+  std::vector<uint32_t> group_of_unit;             // unit -> engine step
+  std::vector<std::vector<uint32_t>> group_units;  // engine step -> its units (one per rank)
+  std::vector<std::vector<uint32_t>> group_steps;  // engine step -> Reconstruction::steps
+  std::vector<std::vector<uint32_t>> group_roots;  // engine step -> root nodes of its units
+  std::vector<int64_t> group_number;               // the steps' number, -1 when none
+  // Per engine step: the root excess (the most any one evidence family explains on one
+  // rank), the healthy spread it is compared with, and the calibrated score.
+  std::vector<int64_t> group_excess_ns;
+  std::vector<int64_t> group_spread_ns;
+  std::vector<int64_t> group_duration_ns;
+  std::vector<float> group_score;
+  std::vector<std::vector<uint32_t>> suspicious;  // per group: evidence instances
+  std::vector<std::vector<uint32_t>> waits;       // per group: collectives that waited
+  // Per group: collectives slower than their peers whose partner ranks the trace lacks.
+  std::vector<std::vector<uint32_t>> unseen_waits;
+  std::vector<Straggler> stragglers;
+  bool whole_trace = false;  // no step markers: each process's timeline is one unit
 };
 
-// A fitted model per family, to score other traces with (baseline mode).
+// A baseline: per family the times of its instances, overall and per position, and the
+// healthy durations of its steps per kind.
 class Model {
  public:
   Model();
@@ -101,21 +175,19 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
-// Fits family models on healthy traces (each already reconstructed), and records each
-// family's mean A_{s,t} over the baseline's own steps: outliers a family always has are
-// not news, so in baseline mode a step's A_{s,t} counts only above that level.
 Model FitBaseline(
     const std::vector<std::pair<const Trace*, const reconstruct::Reconstruction*>>& traces,
     const Options& options = {});
 
-// Scores `trace`; with `baseline`, families it knows are scored with its models and the
-// others are fitted on the trace itself.
+// Scores `trace`; with `baseline`, families it knows take their peers from it.
 Result Localize(const Trace& trace, const reconstruct::Reconstruction& r,
                 const Options& options = {}, const Model* baseline = nullptr);
 
-// The normalized family name of a node: digits in range names become '#'; kernel names
-// stay as they are (their template arguments tell real kernels apart).
-std::string FamilyName(const Trace& trace, const reconstruct::Reconstruction& r, uint32_t node);
+// A name with what varies between repeated instances of one operator replaced by '#':
+// layer indices ("model.layers.12.mlp" -> "model.layers.#.mlp", "Qwen2Attention_3" ->
+// "Qwen2Attention_#") and addresses ("0x7f3a..." -> "0x#"). Digits that are part of a
+// word ("Qwen2", "max_pool2d", "bf16") stay.
+std::string NamePattern(std::string_view name);
 
 }  // namespace teller::localize
 

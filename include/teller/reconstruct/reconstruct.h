@@ -85,7 +85,12 @@ struct Nodes {
 struct Step {
   uint32_t node = 0;  // the STEP range
   uint32_t process = 0;
-  uint32_t ordinal = 0;            // position among the steps of its process, by start time
+  uint32_t ordinal = 0;  // position among the steps of its process, by start time
+  // The step's own number as the trace gives it: `seq=` of a teller.step message, N of
+  // PyTorch's "ProfilerStep#N"; -1 when it has none. Steps of several ranks with the same
+  // number are one engine step.
+  int64_t number = -1;
+  int64_t size = -1;               // batch size when the marker says it (StepSize), -1 otherwise
   StringId kind = 0;               // prefill / decode / mixed ... when the step says so
   std::vector<StringId> requests;  // Q(s)
   std::vector<uint32_t> logs;      // rows of Trace::logs aligned to this step
@@ -97,6 +102,7 @@ struct Stats {
   uint64_t memcpy = 0, memset = 0, gpu_linked = 0, gpu_orphan = 0;
   uint64_t comm_kernels = 0, graph_launches = 0;
   uint64_t unmatched_push = 0, unmatched_pop = 0;
+  uint64_t nested_steps = 0;  // step markers inside another step marker (counted once)
   uint64_t log_lines = 0, log_lines_aligned = 0;
 };
 
@@ -136,6 +142,14 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
 // vLLM "execute_new_2_cached_30" and "execute_32_context_0(..)_generation_32(..)".
 // These markers carry no request ids. "" when the name is not such a marker.
 std::string StepKindFromEngineMarker(std::string_view name);
+
+// A step's own number: `seq` when it is a decimal number, else the N of a name that ends
+// in "#N" (PyTorch's "ProfilerStep#N"); -1 when neither.
+int64_t StepNumber(std::string_view name, std::string_view seq);
+
+// A step's batch size as its marker says: `n=` of a teller.step message, SGLang's `bs=`,
+// vLLM's new + cached or context + generation counts; -1 when it does not say.
+int64_t StepSize(std::string_view name);
 
 }  // namespace teller::reconstruct
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Healthy real traces: `teller diagnose` on every third-party trace in ../shared/data/real,
+self-fit and against itself as baseline. None of these traces has a fault, so every
+abnormal step is a false alarm and every evidence entry at or below 1.0x its peers is wrong.
+
+usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
+                                       [--modes self,baseline] [--verbose]
+Prints one line per (trace, mode) and the totals; exits 0 (a benchmark, not a test).
+"""
+import argparse, gzip, json, os, shutil, subprocess, sys, tempfile, time
+
+
+def traces(data, tmp):
+    out = []
+    for sub in ("hta", "kineto", "tracelens"):
+        d = os.path.join(data, sub)
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            if not (f.endswith(".json") or f.endswith(".json.gz")):
+                continue
+            if "execution_trace__benchmark_simple_add_et" in f:
+                continue  # a Chakra execution trace, not a timeline
+            out.append((sub + "/" + f, [os.path.join(d, f)]))
+    d = os.path.join(data, "param_dlrm_8rank")
+    if os.path.isdir(d):
+        out.append(("param_dlrm_8rank/", [d]))
+    d = os.path.join(data, "nsys_pipit")
+    if os.path.isdir(d):
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".sqlite.gz"):
+                dst = os.path.join(tmp, f[:-3])
+                with gzip.open(os.path.join(d, f)) as src, open(dst, "wb") as w:
+                    shutil.copyfileobj(src, w)
+                out.append(("nsys_pipit/" + f, [dst]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--teller", default="build/bin/teller")
+    ap.add_argument("--data", default="../shared/data/real")
+    ap.add_argument("--modes", default="self,baseline")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="teller-healthy-")
+    total = {m: [0, 0, 0, 0] for m in a.modes.split(",")}  # files flagged, abnormal steps, steps, bad evidence
+    seconds = {m: [] for m in total}
+    for name, paths in traces(a.data, tmp):
+        for mode in total:
+            js = os.path.join(tmp, "d.json")
+            cmd = [a.teller, "diagnose", *paths, "--json", js]
+            if mode == "baseline":
+                cmd += ["--baseline", *paths]
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            dt = time.monotonic() - t0
+            if not os.path.exists(js):
+                print(f"{name:80s} {mode:8s} no report (exit {p.returncode}): {p.stderr.strip()[:100]}")
+                continue
+            d = json.load(open(js))
+            os.remove(js)
+            seconds[mode].append(dt)
+            steps = d.get("steps", [])
+            nsteps = len({(s.get("step"), s.get("rank"), s.get("kind")) for s in steps})
+            abnormal = d.get("abnormal_steps", 0)
+            bad = 0
+            for s in steps:
+                for e in s.get("evidence", []):
+                    t, x = e.get("time_ns", e.get("self_ns", 0)), e.get("expected_ns", 0)
+                    if x > 0 and t <= x:
+                        bad += 1
+            total[mode][0] += abnormal > 0
+            total[mode][1] += abnormal
+            total[mode][2] += nsteps
+            total[mode][3] += bad
+            if a.verbose or abnormal:
+                print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  evidence<=1.0x {bad:3d}  {dt:.2f}s")
+    for mode, (files, ab, n, bad) in total.items():
+        s = sorted(seconds[mode])
+        med = s[len(s) // 2] if s else 0
+        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, "
+              f"{bad} evidence entries at or below 1.0x; median {med:.2f}s, max {max(s or [0]):.2f}s")
+    shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+// Localization on hand-built traces with planted outliers: expected values are computed by
+// hand in the comments (docs/localization.md gives the rules).
+#include "teller/localize/localize.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "teller/reconstruct/reconstruct.h"
+
+namespace teller {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+
+struct Builder {
+  Trace t;
+  uint32_t Process(const std::string& host, int64_t pid, int rank = -1) {
+    const uint32_t p = t.ProcessIndex(host, pid);
+    t.processes[p].rank = rank;
+    return p;
+  }
+  void Range(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end) {
+    EventRow r;
+    r.type = EventType::kRange;
+    r.name = t.strings.Intern(name);
+    r.category = t.strings.Intern("cpu_op");
+    r.process = p;
+    r.thread = thread;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  }
+  void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end, uint32_t stream = 7) {
+    EventRow r;
+    r.type = EventType::kKernel;
+    r.name = t.strings.Intern(name);
+    r.category = t.strings.Intern("kernel");
+    r.process = p;
+    r.thread = stream;
+    r.stream = stream;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  }
+};
+
+const localize::Instance* Find(const localize::Result& r, const reconstruct::Reconstruction& rec,
+                               const std::string& name, int64_t duration_ns, const Trace& t) {
+  for (const localize::Instance& in : r.instances) {
+    const uint32_t n = in.node;
+    if (t.strings.Get(t.events.name[rec.nodes.event[n]]) == name &&
+        rec.nodes.end_ns[n] - rec.nodes.start_ns[n] == duration_ns)
+      return &in;
+  }
+  return nullptr;
+}
+
+// Seven decode steps (seq 0..6), each a step range holding aten::mm (mm_us) and aten::add
+// (add_us) operator ranges.
+TEST(Localize, PositionPeersSlowerIsEvidenceFasterNever) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  const std::vector<int> mm = {100, 104, 96, 40, 98, 100, 150};
+  const std::vector<int> add = {50, 51, 49, 50, 52, 48, 150};
+  for (size_t s = 0; s < mm.size(); ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
+    const int64_t mm_end = at + 10'000 + mm[s] * 1000;
+    b.Range(p, 1, "aten::mm", at + 10'000, mm_end);
+    b.Range(p, 1, "aten::add", mm_end + 1000, mm_end + 1000 + add[s] * 1000);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 7u);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.instances.size(), 14u);
+  ASSERT_EQ(r.group_units.size(), 7u);
+  // aten::mm: sorted 40 96 98 100 100 104 150, median 100 us; |deviations| sorted
+  // 0 0 2 4 4 50 60, MAD 4 us; noise = max(1.4826 * 4, 2% of 100, 0.25) = 5.9304 us.
+  // 150 us: excess 50 us, ratio 1.5, z = 50 / 5.9304 = 8.431 -> evidence. 40 us is faster:
+  // z < 0, never evidence.
+  const auto* slow_mm = Find(r, rec, "aten::mm", 150'000, b.t);
+  const auto* fast_mm = Find(r, rec, "aten::mm", 40'000, b.t);
+  ASSERT_NE(slow_mm, nullptr);
+  ASSERT_NE(fast_mm, nullptr);
+  EXPECT_EQ(slow_mm->source, localize::PeerSource::kPositions);
+  EXPECT_EQ(slow_mm->peers, 7u);
+  EXPECT_EQ(slow_mm->expected_ns, 100'000);
+  EXPECT_EQ(slow_mm->noise_ns, 5930);
+  EXPECT_NEAR(slow_mm->z, 8.431f, 1e-3);
+  EXPECT_TRUE(slow_mm->evidence);
+  EXPECT_EQ(slow_mm->excess_ns, 50'000);
+  EXPECT_FALSE(fast_mm->evidence);
+  EXPECT_LT(fast_mm->z, 0.0f);
+  EXPECT_EQ(fast_mm->excess_ns, 0);
+  // aten::add: median 50, deviations 0 0 1 1 2 2 100, MAD 1 us, noise 1.4826 us: the 150 us
+  // instance has z = 100 / 1.4826 = 67.45.
+  const auto* slow_add = Find(r, rec, "aten::add", 150'000, b.t);
+  ASSERT_NE(slow_add, nullptr);
+  EXPECT_TRUE(slow_add->evidence);
+  EXPECT_EQ(slow_add->noise_ns, 1483);
+  EXPECT_EQ(slow_add->excess_ns, 100'000);
+  // Step 6: root excess is its costliest family, add's 100 us; every step takes 500 us with
+  // no spread, so the spread is the 5% floor, 25 us: x = 4, score = 4 / (4 + 2) = 0.6667.
+  const uint32_t g6 = r.group_of_unit[6];
+  EXPECT_EQ(r.group_number[g6], 6);
+  EXPECT_EQ(r.group_excess_ns[g6], 100'000);
+  EXPECT_EQ(r.group_spread_ns[g6], 25'000);
+  EXPECT_NEAR(r.group_score[g6], 4.0f / 6.0f, 1e-5);
+  EXPECT_EQ(r.suspicious[g6].size(), 2u);
+  // Every other step has no evidence and score 0 (the 104 us mm is 1.04x).
+  for (uint32_t g = 0; g < r.group_units.size(); ++g) {
+    if (g == g6) continue;
+    EXPECT_TRUE(r.suspicious[g].empty()) << g;
+    EXPECT_EQ(r.group_score[g], 0.0f) << g;
+  }
+}
+
+TEST(Localize, AFewStrongOutliersInALargeFamilyCount) {
+  // One process, no step markers: 244 kernels of one name on one stream, 10 us each every
+  // 20 us, except instances 100, 101 and 102 at 20 us. Family peers (no repeating steps):
+  // median 10 us, MAD 0, noise = max(0, 2% of 10 us, 0.25 us) = 0.25 us; each slow one has
+  // excess 10 us, z = 40: three pieces of evidence, 30 us in all.
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int k = 0; k < 244; ++k) {
+    const int64_t at = kT0 + k * 20'000;
+    b.Kernel(p, "void gemm_kernel<float, 128>(Params)", at, at + (k >= 100 && k <= 102 ? 20'000 : 10'000));
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  EXPECT_TRUE(r.whole_trace);
+  ASSERT_EQ(r.instances.size(), 244u);
+  size_t evidence = 0;
+  int64_t excess = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    ++evidence;
+    excess += in.excess_ns;
+    EXPECT_EQ(in.source, localize::PeerSource::kFamily);
+    EXPECT_EQ(in.expected_ns, 10'000);
+    EXPECT_EQ(in.noise_ns, 250);
+    EXPECT_FLOAT_EQ(in.z, 40.0f);
+  }
+  EXPECT_EQ(evidence, 3u);
+  EXPECT_EQ(excess, 30'000);
+  // The trace lasts 243 * 20 + 10 = 4870 us; its spread is the 5% floor, 243.5 us:
+  // x = 30 / 243.5 = 0.1232, score = x / (x + 2) = 0.0580, far from abnormal.
+  ASSERT_EQ(r.group_score.size(), 1u);
+  EXPECT_NEAR(r.group_score[0], 0.0580f, 1e-3);
+}
+
+TEST(Localize, WarmUpInstanceIsNeverEvidence) {
+  // The first launch of a kernel pays one-time costs (module loading): 8 kernels of 10 us,
+  // the first at 500 us. It is far above its peers but is the family's first instance.
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int k = 0; k < 8; ++k) {
+    const int64_t at = kT0 + k * 1'000'000;
+    b.Kernel(p, "k", at, at + (k == 0 ? 500'000 : 10'000));
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.instances.size(), 8u);
+  EXPECT_TRUE(r.instances[0].warmup);
+  EXPECT_GT(r.instances[0].z, 100.0f);
+  for (const localize::Instance& in : r.instances) EXPECT_FALSE(in.evidence);
+}
+
+TEST(Localize, CollectiveWaitsAreConsequencesAndNameTheLateRank) {
+  // Two ranks, one step each (ProfilerStep#4: one engine step), four all-reduce kernels that
+  // end together. Rank 1 starts each 10 us after rank 0, except the third, 500 us after.
+  // Rank 0's kernels wait 10, 10, 500, 10 us; every kernel's transfer time is 50 us.
+  // Usual wait: the median of (10, 10, 500, 10) = 10 us; 500 >= 5 x 10: rank 1 is a
+  // straggler of the third collective, late by 500 us.
+  Builder b;
+  const uint32_t r0 = b.Process("h", 10, 0), r1 = b.Process("h", 11, 1);
+  for (uint32_t p : {r0, r1}) b.Range(p, 1, "ProfilerStep#4", kT0, kT0 + 10'000'000);
+  const std::string name = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)";
+  const int64_t late[4] = {10'000, 10'000, 500'000, 10'000};
+  for (int k = 0; k < 4; ++k) {
+    const int64_t end = kT0 + 1'000'000 * (k + 1);
+    b.Kernel(r0, name, end - 50'000 - late[k], end);
+    b.Kernel(r1, name, end - 50'000, end);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 2u);
+  EXPECT_EQ(rec.steps[0].number, 4);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.group_units.size(), 1u);  // one engine step on two ranks
+  EXPECT_EQ(r.group_units[0].size(), 2u);
+  size_t kernels = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != name) continue;
+    ++kernels;
+    EXPECT_EQ(r.families[in.family].measure, localize::Measure::kTransferTime);
+    EXPECT_EQ(in.time_ns, 50'000);  // its own transfer time, not the wait
+    EXPECT_FALSE(in.evidence);
+    if (rec.nodes.process[in.node] == r0) {
+      EXPECT_EQ(in.waited_for_process, static_cast<int32_t>(r1));
+      EXPECT_TRUE(in.wait_ns == 10'000 || in.wait_ns == 500'000) << in.wait_ns;
+    } else {
+      EXPECT_EQ(in.wait_ns, 0);
+    }
+  }
+  EXPECT_EQ(kernels, 8u);
+  ASSERT_EQ(r.stragglers.size(), 1u);
+  EXPECT_EQ(r.stragglers[0].process, r1);
+  EXPECT_EQ(r.stragglers[0].late_ns, 500'000);
+  EXPECT_EQ(r.stragglers[0].waiting, 1u);
+}
+
+TEST(Localize, OtherThreadsWorkInTheStepWindowBelongsToTheStep) {
+  // A step range on thread 1 and, on thread 2 (autograd's backward thread), a range that
+  // starts inside the step: it is one of the step's instances.
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  b.Range(p, 1, "ProfilerStep#0", kT0, kT0 + 1'000'000);
+  b.Range(p, 1, "aten::mm", kT0 + 1000, kT0 + 100'000);
+  b.Range(p, 2, "autograd::engine::evaluate_function: MmBackward0", kT0 + 200'000, kT0 + 300'000);
+  b.Range(p, 2, "aten::zero_", kT0 + 2'000'000, kT0 + 2'100'000);  // after the step
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].roots.size(), 2u);  // the step and the backward range
+  std::vector<std::string> names;
+  for (const localize::Instance& in : r.instances)
+    names.emplace_back(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]));
+  EXPECT_EQ(names, (std::vector<std::string>{"aten::mm",
+                                             "autograd::engine::evaluate_function: MmBackward0"}));
+}
+
+TEST(Reconstruct, NestedStepMarkersCountOnceAndKeepTheirNumberAndKind) {
+  // SGLang's step[DECODE bs=32] inside PyTorch's ProfilerStep#7: one step, number 7, decode.
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  b.Range(p, 1, "ProfilerStep#7", kT0, kT0 + 1'000'000);
+  b.Range(p, 1, "step[DECODE bs=32]", kT0 + 1000, kT0 + 900'000);
+  b.Range(p, 1, "aten::mm", kT0 + 2000, kT0 + 100'000);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 1u);
+  EXPECT_EQ(rec.steps[0].number, 7);
+  EXPECT_EQ(b.t.strings.Get(rec.steps[0].kind), "decode");
+  EXPECT_EQ(rec.stats.nested_steps, 1u);
+}
+
+TEST(Reconstruct, StepNumberComesFromSeqOrProfilerStep) {
+  EXPECT_EQ(reconstruct::StepNumber("ProfilerStep#12", ""), 12);
+  EXPECT_EQ(reconstruct::StepNumber("teller.step kind=decode seq=31", "31"), 31);
+  EXPECT_EQ(reconstruct::StepNumber("execute_new_2_cached_30", ""), -1);
+  EXPECT_EQ(reconstruct::StepNumber("ProfilerStep#", ""), -1);
+  EXPECT_EQ(reconstruct::StepNumber("ProfilerStep#1x", ""), -1);
+}
+
+TEST(Localize, NamePatternReplacesLayerIndicesOnly) {
+  EXPECT_EQ(localize::NamePattern("model.layers.12.self_attn"), "model.layers.#.self_attn");
+  EXPECT_EQ(localize::NamePattern("Qwen2Attention_3"), "Qwen2Attention_#");
+  EXPECT_EQ(localize::NamePattern("aten::max_pool2d"), "aten::max_pool2d");
+  EXPECT_EQ(localize::NamePattern("fc1"), "fc1");
+  EXPECT_EQ(localize::NamePattern("bf16_gemm"), "bf16_gemm");
+  EXPECT_EQ(localize::NamePattern("<built-in method at 0x7fdc1d2e4b80>"),
+            "<built-in method at 0x#>");
+  EXPECT_EQ(localize::NamePattern("ProfilerStep#12"), "ProfilerStep#");
+}
+
+}  // namespace
+}  // namespace teller

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Validates `teller diagnose --json` reports against docs/diagnosis.schema.json and checks
+what the schema cannot say: every root evidence entry took longer than its peers
+(ratio > 1, excess = time - expected > 0), consequences wait for someone, top operators
+are ordered by excess, and an abnormal step has a category and an explanation.
+
+usage: validate_reports.py TELLER SCHEMA WORKDIR [REAL_DATA_DIR]
+Reports come from a small simulated run with a planted fault (always) and from real
+traces (when REAL_DATA_DIR holds them; the others are skipped and named)."""
+import json, os, subprocess, sys
+
+import jsonschema
+
+teller, schema_path, work = sys.argv[1:4]
+real = sys.argv[4] if len(sys.argv) > 4 else ""
+schema = json.load(open(schema_path))
+jsonschema.Draft7Validator.check_schema(schema)
+validator = jsonschema.Draft7Validator(schema)
+os.makedirs(work, exist_ok=True)
+failures = []
+
+
+def check(name, report):
+    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.path))
+    for e in errors[:5]:
+        failures.append(f"{name}: schema: {'/'.join(map(str, e.path))}: {e.message[:200]}")
+    for s in report["steps"]:
+        if s["abnormal"]:
+            if s["fault_type"] is None or not s["explanation"]:
+                failures.append(f"{name}: abnormal step {s['ordinal']} lacks category/explanation")
+        elif s["evidence"]:
+            failures.append(f"{name}: normal step {s['ordinal']} lists evidence")
+        for e in s["evidence"]:
+            if e["role"] != "root" or e["excess_ns"] != e["time_ns"] - e["expected_ns"] or \
+                    e["excess_ns"] <= 0 or e["ratio"] <= 1.0:
+                failures.append(f"{name}: evidence not slower than its peers: {e}")
+        for e in s["consequences"]:
+            if e["role"] != "consequence" or e["excess_ns"] <= 0:
+                failures.append(f"{name}: consequence without a wait: {e}")
+    ops = report["top_operators"]
+    if [o["excess_ns"] for o in ops] != sorted((o["excess_ns"] for o in ops), reverse=True):
+        failures.append(f"{name}: top_operators not ordered by excess")
+    if report["abnormal_steps"] != sum(s["abnormal"] for s in report["steps"]):
+        failures.append(f"{name}: abnormal_steps disagrees with the steps")
+
+
+def diagnose(name, paths, extra=()):
+    out = os.path.join(work, name.replace("/", "_") + ".json")
+    p = subprocess.run([teller, "diagnose", *paths, "--json", out, *extra],
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 3) or not os.path.exists(out):
+        failures.append(f"{name}: exit {p.returncode}: {p.stderr[-300:]}")
+        return None
+    report = json.load(open(out))
+    check(name, report)
+    return report
+
+
+sim = os.path.join(work, "sim")
+subprocess.run(["rm", "-rf", sim], check=True)
+subprocess.run([teller, "simulate", "--seed", "4", "--requests", "12", "--fault",
+                "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=0.5s,duration=0.5s,rank=1",
+                "--out", sim], check=True, capture_output=True)
+r = diagnose("simulated", [sim])
+if r is not None and r["abnormal_steps"] == 0:
+    failures.append("simulated: a 3x GEMM slowdown on rank 1 gave no abnormal step")
+checked = 1
+for rel in ["tracelens/b200__eager_trace.json.gz",
+            "tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+            "hta/nccl_parser_config__nccl_data.json.gz", "param_dlrm_8rank",
+            "kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"]:
+    path = os.path.join(real, rel) if real else ""
+    if not path or not os.path.exists(path):
+        print(f"skipped (no real data): {rel}")
+        continue
+    diagnose(rel, [path])
+    diagnose(rel + "+baseline", [path], ["--baseline", path])
+    checked += 2
+for f in failures:
+    print("FAIL", f)
+print(f"{checked} reports checked, {len(failures)} problems")
+sys.exit(1 if failures else 0)
