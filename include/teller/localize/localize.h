@@ -39,6 +39,7 @@ struct Options {
   int max_components = 3;
   double central_weight = 0.15;  // components at least this heavy (and the heaviest) are central
   uint64_t seed = 1;             // for the mixtures' initialization
+  double min_ratio = 1.2;        // least time ratio to its peers that makes evidence
 };
 
 struct Family {
