@@ -854,7 +854,13 @@ std::vector<Finding> FindFailures(const Trace& trace, const reconstruct::Reconst
         }
       }
       if (pe.any) f.details = EndDetails(trace, r->nodes, pe);
+      if (pe.any && run.end_ns > pe.end_ns && (died || failed_exit)) {
+        f.details.push_back("its last traced event is " + FormatNs(run.end_ns - pe.end_ns) +
+                            " before the command ended: it ran untraced code, waited or hung "
+                            "there, or the events of its last flush interval were lost");
+      }
     }
+    if ((died || failed_exit) && run.end_ns != 0) f.ts_ns = run.end_ns;
     if (const Finding* cause = LikelyCause(logs)) {
       f.category = cause->category;
       f.explanation += " The logs name a likely cause: " + cause->title + " (" +

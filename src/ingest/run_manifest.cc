@@ -32,6 +32,8 @@ Status ReadRunManifest(const std::string& path, Trace::RunInfo* run) {
   if (present) r.signal = static_cast<int>(v);
   TELLER_RETURN_IF_ERROR(ctx.OptionalField(root, "pid", &v, &present));
   if (present) r.pid = v;
+  TELLER_RETURN_IF_ERROR(ctx.OptionalField(root, "end_realtime_ns", &v, &present));
+  if (present) r.end_ns = v;
   simdjson::ondemand::array command;
   TELLER_RETURN_IF_ERROR(ctx.OptionalField(root, "command", &command, &present));
   if (present) {

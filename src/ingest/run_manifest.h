@@ -12,8 +12,9 @@
 namespace teller::ingest {
 
 // Reads `path` into `run`: known, finished, exit_code, signal, the command joined by
-// spaces and the command's pid. Absent fields keep their defaults (an unfinished manifest
-// has no exit status). Errors name the file and what is wrong; `run` is then unchanged.
+// spaces, the command's pid and the end time (end_realtime_ns). Absent fields keep their defaults
+// (an unfinished manifest has no exit status). Errors name the file and what is wrong; `run` is
+// then unchanged.
 Status ReadRunManifest(const std::string& path, Trace::RunInfo* run);
 
 }  // namespace teller::ingest

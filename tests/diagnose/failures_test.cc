@@ -353,6 +353,16 @@ TEST(FailuresTest, SignalDeathNamesWhatWasInFlight) {
   EXPECT_EQ(f[1].severity, "error");
   EXPECT_EQ(f[1].pid, 4243);
   EXPECT_EQ(f[1].category, FaultCategory::kCommunication);
+
+  // With the launcher's end time, the death is dated then, and the quiet time between the
+  // last event (1080) and the end (5000) is said: 3920 ns.
+  c.trace.run.end_ns = 5000;
+  const auto g = FindFailures(c.trace, &c.rec);
+  EXPECT_EQ(g[0].ts_ns, 5000);
+  ASSERT_EQ(g[0].details.size(), 5u);
+  EXPECT_EQ(g[0].details[4].rfind("its last traced event is 3.9 us before the command ended", 0),
+            0u)
+      << g[0].details[4];
 }
 
 TEST(FailuresTest, StopRequestIsAWarningAndUnknownSignalsAreNamedByNumber) {
@@ -464,7 +474,8 @@ TEST(FailuresTest, RunManifestIsRead) {
   std::ofstream(dir + "/manifest.json")
       << "{\"format\":\"teller-run-manifest\",\"format_version\":1,\"command\":[\"python3\","
          "\"crash.py\",\"--n\",\"3\"],\"start_realtime_ns\":1,\"start_monotonic_ns\":1,"
-         "\"finished\":true,\"pid\":4321,\"exit_code\":139,\"signal\":11,\"files\":[]}\n";
+         "\"finished\":true,\"end_realtime_ns\":1700000000123456789,\"pid\":4321,\"exit_code\":139,"
+         "\"signal\":11,\"files\":[]}\n";
   Trace t;
   ASSERT_TRUE(ingest::ImportPath(dir, t).ok());
   EXPECT_TRUE(t.run.known);
@@ -472,6 +483,7 @@ TEST(FailuresTest, RunManifestIsRead) {
   EXPECT_EQ(t.run.exit_code, 139);
   EXPECT_EQ(t.run.signal, 11);
   EXPECT_EQ(t.run.pid, 4321);
+  EXPECT_EQ(t.run.end_ns, 1700000000123456789);
   EXPECT_EQ(t.run.command, "python3 crash.py --n 3");
   const auto f = FindFailures(t, nullptr);
   ASSERT_EQ(f.size(), 1u);

@@ -137,6 +137,7 @@ struct Trace {
     int exit_code = 0, signal = 0;
     std::string command;  // the argv, joined by spaces
     int64_t pid = 0;      // the command's process (the launcher's child), 0 when unknown
+    int64_t end_ns = 0;   // UTC ns when the launcher saw the command end, 0 when unknown
   };
   RunInfo run;
 
