@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -196,15 +197,60 @@ constexpr LogPattern kLogPatterns[] = {
 };
 constexpr int kNoPattern = -1;
 
-int MatchPattern(std::string_view message) {
-  for (size_t i = 0; i < std::size(kLogPatterns); ++i) {
-    const LogPattern& p = kLogPatterns[i];
-    const size_t at = message.find(p.needle);
-    if (at == std::string_view::npos || (p.at_start && at != 0)) continue;
-    if (p.also != nullptr && message.find(p.also) == std::string_view::npos) continue;
-    return static_cast<int>(i);
+// The first row of kLogPatterns that `message` matches, or kNoPattern. Logs run to
+// millions of lines and most match nothing, so one pass over the message looks up each
+// byte pair in an index of the needles by their first two bytes and compares only the
+// needles that start with it (a substring search per needle costs several times more).
+class PatternMatcher {
+ public:
+  PatternMatcher() : begin_((1 << 16) + 1, 0) {
+    constexpr size_t n = std::size(kLogPatterns);
+    for (size_t k = 0; k < n; ++k) {
+      ++begin_[Pair(kLogPatterns[k].needle[0], kLogPatterns[k].needle[1]) + 1];
+      length_[k] = std::strlen(kLogPatterns[k].needle);
+    }
+    for (size_t i = 1; i < begin_.size(); ++i) begin_[i] += begin_[i - 1];
+    rows_.resize(n);
+    std::vector<uint16_t> fill(begin_.begin(), begin_.end() - 1);
+    // Rows in table order within each pair, so the first that matches is the lowest.
+    for (size_t k = 0; k < n; ++k) {
+      rows_[fill[Pair(kLogPatterns[k].needle[0], kLogPatterns[k].needle[1])]++] =
+          static_cast<uint8_t>(k);
+    }
   }
-  return kNoPattern;
+  int Match(std::string_view m) const {
+    int best = kNoPattern;
+    for (size_t i = 0; i + 1 < m.size(); ++i) {
+      const size_t pair = Pair(m[i], m[i + 1]);
+      for (size_t j = begin_[pair]; j < begin_[pair + 1]; ++j) {
+        const size_t k = rows_[j];
+        if (best != kNoPattern && k >= static_cast<size_t>(best)) break;
+        const LogPattern& p = kLogPatterns[k];
+        if ((p.at_start && i != 0) || m.size() - i < length_[k] ||
+            std::memcmp(m.data() + i, p.needle, length_[k]) != 0) {
+          continue;
+        }
+        if (p.also != nullptr && m.find(p.also) == std::string_view::npos) continue;
+        best = static_cast<int>(k);
+        break;
+      }
+      if (best == 0) break;
+    }
+    return best;
+  }
+
+ private:
+  static size_t Pair(char a, char b) {
+    return static_cast<size_t>(static_cast<unsigned char>(a)) << 8 | static_cast<unsigned char>(b);
+  }
+  std::vector<uint16_t> begin_;  // rows_[begin_[pair] .. begin_[pair + 1]) start with pair
+  std::vector<uint8_t> rows_;
+  size_t length_[std::size(kLogPatterns)] = {};
+};
+
+int MatchPattern(std::string_view message) {
+  static const PatternMatcher matcher;
+  return matcher.Match(message);
 }
 
 bool StartsWith(std::string_view s, std::string_view prefix) {

@@ -99,6 +99,11 @@ TEST(FailuresTest, EachLogPatternGivesItsCategory) {
        FaultCategory::kSchedulingSoftware, "serving engine failed"},
       {"FAILED: Recovery thresholds not met", FaultCategory::kSchedulingSoftware,
        "a check reported FAILED"},
+      // Several rows match: the first row of the table wins, wherever its text is in the
+      // line (out of memory is the root of this NCCL error).
+      {"NCCL error in: ProcessGroupNCCL.cpp:1, unhandled cuda error; CUDA error: out of memory",
+       FaultCategory::kMemoryResource, "CUDA out of memory"},
+      {"CUDA error: misaligned address", FaultCategory::kCudaKernel, "GPU kernel fault"},
   };
   for (const PatternCase& c : cases) {
     Trace t;
