@@ -1,4 +1,5 @@
-// `teller diagnose`: abnormal steps, evidence operators, fault category and explanation
+// `teller diagnose`: abnormal steps, evidence operators, fault category and explanation;
+// failures (crashes, exit statuses, open ranges, log errors), also from logs alone
 // (docs/diagnose.md).
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +8,9 @@
 
 #include "src/cli/commands.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_writer.h"
 #include "teller/diagnose/diagnose.h"
+#include "teller/diagnose/failures.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::cli {
@@ -15,13 +18,20 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: teller diagnose TRACE... [--baseline TRACE...] [--json FILE] [--top K]\n"
-    "                       [--steps N] [--threshold X] [--rules FILE]\n"
+    "                       [--steps N] [--threshold X] [--min-effect X] [--rules FILE]\n"
+    "                       [--fail-on-anomaly]\n"
     "\n"
     "Rebuilds per-step call trees and finds the abnormal steps, the operators that are the\n"
     "evidence, a likely fault category and an explanation with the aligned log lines.\n"
+    "Failures are findings too, with or without timing evidence: a `teller run` whose\n"
+    "command died of a signal, exited non-zero or was cut short, ranges still open at\n"
+    "the end of a process (what was in flight), and error lines of the logs (CUDA out of\n"
+    "memory, illegal memory access, NCCL timeouts and errors, Xid, Python tracebacks,\n"
+    "engine errors, other ERROR/CRITICAL lines grouped by template).\n"
     "TRACE: a `teller run` or `teller simulate` directory, a .tlr file, Kineto JSON\n"
-    "(.json, .json.gz, or a folder of rank files) or an Nsight Systems SQLite export.\n"
-    "Several TRACEs are one trace (e.g. one file per rank).\n"
+    "(.json, .json.gz, or a folder of rank files), an Nsight Systems SQLite export, or\n"
+    "log files: logs alone are triaged for failures (\"mode\": \"logs\" in the JSON).\n"
+    "Several TRACEs are one trace (e.g. one file per rank, or a trace and its logs).\n"
     "\n"
     "  --baseline TRACE...  healthy traces of the same deployment: operator families are\n"
     "                       modelled on them and the incident is scored against them\n"
@@ -30,7 +40,41 @@ constexpr const char* kHelp =
     "  --top K              operators in the top-operators ranking (default 10)\n"
     "  --steps N            abnormal steps printed (default 10)\n"
     "  --threshold X        step score above which a step is abnormal (default 0.6)\n"
-    "  --rules FILE         classification rules (default: built in)\n";
+    "  --min-effect X       least time ratio to its peers that makes an instance\n"
+    "                       evidence; X > 1 (default 1.2: 20% slower)\n"
+    "  --rules FILE         classification rules (default: built in)\n"
+    "  --fail-on-anomaly    exit with status 3 when an abnormal step or an error\n"
+    "                       finding was found (for CI)\n"
+    "\n"
+    "Exit status: 0 done (nothing abnormal, or --fail-on-anomaly not given), 1 error\n"
+    "(unreadable input, nothing to diagnose), 2 usage, 3 anomaly (--fail-on-anomaly).\n";
+
+constexpr int kExitAnomaly = 3;
+
+// The report of a trace without events: the failure findings of its logs and run manifest,
+// in the top-level shape of the diagnosis JSON (docs/diagnose.md).
+std::string LogsJson(const Trace& trace, const std::vector<diagnose::Finding>& findings,
+                     const std::vector<std::string>& sources) {
+  std::string out;
+  JsonObjectWriter w(out);
+  w.Field("format", "teller-diagnosis").Field("version", 2).Field("mode", "logs");
+  w.Key("sources");
+  JsonArrayWriter s(out);
+  for (const std::string& src : sources) s.Element(src);
+  s.Close();
+  w.Field("log_lines", static_cast<uint64_t>(trace.logs.size()));
+  w.Key("findings");
+  diagnose::AppendFindingsJson(out, findings);
+  w.Key("counters");
+  JsonObjectWriter c(out);
+  for (const auto& [name, value] : trace.counters.items()) {
+    if (value != 0) c.Field(name, value);
+  }
+  c.Close();
+  w.Close();
+  out += '\n';
+  return out;
+}
 
 Status Load(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
             reconstruct::Reconstruction* r) {
@@ -53,6 +97,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   diagnose::Options options;
   size_t max_steps = 10;
   bool in_baseline = false;
+  bool fail_on_anomaly = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* v) {
@@ -69,6 +114,21 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       return 0;
     } else if (a == "--baseline") {
       in_baseline = true;
+    } else if (a == "--fail-on-anomaly") {
+      fail_on_anomaly = true;
+    } else if (a == "--min-effect") {
+      if (!value(&v)) return 2;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      // !(x > 1) also refuses NaN; a ratio past 1e6 is a typo, not a threshold.
+      if (end == v.c_str() || *end != '\0' || !(x > 1) || x > 1e6) {
+        std::fprintf(stderr,
+                     "teller diagnose: --min-effect expects a time ratio above 1 (e.g. 1.5), "
+                     "got '%s'\n",
+                     v.c_str());
+        return 2;
+      }
+      options.localize.min_ratio = x;
     } else if (a == "--json") {
       if (!value(&json)) return 2;
     } else if (a == "--rules") {
@@ -114,10 +174,29 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
+  const std::vector<diagnose::Finding> findings = diagnose::FindFailures(trace, &r);
   if (r.nodes.size() == 0) {
-    std::fprintf(stderr, "teller diagnose: %s holds no events to diagnose\n",
-                 traces.front().c_str());
-    return 1;
+    // Logs alone (or a run that recorded no events): the failures are the diagnosis.
+    if (trace.logs.size() == 0 && !trace.run.known) {
+      std::fprintf(stderr, "teller diagnose: %s holds no events or log lines to diagnose\n",
+                   traces.front().c_str());
+      return 1;
+    }
+    const std::string text = diagnose::FindingsText(findings);
+    if (text.empty()) {
+      std::printf("no failures found in %zu log lines (no events to diagnose for steps)\n",
+                  trace.logs.size());
+    } else {
+      std::fputs(text.c_str(), stdout);
+    }
+    if (!json.empty()) {
+      if (Status st = WriteFileAtomic(json, LogsJson(trace, findings, traces)); !st.ok()) {
+        std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
+        return 1;
+      }
+      std::printf("wrote %s\n", json.c_str());
+    }
+    return fail_on_anomaly && diagnose::HasErrorFinding(findings) ? kExitAnomaly : 0;
   }
   if (r.steps.empty()) {
     std::fprintf(stderr,
@@ -145,6 +224,9 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       return 1;
     }
     std::printf("wrote %s\n", json.c_str());
+  }
+  if (fail_on_anomaly && (d.abnormal_steps > 0 || diagnose::HasErrorFinding(d.findings))) {
+    return kExitAnomaly;
   }
   return 0;
 }

@@ -188,7 +188,7 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
   }
   out += "]";
   top.NewLine().Key("findings");
-  out += "[]";
+  AppendFindingsJson(out, d.findings);
   // Everything the importers and the reconstruction counted, as `teller inspect --json`.
   top.NewLine().Key("counters");
   {
@@ -211,6 +211,7 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     for (const auto& [name, value] : d.damage) o << "  " << name << " = " << value << "\n";
     o << "\n";
   }
+  o << FindingsText(d.findings);
   o << "diagnosis (" << d.mode << " fit";
   if (d.scope == "whole_trace") o << "; no step markers: each process's whole timeline is one unit";
   o << "): " << d.abnormal_steps << " of " << d.steps.size() << " steps abnormal, " << d.evidence

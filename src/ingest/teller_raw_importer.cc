@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/ingest/run_manifest.h"
 #include "teller/core/file_util.h"
 #include "teller/format/raw_reader.h"
 #include "teller/ingest/ingest.h"
@@ -220,6 +221,13 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
   const int64_t real = ManifestNumber(manifest.str(), "start_realtime_ns");
   const int64_t mono = ManifestNumber(manifest.str(), "start_monotonic_ns");
   if (real != 0 && mono != 0) monotonic_to_utc = real - mono;
+  // How the command ended, for the failure findings. Of several run directories read into
+  // one trace, the first with a readable manifest describes the run; an unreadable one
+  // leaves the run unknown, as a trace without a manifest.
+  if (!trace.run.known && IsRegularFile(path + "/manifest.json")) {
+    Trace::RunInfo run;
+    if (ReadRunManifest(path + "/manifest.json", &run).ok()) trace.run = std::move(run);
+  }
   for (const char* log : {"/logs/stdout.log", "/logs/stderr.log"}) {
     const std::string log_path = path + log;
     if (!IsRegularFile(log_path)) continue;

@@ -128,6 +128,19 @@ struct Trace {
   Counters counters;
   std::vector<std::string> sources;  // input files, in import order
 
+  // How the `teller run` that recorded this trace ended, from its manifest.json (known is
+  // false for inputs without one). exit_code is the launcher's: 128 + signal when the
+  // command died of a signal; finished is false when the launcher itself never wrote the
+  // end of the run (it was killed, or the machine went down).
+  struct RunInfo {
+    bool known = false, finished = false;
+    int exit_code = 0, signal = 0;
+    std::string command;  // the argv, joined by spaces
+    int64_t pid = 0;      // the command's process (the launcher's child), 0 when unknown
+    int64_t end_ns = 0;   // UTC ns when the launcher saw the command end, 0 when unknown
+  };
+  RunInfo run;
+
   // Finds or adds the process (host, pid) and returns its index.
   uint32_t ProcessIndex(std::string_view host, int64_t pid);
 };

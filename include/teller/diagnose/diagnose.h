@@ -16,6 +16,7 @@
 
 #include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
+#include "teller/diagnose/failures.h"
 #include "teller/localize/localize.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/slice/slice.h"
@@ -119,6 +120,9 @@ struct Diagnosis {
   std::vector<StragglerReport> stragglers;
   size_t abnormal_steps = 0;
   size_t evidence = 0;  // root evidence instances in the trace
+  // Failures found without timing evidence: crashes, exit statuses, open ranges, log
+  // errors (failures.h).
+  std::vector<Finding> findings;
   // Input damage: counters of severity warning or data loss that are not zero.
   std::vector<std::pair<std::string, uint64_t>> damage;
 };
