@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "simdjson.h"
+#include "src/ingest/signature.h"
 #include "teller/core/gzip.h"
 #include "teller/ingest/ingest.h"
 
@@ -417,6 +418,22 @@ struct RawEvent {
   uint64_t bytes = 0;
   uint64_t in_msg_nelems = 0;
   std::string_view dtype;
+  // Signature args (docs/signature.md); views into the window or the parser's buffers.
+  bool has_signature_args = false;  // any of the fields below was read
+  bool has_in = false;
+  bool has_out = false;
+  bool has_group = false;
+  bool has_grid = false;
+  bool has_block = false;
+  bool has_types = false;
+  uint64_t out_msg_nelems = 0;
+  uint64_t group_size = 0;
+  uint64_t grid[3] = {0, 0, 0};
+  uint64_t block[3] = {0, 0, 0};
+  uint64_t shared_memory = 0;
+  std::string_view collective;
+  std::string_view input_dims;  // JSON text of the array
+  std::string_view copy_kind;
 };
 
 // Sentinels in the process column until the file's processes are known.
@@ -444,6 +461,8 @@ class Importer {
   error_code ParseEvents(od::array& events, ParseError* err);
   error_code ParseEvent(od::object& obj);
   error_code ParseArgs(od::object& args, RawEvent& ev);
+  error_code ParseInputTypes(od::value& v, RawEvent& ev);
+  StringId Signature(const RawEvent& ev, EventType type);
   error_code ParseDistributedInfo(od::value& v);
   void ReadId(od::value& v, IdValue& id);
   bool ReadTime(od::value& v, int64_t* ns);
@@ -464,6 +483,8 @@ class Importer {
   size_t last_category_ = 0;
   size_t events_in_window_ = 0;
   bool window_has_events_ = false;
+  std::string types_;      // "Input type" of the current event, as a signature list
+  std::string signature_;  // the current event's signature text, before interning
 };
 
 error_code Importer::ParseDistributedInfo(od::value& v) {
@@ -562,6 +583,29 @@ bool ReadUnsigned(od::value& v, uint64_t* out) {
   return false;
 }
 
+// Reads a [x, y, z] array of unsigned integers (Kineto "grid", "block") into `out`;
+// *ok is false for anything else. Only a malformed document is an error.
+error_code ReadTriple(od::value& v, uint64_t (&out)[3], bool* ok) {
+  *ok = false;
+  od::array list;
+  if (v.get_array().get(list) != simdjson::SUCCESS) return simdjson::SUCCESS;
+  size_t n = 0;
+  bool numbers = true;
+  for (auto element : list) {
+    od::value item;
+    if (const error_code e = element.get(item); e != simdjson::SUCCESS) return e;
+    uint64_t x = 0;
+    if (item.get_uint64().get(x) != simdjson::SUCCESS) {
+      numbers = false;  // keep iterating: the array must be consumed
+      continue;
+    }
+    if (n < 3) out[n] = x;
+    ++n;
+  }
+  *ok = numbers && n == 3;
+  return simdjson::SUCCESS;
+}
+
 bool ReadSigned(od::value& v, int64_t* out) {
   if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
   std::string_view text;
@@ -595,14 +639,76 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
         }
         break;
       case 's':
-        if (key.unsafe_is_equal("stream")) ev.has_stream = ReadSigned(v, &ev.stream);
+        if (key.unsafe_is_equal("stream")) {
+          ev.has_stream = ReadSigned(v, &ev.stream);
+        } else if (key.unsafe_is_equal("shared memory")) {
+          if (!ReadUnsigned(v, &ev.shared_memory)) ev.shared_memory = 0;
+        }
         break;
       case 'b':
-        if (key.unsafe_is_equal("bytes")) ev.has_bytes = ReadUnsigned(v, &ev.bytes);
+        if (key.unsafe_is_equal("bytes")) {
+          ev.has_bytes = ReadUnsigned(v, &ev.bytes);
+        } else if (key.unsafe_is_equal("block")) {
+          if (const error_code e = ReadTriple(v, ev.block, &ev.has_block); e != simdjson::SUCCESS) {
+            return e;
+          }
+          ev.has_signature_args |= ev.has_block;
+        }
+        break;
+      case 'g':
+        if (key.unsafe_is_equal("grid")) {
+          if (const error_code e = ReadTriple(v, ev.grid, &ev.has_grid); e != simdjson::SUCCESS) {
+            return e;
+          }
+          ev.has_signature_args |= ev.has_grid;
+        }
         break;
       case 'I':
         if (key.unsafe_is_equal("In msg nelems")) {
-          if (!ReadUnsigned(v, &ev.in_msg_nelems)) ev.in_msg_nelems = 0;
+          ev.has_in = ReadUnsigned(v, &ev.in_msg_nelems);
+          if (!ev.has_in) ev.in_msg_nelems = 0;
+          ev.has_signature_args |= ev.has_in;
+        } else if (key.unsafe_is_equal("Input Dims")) {
+          od::array dims;
+          if (v.get_array().get(dims) == simdjson::SUCCESS &&
+              dims.raw_json().get(ev.input_dims) == simdjson::SUCCESS) {
+            ev.has_signature_args = true;
+          } else {
+            ev.input_dims = {};
+          }
+        } else if (key.unsafe_is_equal("Input type")) {
+          if (const error_code e = ParseInputTypes(v, ev); e != simdjson::SUCCESS) return e;
+        }
+        break;
+      case 'O':
+        if (key.unsafe_is_equal("Out msg nelems")) {
+          ev.has_out = ReadUnsigned(v, &ev.out_msg_nelems);
+          ev.has_signature_args |= ev.has_out;
+        }
+        break;
+      case 'G':
+        if (key.unsafe_is_equal("Group size")) {
+          ev.has_group = ReadUnsigned(v, &ev.group_size);
+          ev.has_signature_args |= ev.has_group;
+        }
+        break;
+      case 'C':
+        if (key.unsafe_is_equal("Collective name")) {
+          if (v.get_string().get(ev.collective) == simdjson::SUCCESS) {
+            ev.has_signature_args |= !ev.collective.empty();
+          } else {
+            ev.collective = {};
+          }
+        }
+        break;
+      case 'k':
+        // ROCm Kineto copies: "kind": "HtoD".
+        if (key.unsafe_is_equal("kind")) {
+          if (v.get_string().get(ev.copy_kind) == simdjson::SUCCESS) {
+            ev.has_signature_args |= !ev.copy_kind.empty();
+          } else {
+            ev.copy_kind = {};
+          }
         }
         break;
       default:
@@ -610,6 +716,67 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
     }
   }
   return simdjson::SUCCESS;
+}
+
+error_code Importer::ParseInputTypes(od::value& v, RawEvent& ev) {
+  od::array list;
+  if (v.get_array().get(list) != simdjson::SUCCESS) return simdjson::SUCCESS;
+  types_.clear();
+  types_ += '[';
+  bool first = true;
+  bool all_strings = true;
+  for (auto element : list) {
+    od::value item;
+    if (const error_code e = element.get(item); e != simdjson::SUCCESS) return e;
+    std::string_view text;
+    if (item.get_string().get(text) != simdjson::SUCCESS) {
+      all_strings = false;  // the rest is still iterated, so that the array is consumed
+      continue;
+    }
+    if (!first) types_ += ',';
+    first = false;
+    AppendTypeElement(text, types_);
+  }
+  types_ += ']';
+  // A list with a non-string entry has no canonical text: left out rather than guessed.
+  ev.has_types = all_strings;
+  ev.has_signature_args |= all_strings;
+  return simdjson::SUCCESS;
+}
+
+StringId Importer::Signature(const RawEvent& ev, EventType type) {
+  SignatureFields f;
+  const bool host_api = IsHostCall(type);
+  const bool copy_or_set = type == EventType::kMemcpy || type == EventType::kMemset;
+  if (!host_api && !copy_or_set) {
+    f.coll = ev.collective;
+    f.has_in = ev.has_in;
+    f.in = ev.in_msg_nelems;
+    f.has_out = ev.has_out;
+    f.out = ev.out_msg_nelems;
+    f.has_group = ev.has_group;
+    f.group = ev.group_size;
+    f.dtype = ev.dtype;
+  }
+  if (type == EventType::kRange || type == EventType::kPush || type == EventType::kMark) {
+    f.dims = ev.input_dims;
+    if (ev.has_types) f.types = types_;
+  }
+  if (type == EventType::kKernel && ev.has_grid && ev.has_block) {
+    f.has_grid = true;
+    for (int i = 0; i < 3; ++i) {
+      f.grid[i] = ev.grid[i];
+      f.block[i] = ev.block[i];
+    }
+    f.smem = ev.shared_memory;
+  }
+  if (type == EventType::kMemcpy && !NameCarriesCopyKind(ev.name, ev.copy_kind)) {
+    f.copy = ev.copy_kind;
+  }
+  if (f.empty()) return 0;
+  signature_.clear();
+  AppendSignature(f, signature_);
+  return trace_.strings.Intern(signature_);
 }
 
 error_code Importer::ParseEvent(od::object& obj) {
@@ -813,6 +980,7 @@ void Importer::Emit(RawEvent& ev) {
   } else if (ev.in_msg_nelems > 0) {
     row.bytes = ev.in_msg_nelems * DtypeBytes(ev.dtype);
   }
+  if (ev.has_signature_args) row.signature = Signature(ev, row.type);
   if (ev.ph == 'X' && IsGpuKind(kind)) {
     // GPU rows: pid is the device, tid the stream; args say it better when present.
     row.process = kMainSlot;
@@ -966,6 +1134,7 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
   t.stream.resize(rows);
   t.bytes.resize(rows);
   t.flags.resize(rows);
+  t.signature.resize(rows);
   state_ = std::move(saved);
   state_.unknown_per_category.resize(categories_.size(), 0);
 }
