@@ -394,6 +394,17 @@ struct CategoryEntry {
   StringId id = 0;
 };
 
+// A string view without a constructor, so that RawEvent can leave it unset.
+struct Text {
+  const char* data;
+  size_t size;
+  std::string_view view() const { return {data, size}; }
+  void Set(std::string_view v) {
+    data = v.data();
+    size = v.size();
+  }
+};
+
 // One event's fields as read; views point into the parser's buffers.
 struct RawEvent {
   char ph = 0;
@@ -418,22 +429,33 @@ struct RawEvent {
   uint64_t bytes = 0;
   uint64_t in_msg_nelems = 0;
   std::string_view dtype;
-  // Signature args (docs/signature.md); views into the window or the parser's buffers.
-  bool has_signature_args = false;  // any of the fields below was read
-  bool has_in = false;
-  bool has_out = false;
-  bool has_group = false;
-  bool has_grid = false;
-  bool has_block = false;
-  bool has_types = false;
-  uint64_t out_msg_nelems = 0;
-  uint64_t group_size = 0;
-  uint64_t grid[3] = {0, 0, 0};
-  uint64_t block[3] = {0, 0, 0};
-  uint64_t shared_memory = 0;
-  std::string_view collective;
-  std::string_view input_dims;  // JSON text of the array
-  std::string_view copy_kind;
+  // Signature args (docs/signature.md). Only `signature_args` is initialized: a field is
+  // valid when its bit is set, so that the many events without such args pay for one
+  // word (RawEvent is built for every event). Texts point into the window or the
+  // parser's string buffer.
+  uint32_t signature_args = 0;  // SignatureArg bits
+  uint64_t out_msg_nelems;
+  uint64_t group_size;
+  uint64_t grid[3];
+  uint64_t block[3];
+  uint64_t shared_memory;
+  Text collective;
+  Text input_dims;  // JSON text of the array
+  Text copy_kind;
+};
+
+// Bits of RawEvent::signature_args.
+enum SignatureArg : uint32_t {
+  kArgIn = 1u << 0,
+  kArgOut = 1u << 1,
+  kArgGroup = 1u << 2,
+  kArgGrid = 1u << 3,
+  kArgBlock = 1u << 4,
+  kArgSharedMemory = 1u << 5,
+  kArgCollective = 1u << 6,
+  kArgDims = 1u << 7,
+  kArgTypes = 1u << 8,
+  kArgCopyKind = 1u << 9,
 };
 
 // Sentinels in the process column until the file's processes are known.
@@ -485,6 +507,13 @@ class Importer {
   bool window_has_events_ = false;
   std::string types_;      // "Input type" of the current event, as a signature list
   std::string signature_;  // the current event's signature text, before interning
+  // Signatures of plain kernels by launch geometry, so that the text of a launch seen
+  // before is neither rebuilt nor hashed again (a trace has a few hundred distinct ones).
+  struct GeometryEntry {
+    uint64_t key[7];
+    StringId id = 0;  // 0 = empty slot (a kernel signature is never the empty string)
+  };
+  std::vector<GeometryEntry> geometry_cache_ = std::vector<GeometryEntry>(512);
 };
 
 error_code Importer::ParseDistributedInfo(od::value& v) {
@@ -584,26 +613,27 @@ bool ReadUnsigned(od::value& v, uint64_t* out) {
 }
 
 // Reads a [x, y, z] array of unsigned integers (Kineto "grid", "block") into `out`;
-// *ok is false for anything else. Only a malformed document is an error.
-error_code ReadTriple(od::value& v, uint64_t (&out)[3], bool* ok) {
-  *ok = false;
-  od::array list;
-  if (v.get_array().get(list) != simdjson::SUCCESS) return simdjson::SUCCESS;
-  size_t n = 0;
-  bool numbers = true;
-  for (auto element : list) {
-    od::value item;
-    if (const error_code e = element.get(item); e != simdjson::SUCCESS) return e;
+// false for anything else. The digits are read from the input text at the array's first
+// token and the value is left unconsumed, for simdjson to skip as any unread arg: a
+// kernel has two of these, and iterating them value by value cost as much as all the
+// rest of the signature. The scan stops at the first byte that cannot continue the
+// array, at the latest at the buffer's zero padding.
+bool ReadTriple(od::value& v, uint64_t (&out)[3]) {
+  const char* p = v.raw_json_token().data();
+  if (p == nullptr || *p != '[') return false;
+  ++p;
+  for (int k = 0; k < 3; ++k) {
+    while (IsJsonSpace(*p)) ++p;
+    const char* digits = p;
     uint64_t x = 0;
-    if (item.get_uint64().get(x) != simdjson::SUCCESS) {
-      numbers = false;  // keep iterating: the array must be consumed
-      continue;
-    }
-    if (n < 3) out[n] = x;
-    ++n;
+    while (IsDigit(*p) && p - digits < 19) x = x * 10 + static_cast<uint64_t>(*p++ - '0');
+    if (p == digits || IsDigit(*p)) return false;
+    while (IsJsonSpace(*p)) ++p;
+    if (*p != (k < 2 ? ',' : ']')) return false;
+    ++p;
+    out[k] = x;
   }
-  *ok = numbers && n == 3;
-  return simdjson::SUCCESS;
+  return true;
 }
 
 bool ReadSigned(od::value& v, int64_t* out) {
@@ -642,39 +672,35 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
         if (key.unsafe_is_equal("stream")) {
           ev.has_stream = ReadSigned(v, &ev.stream);
         } else if (key.unsafe_is_equal("shared memory")) {
-          if (!ReadUnsigned(v, &ev.shared_memory)) ev.shared_memory = 0;
+          if (ReadUnsigned(v, &ev.shared_memory)) ev.signature_args |= kArgSharedMemory;
         }
         break;
       case 'b':
         if (key.unsafe_is_equal("bytes")) {
           ev.has_bytes = ReadUnsigned(v, &ev.bytes);
         } else if (key.unsafe_is_equal("block")) {
-          if (const error_code e = ReadTriple(v, ev.block, &ev.has_block); e != simdjson::SUCCESS) {
-            return e;
-          }
-          ev.has_signature_args |= ev.has_block;
+          if (ReadTriple(v, ev.block)) ev.signature_args |= kArgBlock;
         }
         break;
       case 'g':
         if (key.unsafe_is_equal("grid")) {
-          if (const error_code e = ReadTriple(v, ev.grid, &ev.has_grid); e != simdjson::SUCCESS) {
-            return e;
-          }
-          ev.has_signature_args |= ev.has_grid;
+          if (ReadTriple(v, ev.grid)) ev.signature_args |= kArgGrid;
         }
         break;
       case 'I':
         if (key.unsafe_is_equal("In msg nelems")) {
-          ev.has_in = ReadUnsigned(v, &ev.in_msg_nelems);
-          if (!ev.has_in) ev.in_msg_nelems = 0;
-          ev.has_signature_args |= ev.has_in;
+          if (ReadUnsigned(v, &ev.in_msg_nelems)) {
+            ev.signature_args |= kArgIn;
+          } else {
+            ev.in_msg_nelems = 0;
+          }
         } else if (key.unsafe_is_equal("Input Dims")) {
           od::array dims;
+          std::string_view text;
           if (v.get_array().get(dims) == simdjson::SUCCESS &&
-              dims.raw_json().get(ev.input_dims) == simdjson::SUCCESS) {
-            ev.has_signature_args = true;
-          } else {
-            ev.input_dims = {};
+              dims.raw_json().get(text) == simdjson::SUCCESS) {
+            ev.input_dims.Set(text);
+            ev.signature_args |= kArgDims;
           }
         } else if (key.unsafe_is_equal("Input type")) {
           if (const error_code e = ParseInputTypes(v, ev); e != simdjson::SUCCESS) return e;
@@ -682,32 +708,30 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
         break;
       case 'O':
         if (key.unsafe_is_equal("Out msg nelems")) {
-          ev.has_out = ReadUnsigned(v, &ev.out_msg_nelems);
-          ev.has_signature_args |= ev.has_out;
+          if (ReadUnsigned(v, &ev.out_msg_nelems)) ev.signature_args |= kArgOut;
         }
         break;
       case 'G':
         if (key.unsafe_is_equal("Group size")) {
-          ev.has_group = ReadUnsigned(v, &ev.group_size);
-          ev.has_signature_args |= ev.has_group;
+          if (ReadUnsigned(v, &ev.group_size)) ev.signature_args |= kArgGroup;
         }
         break;
       case 'C':
         if (key.unsafe_is_equal("Collective name")) {
-          if (v.get_string().get(ev.collective) == simdjson::SUCCESS) {
-            ev.has_signature_args |= !ev.collective.empty();
-          } else {
-            ev.collective = {};
+          std::string_view text;
+          if (v.get_string().get(text) == simdjson::SUCCESS && !text.empty()) {
+            ev.collective.Set(text);
+            ev.signature_args |= kArgCollective;
           }
         }
         break;
       case 'k':
         // ROCm Kineto copies: "kind": "HtoD".
         if (key.unsafe_is_equal("kind")) {
-          if (v.get_string().get(ev.copy_kind) == simdjson::SUCCESS) {
-            ev.has_signature_args |= !ev.copy_kind.empty();
-          } else {
-            ev.copy_kind = {};
+          std::string_view text;
+          if (v.get_string().get(text) == simdjson::SUCCESS && !text.empty()) {
+            ev.copy_kind.Set(text);
+            ev.signature_args |= kArgCopyKind;
           }
         }
         break;
@@ -739,44 +763,62 @@ error_code Importer::ParseInputTypes(od::value& v, RawEvent& ev) {
   }
   types_ += ']';
   // A list with a non-string entry has no canonical text: left out rather than guessed.
-  ev.has_types = all_strings;
-  ev.has_signature_args |= all_strings;
+  if (all_strings) ev.signature_args |= kArgTypes;
   return simdjson::SUCCESS;
 }
 
 StringId Importer::Signature(const RawEvent& ev, EventType type) {
+  const uint32_t a = ev.signature_args;
   SignatureFields f;
   const bool host_api = IsHostCall(type);
   const bool copy_or_set = type == EventType::kMemcpy || type == EventType::kMemset;
   if (!host_api && !copy_or_set) {
-    f.coll = ev.collective;
-    f.has_in = ev.has_in;
+    if (a & kArgCollective) f.coll = ev.collective.view();
+    f.has_in = (a & kArgIn) != 0;
     f.in = ev.in_msg_nelems;
-    f.has_out = ev.has_out;
-    f.out = ev.out_msg_nelems;
-    f.has_group = ev.has_group;
-    f.group = ev.group_size;
+    if (a & kArgOut) {
+      f.has_out = true;
+      f.out = ev.out_msg_nelems;
+    }
+    if (a & kArgGroup) {
+      f.has_group = true;
+      f.group = ev.group_size;
+    }
     f.dtype = ev.dtype;
   }
   if (type == EventType::kRange || type == EventType::kPush || type == EventType::kMark) {
-    f.dims = ev.input_dims;
-    if (ev.has_types) f.types = types_;
+    if (a & kArgDims) f.dims = ev.input_dims.view();
+    if (a & kArgTypes) f.types = types_;
   }
-  if (type == EventType::kKernel && ev.has_grid && ev.has_block) {
+  GeometryEntry* slot = nullptr;
+  uint64_t key[7];
+  if (type == EventType::kKernel && (a & kArgGrid) && (a & kArgBlock)) {
     f.has_grid = true;
     for (int i = 0; i < 3; ++i) {
-      f.grid[i] = ev.grid[i];
-      f.block[i] = ev.block[i];
+      key[i] = f.grid[i] = ev.grid[i];
+      key[3 + i] = f.block[i] = ev.block[i];
     }
-    f.smem = ev.shared_memory;
+    key[6] = f.smem = (a & kArgSharedMemory) ? ev.shared_memory : 0;
+    if (f.coll.empty() && !f.has_in && !f.has_out && !f.has_group) {
+      uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (const uint64_t k : key) h = (h ^ k) * 0xff51afd7ed558ccdull;
+      slot = &geometry_cache_[(h >> 32) % geometry_cache_.size()];
+      if (slot->id != 0 && std::equal(key, key + 7, slot->key)) return slot->id;
+    }
   }
-  if (type == EventType::kMemcpy && !NameCarriesCopyKind(ev.name, ev.copy_kind)) {
-    f.copy = ev.copy_kind;
+  if (type == EventType::kMemcpy && (a & kArgCopyKind) &&
+      !NameCarriesCopyKind(ev.name, ev.copy_kind.view())) {
+    f.copy = ev.copy_kind.view();
   }
   if (f.empty()) return 0;
   signature_.clear();
   AppendSignature(f, signature_);
-  return trace_.strings.Intern(signature_);
+  const StringId id = trace_.strings.Intern(signature_);
+  if (slot != nullptr) {
+    std::copy(key, key + 7, slot->key);
+    slot->id = id;
+  }
+  return id;
 }
 
 error_code Importer::ParseEvent(od::object& obj) {
@@ -980,7 +1022,7 @@ void Importer::Emit(RawEvent& ev) {
   } else if (ev.in_msg_nelems > 0) {
     row.bytes = ev.in_msg_nelems * DtypeBytes(ev.dtype);
   }
-  if (ev.has_signature_args) row.signature = Signature(ev, row.type);
+  if (ev.signature_args != 0) row.signature = Signature(ev, row.type);
   if (ev.ph == 'X' && IsGpuKind(kind)) {
     // GPU rows: pid is the device, tid the stream; args say it better when present.
     row.process = kMainSlot;
