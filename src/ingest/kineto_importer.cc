@@ -30,9 +30,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -440,8 +442,30 @@ struct RawEvent {
   uint64_t block[3];
   uint64_t shared_memory;
   Text collective;
-  Text input_dims;  // JSON text of the array
+  Text input_dims;   // JSON text of the array
+  Text input_types;  // JSON text of the array
   Text copy_kind;
+};
+
+// Hash of the shape-cache keys: 8 bytes per multiply, about a third of std::hash's cost
+// on keys of 100-200 bytes, which are hashed once per host op of a trace that records
+// shapes. Not a stable or portable hash; only the cache sees it.
+struct ShapeKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, s.data() + i, s.size() - i);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
 };
 
 // Bits of RawEvent::signature_args.
@@ -483,7 +507,6 @@ class Importer {
   error_code ParseEvents(od::array& events, ParseError* err);
   error_code ParseEvent(od::object& obj);
   error_code ParseArgs(od::object& args, RawEvent& ev);
-  error_code ParseInputTypes(od::value& v, RawEvent& ev);
   StringId Signature(const RawEvent& ev, EventType type);
   error_code ParseDistributedInfo(od::value& v);
   void ReadId(od::value& v, IdValue& id);
@@ -505,8 +528,12 @@ class Importer {
   size_t last_category_ = 0;
   size_t events_in_window_ = 0;
   bool window_has_events_ = false;
-  std::string types_;      // "Input type" of the current event, as a signature list
   std::string signature_;  // the current event's signature text, before interning
+  // Signatures of host ops by the raw text of their shape args (`key_`, reused), so that
+  // the canonical text of args seen before is neither rebuilt nor re-interned: the ops of
+  // a trace repeat a few hundred shapes many thousand times.
+  std::string key_;
+  std::unordered_map<std::string, StringId, ShapeKeyHash, std::equal_to<>> shape_cache_;
   // Signatures of plain kernels by launch geometry, so that the text of a launch seen
   // before is neither rebuilt nor hashed again (a trace has a few hundred distinct ones).
   struct GeometryEntry {
@@ -703,7 +730,13 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
             ev.signature_args |= kArgDims;
           }
         } else if (key.unsafe_is_equal("Input type")) {
-          if (const error_code e = ParseInputTypes(v, ev); e != simdjson::SUCCESS) return e;
+          od::array types;
+          std::string_view text;
+          if (v.get_array().get(types) == simdjson::SUCCESS &&
+              types.raw_json().get(text) == simdjson::SUCCESS) {
+            ev.input_types.Set(text);
+            ev.signature_args |= kArgTypes;
+          }
         }
         break;
       case 'O':
@@ -742,31 +775,6 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
   return simdjson::SUCCESS;
 }
 
-error_code Importer::ParseInputTypes(od::value& v, RawEvent& ev) {
-  od::array list;
-  if (v.get_array().get(list) != simdjson::SUCCESS) return simdjson::SUCCESS;
-  types_.clear();
-  types_ += '[';
-  bool first = true;
-  bool all_strings = true;
-  for (auto element : list) {
-    od::value item;
-    if (const error_code e = element.get(item); e != simdjson::SUCCESS) return e;
-    std::string_view text;
-    if (item.get_string().get(text) != simdjson::SUCCESS) {
-      all_strings = false;  // the rest is still iterated, so that the array is consumed
-      continue;
-    }
-    if (!first) types_ += ',';
-    first = false;
-    AppendTypeElement(text, types_);
-  }
-  types_ += ']';
-  // A list with a non-string entry has no canonical text: left out rather than guessed.
-  if (all_strings) ev.signature_args |= kArgTypes;
-  return simdjson::SUCCESS;
-}
-
 StringId Importer::Signature(const RawEvent& ev, EventType type) {
   const uint32_t a = ev.signature_args;
   SignatureFields f;
@@ -786,9 +794,26 @@ StringId Importer::Signature(const RawEvent& ev, EventType type) {
     }
     f.dtype = ev.dtype;
   }
-  if (type == EventType::kRange || type == EventType::kPush || type == EventType::kMark) {
+  std::string types;  // empty unless the event has an "Input type" list
+  bool cache_shapes = false;
+  if ((a & (kArgDims | kArgTypes)) &&
+      (type == EventType::kRange || type == EventType::kPush || type == EventType::kMark)) {
+    cache_shapes = f.coll.empty() && !f.has_in && !f.has_out && !f.has_group;
+    if (cache_shapes) {
+      // Presence marks keep "no dims" apart from "dims []"; \x1f never occurs in JSON
+      // text outside strings, and both texts are whole arrays.
+      key_.clear();
+      key_ += (a & kArgDims) ? 'D' : '-';
+      if (a & kArgDims) key_ += ev.input_dims.view();
+      key_ += '\x1f';
+      key_ += (a & kArgTypes) ? 'T' : '-';
+      if (a & kArgTypes) key_ += ev.input_types.view();
+      const auto it = shape_cache_.find(std::string_view(key_));
+      if (it != shape_cache_.end()) return it->second;
+    }
     if (a & kArgDims) f.dims = ev.input_dims.view();
-    if (a & kArgTypes) f.types = types_;
+    // A list with a non-string entry has no canonical text: left out rather than guessed.
+    if ((a & kArgTypes) && AppendTypeList(ev.input_types.view(), types)) f.types = types;
   }
   GeometryEntry* slot = nullptr;
   uint64_t key[7];
@@ -810,10 +835,13 @@ StringId Importer::Signature(const RawEvent& ev, EventType type) {
       !NameCarriesCopyKind(ev.name, ev.copy_kind.view())) {
     f.copy = ev.copy_kind.view();
   }
-  if (f.empty()) return 0;
-  signature_.clear();
-  AppendSignature(f, signature_);
-  const StringId id = trace_.strings.Intern(signature_);
+  StringId id = 0;
+  if (!f.empty()) {
+    signature_.clear();
+    AppendSignature(f, signature_);
+    id = trace_.strings.Intern(signature_);
+  }
+  if (cache_shapes) shape_cache_.emplace(key_, id);
   if (slot != nullptr) {
     std::copy(key, key + 7, slot->key);
     slot->id = id;

@@ -76,6 +76,148 @@ void AppendCompactJson(std::string_view json, std::string& out) {
   }
 }
 
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Four hex digits at json[i..i+3].
+bool ReadHex4(std::string_view json, size_t i, uint32_t* v) {
+  if (i + 4 > json.size()) return false;
+  *v = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    const int h = HexValue(json[i + k]);
+    if (h < 0) return false;
+    *v = *v * 16 + static_cast<uint32_t>(h);
+  }
+  return true;
+}
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+// Reads the JSON string starting at json[*i] (a '"') into `text`, unescaped; *i ends
+// after the closing quote.
+bool ReadJsonString(std::string_view json, size_t* i, std::string& text) {
+  size_t p = *i + 1;
+  while (p < json.size()) {
+    const char c = json[p++];
+    if (c == '"') {
+      *i = p;
+      return true;
+    }
+    if (c != '\\') {
+      text += c;
+      continue;
+    }
+    if (p >= json.size()) return false;
+    const char e = json[p++];
+    switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        text += e;
+        break;
+      case 'b':
+        text += '\b';
+        break;
+      case 'f':
+        text += '\f';
+        break;
+      case 'n':
+        text += '\n';
+        break;
+      case 'r':
+        text += '\r';
+        break;
+      case 't':
+        text += '\t';
+        break;
+      case 'u': {
+        uint32_t cp = 0;
+        if (!ReadHex4(json, p, &cp)) return false;
+        p += 4;
+        if (cp >= 0xd800 && cp < 0xdc00) {
+          uint32_t low = 0;
+          if (p + 6 > json.size() || json[p] != '\\' || json[p + 1] != 'u' ||
+              !ReadHex4(json, p + 2, &low) || low < 0xdc00 || low >= 0xe000) {
+            return false;
+          }
+          p += 6;
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+        }
+        AppendUtf8(cp, text);
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool AppendTypeList(std::string_view json, std::string& out) {
+  const size_t begin = out.size();
+  size_t i = 0;
+  auto skip = [&]() {
+    while (i < json.size() && IsSpace(json[i])) ++i;
+  };
+  skip();
+  if (i >= json.size() || json[i] != '[') return false;
+  ++i;
+  out += '[';
+  std::string text;
+  skip();
+  if (i < json.size() && json[i] == ']') {
+    out += ']';
+    return true;
+  }
+  while (true) {
+    skip();
+    text.clear();
+    if (i >= json.size() || json[i] != '"' || !ReadJsonString(json, &i, text)) {
+      out.resize(begin);
+      return false;
+    }
+    AppendTypeElement(text, out);
+    skip();
+    if (i < json.size() && json[i] == ',') {
+      out += ',';
+      ++i;
+      continue;
+    }
+    if (i < json.size() && json[i] == ']') {
+      out += ']';
+      return true;
+    }
+    out.resize(begin);
+    return false;
+  }
+}
+
 void AppendSignature(const SignatureFields& f, std::string& out) {
   const size_t begin = out.size();
   auto sep = [&]() {

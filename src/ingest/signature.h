@@ -52,6 +52,12 @@ void AppendTypeElement(std::string_view text, std::string& out);
 // -> "[[8,4096],[]]".
 void AppendCompactJson(std::string_view json, std::string& out);
 
+// Appends the JSON text of an array of strings (Kineto "Input type") as a types list,
+// `[` TYPE *("," TYPE) `]`, each string unescaped (\uXXXX to UTF-8) and then escaped for
+// the list. Returns false, leaving `out` as it was, when `json` is not an array of
+// strings only.
+bool AppendTypeList(std::string_view json, std::string& out);
+
 // The token of a CUpti_ActivityMemcpyKind ("HtoD", "DtoH", ..., "PtoP"), as Kineto and
 // CUPTI write it in copy names; empty for unknown kinds.
 std::string_view CopyKindToken(uint32_t kind);

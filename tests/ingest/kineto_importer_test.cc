@@ -778,6 +778,30 @@ TEST(KinetoSignatureTest, HandWrittenArgs) {
   EXPECT_EQ(t.counters.Get("kineto.wrong_type"), 0u);
 }
 
+// "Input type" strings are unescaped from JSON before they are written: \" and \\ stay
+// characters, \u00e9 and a surrogate pair become UTF-8, and a control character (\n)
+// becomes \x0a. The same shapes written with other whitespace give the same id.
+TEST(KinetoSignatureTest, TypeNamesAreUnescaped) {
+  const Trace& t = ImportText(TraceJson(
+      R"j({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1,)j"
+      R"j("args":{"Input type":["caf\u00e9", "a\"b\\c", "\ud83d\ude00", "x\ny", "q\/r"]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":2,"dur":1,)j"
+      R"j("args":{"Input Dims":[[1,2]],"Input type":["float"]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":3,"dur":1,)j"
+      R"j("args":{"Input type":[ "float" ],"Input Dims":[ [ 1 , 2 ] ]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"d","pid":1,"tid":1,"ts":4,"dur":1,)j"
+      R"j("args":{"Input Dims":[],"Input type":[]}})j"));
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "a")),
+            "types=[caf\xc3\xa9,a\"b\\\\c,\xf0\x9f\x98\x80,x\\x0ay,q/r]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "b")), "dims=[[1,2]] types=[float]");
+  EXPECT_EQ(t.events.signature[FindRow(t, EventType::kRange, "b")],
+            t.events.signature[FindRow(t, EventType::kRange, "c")]);
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "d")), "dims=[] types=[]");
+}
+
 // A window cut and its rollback must not leave a signature behind or shift one.
 TEST(KinetoSignatureTest, WindowsKeepSignaturesAligned) {
   std::string events;
