@@ -63,6 +63,7 @@ void EventTable::Reserve(size_t n) {
   stream.reserve(n);
   bytes.reserve(n);
   flags.reserve(n);
+  signature.reserve(n);
 }
 
 size_t EventTable::Append(const EventRow& r) {
@@ -80,6 +81,7 @@ size_t EventTable::Append(const EventRow& r) {
   stream.push_back(r.stream);
   bytes.push_back(r.bytes);
   flags.push_back(r.flags);
+  signature.push_back(r.signature);
   return type.size() - 1;
 }
 
@@ -99,6 +101,7 @@ EventRow EventTable::Row(size_t i) const {
   r.stream = stream[i];
   r.bytes = bytes[i];
   r.flags = flags[i];
+  r.signature = signature[i];
   return r;
 }
 
@@ -108,7 +111,7 @@ size_t EventTable::MemoryBytes() const {
          process.capacity() * 4 + thread.capacity() * 4 + start_ns.capacity() * 8 +
          end_ns.capacity() * 8 + correlation.capacity() * 8 + external_id.capacity() * 8 +
          device.capacity() * 4 + stream.capacity() * 4 + bytes.capacity() * 8 +
-         flags.capacity() * 4;
+         flags.capacity() * 4 + signature.capacity() * sizeof(StringId);
 }
 
 uint32_t Trace::ProcessIndex(std::string_view host, int64_t pid) {

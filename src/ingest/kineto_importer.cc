@@ -30,13 +30,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "simdjson.h"
+#include "src/ingest/signature.h"
 #include "teller/core/gzip.h"
 #include "teller/ingest/ingest.h"
 
@@ -393,6 +396,17 @@ struct CategoryEntry {
   StringId id = 0;
 };
 
+// A string view without a constructor, so that RawEvent can leave it unset.
+struct Text {
+  const char* data;
+  size_t size;
+  std::string_view view() const { return {data, size}; }
+  void Set(std::string_view v) {
+    data = v.data();
+    size = v.size();
+  }
+};
+
 // One event's fields as read; views point into the parser's buffers.
 struct RawEvent {
   char ph = 0;
@@ -417,6 +431,55 @@ struct RawEvent {
   uint64_t bytes = 0;
   uint64_t in_msg_nelems = 0;
   std::string_view dtype;
+  // Signature args (docs/signature.md). Only `signature_args` is initialized: a field is
+  // valid when its bit is set, so that the many events without such args pay for one
+  // word (RawEvent is built for every event). Texts point into the window or the
+  // parser's string buffer.
+  uint32_t signature_args = 0;  // SignatureArg bits
+  uint64_t out_msg_nelems;
+  uint64_t group_size;
+  uint64_t grid[3];
+  uint64_t block[3];
+  uint64_t shared_memory;
+  Text collective;
+  Text input_dims;   // JSON text of the array
+  Text input_types;  // JSON text of the array
+  Text copy_kind;
+};
+
+// Hash of the shape-cache keys: 8 bytes per multiply, about a third of std::hash's cost
+// on keys of 100-200 bytes, which are hashed once per host op of a trace that records
+// shapes. Not a stable or portable hash; only the cache sees it.
+struct ShapeKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, s.data() + i, s.size() - i);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+};
+
+// Bits of RawEvent::signature_args.
+enum SignatureArg : uint32_t {
+  kArgIn = 1u << 0,
+  kArgOut = 1u << 1,
+  kArgGroup = 1u << 2,
+  kArgGrid = 1u << 3,
+  kArgBlock = 1u << 4,
+  kArgSharedMemory = 1u << 5,
+  kArgCollective = 1u << 6,
+  kArgDims = 1u << 7,
+  kArgTypes = 1u << 8,
+  kArgCopyKind = 1u << 9,
 };
 
 // Sentinels in the process column until the file's processes are known.
@@ -444,6 +507,7 @@ class Importer {
   error_code ParseEvents(od::array& events, ParseError* err);
   error_code ParseEvent(od::object& obj);
   error_code ParseArgs(od::object& args, RawEvent& ev);
+  StringId Signature(const RawEvent& ev, EventType type);
   error_code ParseDistributedInfo(od::value& v);
   void ReadId(od::value& v, IdValue& id);
   bool ReadTime(od::value& v, int64_t* ns);
@@ -464,6 +528,19 @@ class Importer {
   size_t last_category_ = 0;
   size_t events_in_window_ = 0;
   bool window_has_events_ = false;
+  std::string signature_;  // the current event's signature text, before interning
+  // Signatures of host ops by the raw text of their shape args (`key_`, reused), so that
+  // the canonical text of args seen before is neither rebuilt nor re-interned: the ops of
+  // a trace repeat a few hundred shapes many thousand times.
+  std::string key_;
+  std::unordered_map<std::string, StringId, ShapeKeyHash, std::equal_to<>> shape_cache_;
+  // Signatures of plain kernels by launch geometry, so that the text of a launch seen
+  // before is neither rebuilt nor hashed again (a trace has a few hundred distinct ones).
+  struct GeometryEntry {
+    uint64_t key[7];
+    StringId id = 0;  // 0 = empty slot (a kernel signature is never the empty string)
+  };
+  std::vector<GeometryEntry> geometry_cache_ = std::vector<GeometryEntry>(512);
 };
 
 error_code Importer::ParseDistributedInfo(od::value& v) {
@@ -562,6 +639,30 @@ bool ReadUnsigned(od::value& v, uint64_t* out) {
   return false;
 }
 
+// Reads a [x, y, z] array of unsigned integers (Kineto "grid", "block") into `out`;
+// false for anything else. The digits are read from the input text at the array's first
+// token and the value is left unconsumed, for simdjson to skip as any unread arg: a
+// kernel has two of these, and iterating them value by value cost as much as all the
+// rest of the signature. The scan stops at the first byte that cannot continue the
+// array, at the latest at the buffer's zero padding.
+bool ReadTriple(od::value& v, uint64_t (&out)[3]) {
+  const char* p = v.raw_json_token().data();
+  if (p == nullptr || *p != '[') return false;
+  ++p;
+  for (int k = 0; k < 3; ++k) {
+    while (IsJsonSpace(*p)) ++p;
+    const char* digits = p;
+    uint64_t x = 0;
+    while (IsDigit(*p) && p - digits < 19) x = x * 10 + static_cast<uint64_t>(*p++ - '0');
+    if (p == digits || IsDigit(*p)) return false;
+    while (IsJsonSpace(*p)) ++p;
+    if (*p != (k < 2 ? ',' : ']')) return false;
+    ++p;
+    out[k] = x;
+  }
+  return true;
+}
+
 bool ReadSigned(od::value& v, int64_t* out) {
   if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
   std::string_view text;
@@ -595,14 +696,76 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
         }
         break;
       case 's':
-        if (key.unsafe_is_equal("stream")) ev.has_stream = ReadSigned(v, &ev.stream);
+        if (key.unsafe_is_equal("stream")) {
+          ev.has_stream = ReadSigned(v, &ev.stream);
+        } else if (key.unsafe_is_equal("shared memory")) {
+          if (ReadUnsigned(v, &ev.shared_memory)) ev.signature_args |= kArgSharedMemory;
+        }
         break;
       case 'b':
-        if (key.unsafe_is_equal("bytes")) ev.has_bytes = ReadUnsigned(v, &ev.bytes);
+        if (key.unsafe_is_equal("bytes")) {
+          ev.has_bytes = ReadUnsigned(v, &ev.bytes);
+        } else if (key.unsafe_is_equal("block")) {
+          if (ReadTriple(v, ev.block)) ev.signature_args |= kArgBlock;
+        }
+        break;
+      case 'g':
+        if (key.unsafe_is_equal("grid")) {
+          if (ReadTriple(v, ev.grid)) ev.signature_args |= kArgGrid;
+        }
         break;
       case 'I':
         if (key.unsafe_is_equal("In msg nelems")) {
-          if (!ReadUnsigned(v, &ev.in_msg_nelems)) ev.in_msg_nelems = 0;
+          if (ReadUnsigned(v, &ev.in_msg_nelems)) {
+            ev.signature_args |= kArgIn;
+          } else {
+            ev.in_msg_nelems = 0;
+          }
+        } else if (key.unsafe_is_equal("Input Dims")) {
+          od::array dims;
+          std::string_view text;
+          if (v.get_array().get(dims) == simdjson::SUCCESS &&
+              dims.raw_json().get(text) == simdjson::SUCCESS) {
+            ev.input_dims.Set(text);
+            ev.signature_args |= kArgDims;
+          }
+        } else if (key.unsafe_is_equal("Input type")) {
+          od::array types;
+          std::string_view text;
+          if (v.get_array().get(types) == simdjson::SUCCESS &&
+              types.raw_json().get(text) == simdjson::SUCCESS) {
+            ev.input_types.Set(text);
+            ev.signature_args |= kArgTypes;
+          }
+        }
+        break;
+      case 'O':
+        if (key.unsafe_is_equal("Out msg nelems")) {
+          if (ReadUnsigned(v, &ev.out_msg_nelems)) ev.signature_args |= kArgOut;
+        }
+        break;
+      case 'G':
+        if (key.unsafe_is_equal("Group size")) {
+          if (ReadUnsigned(v, &ev.group_size)) ev.signature_args |= kArgGroup;
+        }
+        break;
+      case 'C':
+        if (key.unsafe_is_equal("Collective name")) {
+          std::string_view text;
+          if (v.get_string().get(text) == simdjson::SUCCESS && !text.empty()) {
+            ev.collective.Set(text);
+            ev.signature_args |= kArgCollective;
+          }
+        }
+        break;
+      case 'k':
+        // ROCm Kineto copies: "kind": "HtoD".
+        if (key.unsafe_is_equal("kind")) {
+          std::string_view text;
+          if (v.get_string().get(text) == simdjson::SUCCESS && !text.empty()) {
+            ev.copy_kind.Set(text);
+            ev.signature_args |= kArgCopyKind;
+          }
         }
         break;
       default:
@@ -610,6 +773,80 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
     }
   }
   return simdjson::SUCCESS;
+}
+
+StringId Importer::Signature(const RawEvent& ev, EventType type) {
+  const uint32_t a = ev.signature_args;
+  SignatureFields f;
+  const bool host_api = IsHostCall(type);
+  const bool copy_or_set = type == EventType::kMemcpy || type == EventType::kMemset;
+  if (!host_api && !copy_or_set) {
+    if (a & kArgCollective) f.coll = ev.collective.view();
+    f.has_in = (a & kArgIn) != 0;
+    f.in = ev.in_msg_nelems;
+    if (a & kArgOut) {
+      f.has_out = true;
+      f.out = ev.out_msg_nelems;
+    }
+    if (a & kArgGroup) {
+      f.has_group = true;
+      f.group = ev.group_size;
+    }
+    f.dtype = ev.dtype;
+  }
+  std::string types;  // empty unless the event has an "Input type" list
+  bool cache_shapes = false;
+  if ((a & (kArgDims | kArgTypes)) &&
+      (type == EventType::kRange || type == EventType::kPush || type == EventType::kMark)) {
+    cache_shapes = f.coll.empty() && !f.has_in && !f.has_out && !f.has_group;
+    if (cache_shapes) {
+      // Presence marks keep "no dims" apart from "dims []"; \x1f never occurs in JSON
+      // text outside strings, and both texts are whole arrays.
+      key_.clear();
+      key_ += (a & kArgDims) ? 'D' : '-';
+      if (a & kArgDims) key_ += ev.input_dims.view();
+      key_ += '\x1f';
+      key_ += (a & kArgTypes) ? 'T' : '-';
+      if (a & kArgTypes) key_ += ev.input_types.view();
+      const auto it = shape_cache_.find(std::string_view(key_));
+      if (it != shape_cache_.end()) return it->second;
+    }
+    if (a & kArgDims) f.dims = ev.input_dims.view();
+    // A list with a non-string entry has no canonical text: left out rather than guessed.
+    if ((a & kArgTypes) && AppendTypeList(ev.input_types.view(), types)) f.types = types;
+  }
+  GeometryEntry* slot = nullptr;
+  uint64_t key[7];
+  if (type == EventType::kKernel && (a & kArgGrid) && (a & kArgBlock)) {
+    f.has_grid = true;
+    for (int i = 0; i < 3; ++i) {
+      key[i] = f.grid[i] = ev.grid[i];
+      key[3 + i] = f.block[i] = ev.block[i];
+    }
+    key[6] = f.smem = (a & kArgSharedMemory) ? ev.shared_memory : 0;
+    if (f.coll.empty() && !f.has_in && !f.has_out && !f.has_group) {
+      uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (const uint64_t k : key) h = (h ^ k) * 0xff51afd7ed558ccdull;
+      slot = &geometry_cache_[(h >> 32) % geometry_cache_.size()];
+      if (slot->id != 0 && std::equal(key, key + 7, slot->key)) return slot->id;
+    }
+  }
+  if (type == EventType::kMemcpy && (a & kArgCopyKind) &&
+      !NameCarriesCopyKind(ev.name, ev.copy_kind.view())) {
+    f.copy = ev.copy_kind.view();
+  }
+  StringId id = 0;
+  if (!f.empty()) {
+    signature_.clear();
+    AppendSignature(f, signature_);
+    id = trace_.strings.Intern(signature_);
+  }
+  if (cache_shapes) shape_cache_.emplace(key_, id);
+  if (slot != nullptr) {
+    std::copy(key, key + 7, slot->key);
+    slot->id = id;
+  }
+  return id;
 }
 
 error_code Importer::ParseEvent(od::object& obj) {
@@ -813,6 +1050,7 @@ void Importer::Emit(RawEvent& ev) {
   } else if (ev.in_msg_nelems > 0) {
     row.bytes = ev.in_msg_nelems * DtypeBytes(ev.dtype);
   }
+  if (ev.signature_args != 0) row.signature = Signature(ev, row.type);
   if (ev.ph == 'X' && IsGpuKind(kind)) {
     // GPU rows: pid is the device, tid the stream; args say it better when present.
     row.process = kMainSlot;
@@ -966,6 +1204,7 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
   t.stream.resize(rows);
   t.bytes.resize(rows);
   t.flags.resize(rows);
+  t.signature.resize(rows);
   state_ = std::move(saved);
   state_.unknown_per_category.resize(categories_.size(), 0);
 }

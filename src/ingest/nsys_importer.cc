@@ -31,11 +31,13 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "src/ingest/signature.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
@@ -224,6 +226,10 @@ class NsysImporter {
   // A NULL end gives an instant, counted as nsys.null_end when `count_null_end`.
   bool ReadInterval(const Statement& st, EventRow& row, bool count_null_end = true);
   StringId MemcpyName(int64_t kind);
+  // Launch geometry of a kernel row (columns 12..19 of ImportGpu's query) as its
+  // signature (docs/signature.md); 0 when the export lacks it. Geometry columns are
+  // optional: an export without them is not damaged, so nothing is counted.
+  StringId KernelSignature(const Statement& st);
   StringId SyncName(int64_t kind);
 
   const std::string& path_;
@@ -256,6 +262,7 @@ class NsysImporter {
   int64_t class_backtrace_ = kFallbackClassBacktrace;
   std::unordered_map<int64_t, std::string> memcpy_labels_, sync_labels_;
   std::unordered_map<int64_t, StringId> memcpy_names_, sync_names_;
+  std::string signature_;  // reused text buffer of KernelSignature
 
   // Hosts by vm (globalVid >> 48); default_host_ when the vm is not listed.
   std::unordered_map<uint64_t, std::string> vm_hosts_;
@@ -834,6 +841,23 @@ StringId NsysImporter::SyncName(int64_t kind) {
   return id;
 }
 
+StringId NsysImporter::KernelSignature(const Statement& st) {
+  SignatureFields f;
+  for (int i = 0; i < 6; ++i) {
+    const int col = 12 + i;
+    if (st.Null(col) || st.Int(col) < 0) return 0;
+    (i < 3 ? f.grid[i] : f.block[i - 3]) = static_cast<uint64_t>(st.Int(col));
+  }
+  f.has_grid = true;
+  // Kineto and the Teller collector write the same sum as one number.
+  for (const int col : {18, 19}) {
+    if (!st.Null(col) && st.Int(col) > 0) f.smem += static_cast<uint64_t>(st.Int(col));
+  }
+  signature_.clear();
+  AppendSignature(f, signature_);
+  return trace_.strings.Intern(signature_);
+}
+
 void NsysImporter::ImportGpu(const TableInfo& t, EventType type) {
   if (!Require(t, {"start", "globalPid"})) return;
   Require(t, {"end", "deviceId", "streamId", "correlationId"});
@@ -861,60 +885,78 @@ void NsysImporter::ImportGpu(const TableInfo& t, EventType type) {
                             : type == EventType::kMemcpy ? cat_memcpy_
                             : type == EventType::kMemset ? cat_memset_
                                                          : cat_sync_;
-  ForEachRow(
-      SelectSql(t, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", extra,
-                    "bytes", "graphNodeId", "demangledName", "shortName", "mangledName"}),
-      [&](const Statement& st) {
-        EventRow row;
-        row.type = type;
-        row.category = category;
-        if (st.Null(2)) {
-          ++tallies_.null_process;
-          return;
-        }
-        if (!ReadInterval(st, row)) return;
-        row.process = ProcessFor(st.Int(2));
-        if (st.Null(3)) {
-          ++tallies_.null_field;
-        } else {
-          row.correlation = static_cast<uint64_t>(st.Int(3));
-        }
-        if (st.Null(4) || st.Null(5)) ++tallies_.null_field;
-        row.device = static_cast<uint32_t>(st.Int(4));
-        row.stream = static_cast<uint32_t>(st.Int(5));
-        row.thread = row.stream;
-        if (!st.Null(8) && st.Int(8) != 0) row.flags |= kEventInGraph;
-        switch (type) {
-          case EventType::kKernel:
-            // The demangled signature, as Kineto names kernels, so that name rules work
-            // on both inputs; the short name, then the mangled one, when it is absent.
-            for (int col : {9, 10, 11}) {
-              if (!st.Null(col)) row.name = NameFromColumn(st, col);
-              if (row.name != 0) break;
-            }
-            if (row.name == 0) ++tallies_.null_field;
-            break;
-          case EventType::kMemcpy:
-          case EventType::kMemset:
-            if (st.Null(7)) {
-              ++tallies_.null_field;
-            } else {
-              row.bytes = static_cast<uint64_t>(st.Int(7));
-            }
-            if (type == EventType::kMemset) {
-              row.name = memset_name_;
-            } else {
-              if (st.Null(6)) ++tallies_.null_field;
-              row.name = MemcpyName(st.Null(6) ? 0 : st.Int(6));
-            }
-            break;
-          default:
-            if (st.Null(6)) ++tallies_.null_field;
-            row.name = SyncName(st.Null(6) ? 0 : st.Int(6));
-            break;
-        }
-        trace_.events.Append(row);
-      });
+  ForEachRow(SelectSql(t, {"start",
+                           "end",
+                           "globalPid",
+                           "correlationId",
+                           "deviceId",
+                           "streamId",
+                           extra,
+                           "bytes",
+                           "graphNodeId",
+                           "demangledName",
+                           "shortName",
+                           "mangledName",
+                           "gridX",
+                           "gridY",
+                           "gridZ",
+                           "blockX",
+                           "blockY",
+                           "blockZ",
+                           "staticSharedMemory",
+                           "dynamicSharedMemory"}),
+             [&](const Statement& st) {
+               EventRow row;
+               row.type = type;
+               row.category = category;
+               if (st.Null(2)) {
+                 ++tallies_.null_process;
+                 return;
+               }
+               if (!ReadInterval(st, row)) return;
+               row.process = ProcessFor(st.Int(2));
+               if (st.Null(3)) {
+                 ++tallies_.null_field;
+               } else {
+                 row.correlation = static_cast<uint64_t>(st.Int(3));
+               }
+               if (st.Null(4) || st.Null(5)) ++tallies_.null_field;
+               row.device = static_cast<uint32_t>(st.Int(4));
+               row.stream = static_cast<uint32_t>(st.Int(5));
+               row.thread = row.stream;
+               if (!st.Null(8) && st.Int(8) != 0) row.flags |= kEventInGraph;
+               switch (type) {
+                 case EventType::kKernel:
+                   // The demangled signature, as Kineto names kernels, so that name rules work
+                   // on both inputs; the short name, then the mangled one, when it is absent.
+                   for (int col : {9, 10, 11}) {
+                     if (!st.Null(col)) row.name = NameFromColumn(st, col);
+                     if (row.name != 0) break;
+                   }
+                   if (row.name == 0) ++tallies_.null_field;
+                   row.signature = KernelSignature(st);
+                   break;
+                 case EventType::kMemcpy:
+                 case EventType::kMemset:
+                   if (st.Null(7)) {
+                     ++tallies_.null_field;
+                   } else {
+                     row.bytes = static_cast<uint64_t>(st.Int(7));
+                   }
+                   if (type == EventType::kMemset) {
+                     row.name = memset_name_;
+                   } else {
+                     if (st.Null(6)) ++tallies_.null_field;
+                     row.name = MemcpyName(st.Null(6) ? 0 : st.Int(6));
+                   }
+                   break;
+                 default:
+                   if (st.Null(6)) ++tallies_.null_field;
+                   row.name = SyncName(st.Null(6) ? 0 : st.Int(6));
+                   break;
+               }
+               trace_.events.Append(row);
+             });
 }
 
 void NsysImporter::FlushCounters() {

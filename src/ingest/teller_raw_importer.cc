@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/ingest/run_manifest.h"
+#include "src/ingest/signature.h"
 #include "teller/core/file_util.h"
 #include "teller/format/raw_reader.h"
 #include "teller/ingest/ingest.h"
@@ -57,6 +58,35 @@ class AnchorClock {
   std::vector<raw::ClockAnchor> anchors_;
   size_t seg_ = 0;
 };
+
+// Signature of a kernel or copy record (docs/signature.md); 0 when the record has none.
+// Kernel records carry grid, block and shared bytes (no register count); a dimension of 0
+// means the writer did not know the geometry (the simulator, traces re-exported from
+// other formats), since CUDA launches have every dimension >= 1. Copy records carry the
+// CUPTI copy kind in aux, written when the name does not already say it (the collector
+// records copies without a name).
+StringId RecordSignature(const raw::EventRecord& e, std::string_view name, StringPool& strings,
+                         std::string& buffer) {
+  SignatureFields f;
+  if (e.kind == static_cast<uint8_t>(EventKind::kKernel)) {
+    for (int i = 0; i < 3; ++i) {
+      if (e.grid[i] == 0 || e.block[i] == 0) return 0;
+      f.grid[i] = e.grid[i];
+      f.block[i] = e.block[i];
+    }
+    f.has_grid = true;
+    f.smem = e.shared_bytes;
+  } else if (e.kind == static_cast<uint8_t>(EventKind::kMemcpy)) {
+    const std::string_view token = CopyKindToken(e.aux);
+    if (token.empty() || NameCarriesCopyKind(name, token)) return 0;
+    f.copy = token;
+  } else {
+    return 0;
+  }
+  buffer.clear();
+  AppendSignature(f, buffer);
+  return strings.Intern(buffer);
+}
 
 int32_t ParseInt(std::string_view text, int32_t fallback) {
   if (text.empty()) return fallback;
@@ -125,6 +155,7 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
 
   // NVTX start/end ranges may end on another thread: pair them by id.
   std::unordered_map<uint64_t, size_t> open_ranges;
+  std::string signature;  // reused by RecordSignature
   trace.events.Reserve(trace.events.size() + t.events.size());
   for (const raw::EventRecord& e : t.events) {
     EventRow row;
@@ -185,6 +216,7 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
         row.thread = e.stream;
         if (row.type == EventType::kMemcpy || row.type == EventType::kMemset) row.bytes = e.value;
         if (e.flags & raw::kFlagInGraph) row.flags |= kEventInGraph;
+        row.signature = RecordSignature(e, trace.strings.Get(row.name), trace.strings, signature);
         break;
       default:
         continue;  // naming, domains and overhead records carry no timeline events

@@ -310,11 +310,7 @@ uint32_t SizeClass(int64_t size) {
 }
 
 // What the trace records of a call's size (shapes, grid, collective size); 0 = nothing.
-StringId EventSignature(const EventTable& ev, uint32_t e) {
-  (void)ev;
-  (void)e;
-  return 0;
-}
+StringId EventSignature(const EventTable& ev, uint32_t e) { return ev.signature[e]; }
 
 // Extracts the instances of every unit.
 std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res, Keys* keys) {

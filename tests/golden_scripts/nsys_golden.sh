@@ -65,6 +65,13 @@ q "$f" "process" 'SELECT pid, name FROM PROCESSES WHERE globalPid = 302119223558
 q "$f" "host" "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'"
 q "$f" "first kernel UTC ns" 'SELECT s.utcEpochNs + k.start FROM TARGET_INFO_SESSION_START_TIME s, (SELECT MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_KERNEL) k'
 
+f=$tmp/cloverleaf.sqlite
+echo "== CloverleafKernelSignatures (docs/signature.md)"
+q "$f" "distinct kernel signatures" "SELECT COUNT(DISTINCT 'grid=' || gridX || ',' || gridY || ',' || gridZ || ' block=' || blockX || ',' || blockY || ',' || blockZ || CASE WHEN staticSharedMemory + dynamicSharedMemory > 0 THEN ' smem=' || (staticSharedMemory + dynamicSharedMemory) ELSE '' END) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+q "$f" "kernels with a NULL dimension" 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE gridX IS NULL OR gridY IS NULL OR gridZ IS NULL OR blockX IS NULL OR blockY IS NULL OR blockZ IS NULL'
+q "$f" "kernels with grid 31,1,1 block 256,1,1 and no shared memory" 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE gridX = 31 AND gridY = 1 AND gridZ = 1 AND blockX = 256 AND blockY = 1 AND blockZ = 1 AND staticSharedMemory + dynamicSharedMemory = 0'
+q "$f" "kernels by shared memory (static + dynamic)" 'SELECT staticSharedMemory + dynamicSharedMemory, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1'
+
 echo "== TruncatedExportDoesNotCrashAndReports (first half of the cloverleaf export)"
 size=$(wc -c < "$tmp/cloverleaf.sqlite")
 head -c $((size / 2)) "$tmp/cloverleaf.sqlite" > "$tmp/cut.sqlite"

@@ -418,6 +418,8 @@ TEST(KinetoRealTest, SmallWindowsMatchOneWindow) {
     ASSERT_EQ(whole.strings.Get(whole.events.name[i]),
               windowed.strings.Get(windowed.events.name[i]));
     ASSERT_EQ(whole.events.correlation[i], windowed.events.correlation[i]);
+    ASSERT_EQ(whole.strings.Get(whole.events.signature[i]),
+              windowed.strings.Get(windowed.events.signature[i]));
   }
   EXPECT_EQ(whole.counters.items(), windowed.counters.items());
 }
@@ -647,6 +649,247 @@ TEST(KinetoSyntheticTest, FuzzLikeInputsNeverCrash) {
   EXPECT_EQ(t.events.size(), 2u);
   EXPECT_EQ(t.events.start_ns[0], 1000 + 1500);
   EXPECT_EQ(t.strings.Get(t.events.name[0]), "a\"b");
+}
+
+// ---------------------------------------------------------------------------------------
+// Signatures (docs/signature.md)
+
+std::string_view SignatureOf(const Trace& t, long row) {
+  return row < 0 ? std::string_view("<no row>") : t.strings.Get(t.events.signature[row]);
+}
+
+// FNV-1a 64 of every row's signature, each followed by '\n', in row order (the same hash
+// tests/golden_scripts/signature_golden.py prints).
+uint64_t SignatureHash(const Trace& t) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&h](char c) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  };
+  for (const StringId id : t.events.signature) {
+    for (const char c : t.strings.Get(id)) add(c);
+    add('\n');
+  }
+  return h;
+}
+
+// Each expected string is written by hand from the grammar.
+TEST(KinetoSignatureTest, HandWrittenArgs) {
+  const Trace& t = ImportText(TraceJson(
+      // Shapes and types of a host op.
+      R"j({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5,)j"
+      R"j("args":{"External id":7,"Input Dims":[[8, 4096], [4096, 4096]],)j"
+      R"j("Input type":["float", "float"]}},)j"
+      "\n"
+      // Keys in another order, whitespace and newlines inside the arrays, an empty type,
+      // a type with a space, a tensor list (depth 3), reserved characters in a type.
+      R"j({"ph":"X","cat":"user_annotation","name":"op2","pid":1,"tid":1,"ts":2,"dur":1,)j"
+      R"j("args":{"Input type":["long int", "", "a,b]"],"Concrete Inputs":["", "3"],)j"
+      R"j("Input Dims":[[],)j"
+      "\n"
+      R"j(  [3], [[1, 2], [3]]]}},)j"
+      "\n"
+      // A kernel: grid and block; registers per thread are not part of it; shared
+      // memory 0 is left out.
+      R"j({"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":3,"dur":1,)j"
+      R"j("args":{"grid":[128, 1, 1],"block":[256, 1, 1],"registers per thread":40,)j"
+      R"j("shared memory":0,"stream":7,"correlation":5}},)j"
+      "\n"
+      // An NCCL kernel: collective first, then geometry and shared memory.
+      R"j({"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce","pid":0,"tid":40,"ts":4,)j"
+      R"j("dur":1,"args":{"shared memory":87568,"grid":[8,1,1],"block":[544,1,1],)j"
+      R"j("Collective name":"allreduce","In msg nelems":1048576,"Out msg nelems":1048576,)j"
+      R"j("Group size":8,"dtype":"Float","Process Group Name":"0"}},)j"
+      "\n"
+      // record_param_comms: Out before In in the input, canonical order in the output.
+      R"j({"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":5,)j"
+      R"j("dur":1,"args":{"Out msg nelems":8192,"Group size":8,"In msg nelems":1024,)j"
+      R"j("dtype":"BFloat16","Collective name":"_allgather_base"}},)j"
+      "\n"
+      // Copies: the name says the kind (nothing added), or does not (copy=).
+      R"j({"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Host -> Device)","pid":0,)j"
+      R"j("tid":7,"ts":6,"dur":1,"args":{"bytes":64,"kind":"HtoD"}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"gpu_memcpy","name":"copy","pid":0,"tid":7,"ts":7,"dur":1,)j"
+      R"j("args":{"bytes":64,"kind":"DtoD"}},)j"
+      "\n"
+      // No signature: a launch call (ROCm writes the geometry on it), a kernel with grid
+      // but no block, a grid that is not three numbers, an op without args, a dtype alone,
+      // a memset.
+      R"j({"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":1,"tid":1,"ts":8,)j"
+      R"j("dur":1,"args":{"grid":[3,1,1],"block":[128,1,1],"shared memory":0}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"kernel","name":"k_noblock","pid":0,"tid":7,"ts":9,"dur":1,)j"
+      R"j("args":{"grid":[3,1,1]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"kernel","name":"k_badgrid","pid":0,"tid":7,"ts":10,"dur":1,)j"
+      R"j("args":{"grid":"grid(100,)","block":[1,1,1]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"noargs","pid":1,"tid":1,"ts":11,"dur":1},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"dtypeonly","pid":1,"tid":1,"ts":12,"dur":1,)j"
+      R"j("args":{"dtype":"Float"}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"gpu_memset","name":"Memset (Device)","pid":0,"tid":7,"ts":13,)j"
+      R"j("dur":1,"args":{"bytes":64}},)j"
+      "\n"
+      // A type list with a non-string entry keeps its dims but no types; a collective
+      // name with a space is escaped.
+      R"j({"ph":"X","cat":"cpu_op","name":"odd","pid":1,"tid":1,"ts":14,"dur":1,)j"
+      R"j("args":{"Input Dims":[[2]],"Input type":["float", 3]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"spaced","pid":1,"tid":1,"ts":15,"dur":1,)j"
+      R"j("args":{"Collective name":"all reduce","Group size":"4"}},)j"
+      "\n"
+      // The same call again: the same id.
+      R"j({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":16,"dur":5,)j"
+      R"j("args":{"External id":8,"Input Dims":[[8,4096],[4096,4096]],)j"
+      R"j("Input type":["float","float"]}})j"));
+  ASSERT_EQ(t.events.signature.size(), t.events.size());
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "aten::mm")),
+            "dims=[[8,4096],[4096,4096]] types=[float,float]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "op2")),
+            "dims=[[],[3],[[1,2],[3]]] types=[long int,,a\\,b\\]]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "gemm")), "grid=128,1,1 block=256,1,1");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "ncclKernel_AllReduce")),
+            "coll=allreduce in=1048576 out=1048576 group=8 dtype=Float grid=8,1,1 "
+            "block=544,1,1 smem=87568");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "record_param_comms")),
+            "coll=_allgather_base in=1024 out=8192 group=8 dtype=BFloat16");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kMemcpy, "Memcpy HtoD (Host -> Device)")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kMemcpy, "copy")), "copy=DtoD");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRuntime, "hipLaunchKernel")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "k_noblock")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "k_badgrid")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "noargs")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "dtypeonly")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kMemset, "Memset (Device)")), "");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "odd")), "dims=[[2]]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "spaced")), "coll=all\\ reduce group=4");
+  // Both aten::mm rows (whitespace differs in the input) share one interned id.
+  std::vector<StringId> mm;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (t.strings.Get(t.events.name[i]) == "aten::mm") mm.push_back(t.events.signature[i]);
+  }
+  ASSERT_EQ(mm.size(), 2u);
+  EXPECT_EQ(mm[0], mm[1]);
+  EXPECT_NE(mm[0], 0u);
+  // Nothing of this is damage.
+  EXPECT_EQ(t.counters.Get("kineto.wrong_type"), 0u);
+}
+
+// "Input type" strings are unescaped from JSON before they are written: \" and \\ stay
+// characters, \u00e9 and a surrogate pair become UTF-8, and a control character (\n)
+// becomes \x0a. The same shapes written with other whitespace give the same id.
+TEST(KinetoSignatureTest, TypeNamesAreUnescaped) {
+  const Trace& t = ImportText(TraceJson(
+      R"j({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1,)j"
+      R"j("args":{"Input type":["caf\u00e9", "a\"b\\c", "\ud83d\ude00", "x\ny", "q\/r"]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":2,"dur":1,)j"
+      R"j("args":{"Input Dims":[[1,2]],"Input type":["float"]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":3,"dur":1,)j"
+      R"j("args":{"Input type":[ "float" ],"Input Dims":[ [ 1 , 2 ] ]}},)j"
+      "\n"
+      R"j({"ph":"X","cat":"cpu_op","name":"d","pid":1,"tid":1,"ts":4,"dur":1,)j"
+      R"j("args":{"Input Dims":[],"Input type":[]}})j"));
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "a")),
+            "types=[caf\xc3\xa9,a\"b\\\\c,\xf0\x9f\x98\x80,x\\x0ay,q/r]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "b")), "dims=[[1,2]] types=[float]");
+  EXPECT_EQ(t.events.signature[FindRow(t, EventType::kRange, "b")],
+            t.events.signature[FindRow(t, EventType::kRange, "c")]);
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "d")), "dims=[] types=[]");
+}
+
+// A window cut and its rollback must not leave a signature behind or shift one.
+TEST(KinetoSignatureTest, WindowsKeepSignaturesAligned) {
+  std::string events;
+  for (int i = 0; i < 300; ++i) {
+    if (i > 0) events += ",\n";
+    events += R"j({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)j" + std::to_string(i) +
+              R"j(,"dur":1,"args":{"grid":[)j" + std::to_string(i % 7 + 1) +
+              R"j(,1,1],"block":[32,1,1],"list":[{"a":1},)" + "\n" + R"(   {"b":2}]}})j";
+  }
+  const std::string json = TraceJson(events);
+  SetKinetoWindowBytesForTesting(256);
+  const Trace& windowed = ImportText(json);
+  SetKinetoWindowBytesForTesting(0);
+  ASSERT_EQ(windowed.events.size(), 300u);
+  for (size_t i = 0; i < 300; ++i) {
+    ASSERT_EQ(SignatureOf(windowed, static_cast<long>(i)),
+              "grid=" + std::to_string(i % 7 + 1) + ",1,1 block=32,1,1")
+        << i;
+  }
+}
+
+// Real traces: every row's signature against the Python computation of the grammar
+// (tests/golden_scripts/signature_golden.py), by a hash over all rows in order and by
+// counts a reader can check.
+TEST(KinetoSignatureRealTest, NcclParserConfigCollectives) {
+  TELLER_REQUIRE_REAL_DATA("hta/nccl_parser_config__nccl_data.json.gz");
+  const Trace& t = ImportOk(kReal + "/hta/nccl_parser_config__nccl_data.json.gz");
+  // derived by: signature_golden.py -> rows 26934, hash 0xe8c78f55e0c7ac52
+  ASSERT_EQ(t.events.size(), 26934u);
+  EXPECT_EQ(SignatureHash(t), 0xe8c78f55e0c7ac52ull);
+  size_t kernels = 0, with = 0, coll = 0;
+  std::set<StringId> distinct, distinct_coll;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.type[i] != EventType::kKernel) continue;
+    ++kernels;
+    const std::string_view sig = t.strings.Get(t.events.signature[i]);
+    if (sig.empty()) continue;
+    ++with;
+    distinct.insert(t.events.signature[i]);
+    if (sig.substr(0, 5) == "coll=") {
+      ++coll;
+      distinct_coll.insert(t.events.signature[i]);
+      // Every collective kernel is an NCCL kernel.
+      EXPECT_EQ(t.strings.Get(t.events.name[i]).substr(0, 10), "ncclKernel");
+    }
+  }
+  // derived by: signature_golden.py -> kernel: rows 2700, with signature 2700, distinct
+  //   signatures 142; with coll=: 21, distinct 7
+  EXPECT_EQ(kernels, 2700u);
+  EXPECT_EQ(with, 2700u);
+  EXPECT_EQ(distinct.size(), 142u);
+  EXPECT_EQ(coll, 21u);
+  EXPECT_EQ(distinct_coll.size(), 7u);
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel,
+                                   "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, "
+                                   "unsigned long, ncclWork*)")),
+            "coll=allreduce in=6637568 out=6637568 group=2 dtype=Float grid=8,1,1 "
+            "block=544,1,1 smem=87568");
+}
+
+TEST(KinetoSignatureRealTest, Resnet50LegacyShapes) {
+  TELLER_REQUIRE_REAL_DATA("kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
+  const Trace& t = ImportOk(kReal + "/kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz");
+  // derived by: signature_golden.py -> rows 57505, hash 0xfa80344d3529f38f; range: rows
+  //   23646, with signature 23622, distinct signatures 501
+  ASSERT_EQ(t.events.size(), 57505u);
+  EXPECT_EQ(SignatureHash(t), 0xfa80344d3529f38full);
+  size_t with = 0;
+  std::set<StringId> distinct;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.type[i] != EventType::kRange || t.events.signature[i] == 0) continue;
+    ++with;
+    distinct.insert(t.events.signature[i]);
+  }
+  EXPECT_EQ(with, 23622u);
+  EXPECT_EQ(distinct.size(), 501u);
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "aten::conv2d")),
+            "dims=[[32,3,224,224],[64,3,7,7],[],[],[],[],[]] "
+            "types=[float,float,,GenericList,GenericList,GenericList,Int]");
+}
+
+TEST(KinetoSignatureRealTest, RocmCopiesNamedByKind) {
+  TELLER_REQUIRE_REAL_DATA("hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  const Trace& t = ImportOk(kReal + "/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  // derived by: signature_golden.py -> rows 114, hash 0x53bf0cf590a97240 (the copies'
+  //   names say HtoD, so they carry no copy= field; 64 ranges have shapes)
+  ASSERT_EQ(t.events.size(), 114u);
+  EXPECT_EQ(SignatureHash(t), 0x53bf0cf590a97240ull);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -542,6 +543,99 @@ TEST_F(NsysImporterTest, MissingRequiredColumnSkipsOnlyThatTable) {
   }
   ASSERT_EQ(trace.processes.size(), 1u);
   EXPECT_EQ(trace.processes[0].pid, 1);
+}
+
+// Kernel signatures (docs/signature.md) from the launch-geometry columns; expected strings
+// written by hand from the grammar.
+TEST_F(NsysImporterTest, KernelSignaturesFromGeometryColumns) {
+  const std::string path = Temp("geometry.sqlite");
+  MakeDb(path,
+         "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);"
+         "INSERT INTO StringIds VALUES (0, 'gemm'), (1, 'nccl');"
+         "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+         "  streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER,"
+         "  registersPerThread INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER,"
+         "  blockX INTEGER, blockY INTEGER, blockZ INTEGER, staticSharedMemory INTEGER,"
+         "  dynamicSharedMemory INTEGER);"
+         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+         "  (10, 20, 0, 7, 1, 16777216, 0, 40, 128, 1, 1, 256, 1, 1, 0, 0),"
+         "  (30, 40, 0, 7, 2, 16777216, 1, 96, 8, 2, 1, 544, 1, 1, 87000, 568),"
+         "  (50, 60, 0, 7, 3, 16777216, 0, 40, 128, 1, 1, 256, 1, 1, 0, NULL),"
+         "  (70, 80, 0, 7, 4, 16777216, 0, 40, NULL, 1, 1, 256, 1, 1, 0, 0),"
+         "  (90, 95, 0, 7, 5, 16777216, 0, 40, 128, 1, 1, -1, 1, 1, 0, 0);"
+         "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER, end INTEGER, deviceId INTEGER,"
+         "  streamId INTEGER, correlationId INTEGER, globalPid INTEGER, bytes INTEGER,"
+         "  copyKind INTEGER);"
+         "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (100, 110, 0, 7, 6, 16777216, 64, 1);");
+  Trace trace;
+  ASSERT_TRUE(ImportNsysSqlite(path, trace).ok());
+  std::map<uint64_t, std::string> by_correlation;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    by_correlation[trace.events.correlation[i]] = trace.strings.Get(trace.events.signature[i]);
+  }
+  ASSERT_EQ(by_correlation.size(), 6u);
+  EXPECT_EQ(by_correlation[1], "grid=128,1,1 block=256,1,1");
+  // static + dynamic shared memory, as Kineto and the collector write it.
+  EXPECT_EQ(by_correlation[2], "grid=8,2,1 block=544,1,1 smem=87568");
+  // The same launch as the first: the same string (and id).
+  EXPECT_EQ(by_correlation[3], "grid=128,1,1 block=256,1,1");
+  // A NULL or negative dimension: no signature.
+  EXPECT_EQ(by_correlation[4], "");
+  EXPECT_EQ(by_correlation[5], "");
+  // Copies: the name already says the kind.
+  EXPECT_EQ(by_correlation[6], "");
+  // Geometry columns are optional: nothing counted as missing.
+  EXPECT_EQ(trace.counters.Get("nsys.missing_column"), 0u);
+}
+
+// An export without geometry columns (older nsys) imports as before, with no signatures.
+TEST_F(NsysImporterTest, KernelTableWithoutGeometryHasNoSignatures) {
+  const std::string path = Temp("no-geometry.sqlite");
+  MakeDb(path,
+         "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);"
+         "INSERT INTO StringIds VALUES (0, 'k');"
+         "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+         "  streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);"
+         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 20, 0, 7, 1, 16777216, 0);");
+  Trace trace;
+  ASSERT_TRUE(ImportNsysSqlite(path, trace).ok());
+  ASSERT_EQ(CountType(trace, EventType::kKernel), 1u);
+  EXPECT_EQ(trace.events.signature[0], 0u);
+  EXPECT_EQ(trace.counters.Get("nsys.missing_column"), 0u);
+}
+
+TEST_F(NsysImporterTest, CloverleafKernelSignatures) {
+  TELLER_REQUIRE_REAL_DATA(kCloverleaf);
+  Trace trace;
+  ASSERT_TRUE(ImportNsysSqlite(*cloverleaf_, trace).ok());
+  std::map<std::string, size_t> counts;
+  size_t kernels = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (trace.events.type[i] != EventType::kKernel) {
+      EXPECT_EQ(trace.events.signature[i], 0u);
+      continue;
+    }
+    ++kernels;
+    ++counts[std::string(trace.strings.Get(trace.events.signature[i]))];
+  }
+  EXPECT_EQ(kernels, 1312u);
+  // derived by: sqlite3 f "SELECT COUNT(DISTINCT 'grid=' || gridX || ',' || gridY || ',' ||
+  //   gridZ || ' block=' || blockX || ',' || blockY || ',' || blockZ || CASE WHEN
+  //   staticSharedMemory + dynamicSharedMemory > 0 THEN ' smem=' || (staticSharedMemory +
+  //   dynamicSharedMemory) ELSE '' END) FROM CUPTI_ACTIVITY_KIND_KERNEL" -> 16 (no NULL
+  //   geometry); signature_golden.py: most common 'grid=31,1,1 block=256,1,1' x484
+  EXPECT_EQ(counts.count(""), 0u);
+  EXPECT_EQ(counts.size(), 16u);
+  EXPECT_EQ(counts["grid=31,1,1 block=256,1,1"], 484u);
+  // derived by: sqlite3 f 'SELECT staticSharedMemory + dynamicSharedMemory, COUNT(*) FROM
+  //   CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1' -> 0|1299, 2048|10, 10240|3
+  size_t smem_2048 = 0, smem_10240 = 0;
+  for (const auto& [sig, n] : counts) {
+    if (sig.size() > 10 && sig.substr(sig.size() - 10) == " smem=2048") smem_2048 += n;
+    if (sig.size() > 11 && sig.substr(sig.size() - 11) == " smem=10240") smem_10240 += n;
+  }
+  EXPECT_EQ(smem_2048, 10u);
+  EXPECT_EQ(smem_10240, 3u);
 }
 
 }  // namespace

@@ -64,6 +64,11 @@ struct EventRow {
   uint32_t stream = 0;
   uint64_t bytes = 0;  // memcpy/memset size; collective message size when known
   uint32_t flags = 0;  // EventFlag bits
+  // What the trace records of the call's size (input shapes, grid/block, collective
+  // size, copy kind) as one canonical string, so that instances that should cost the
+  // same can be told apart from the others of the same name; 0 = nothing recorded.
+  // Grammar: docs/signature.md.
+  StringId signature = 0;
 };
 
 struct EventTable {
@@ -81,6 +86,7 @@ struct EventTable {
   std::vector<uint32_t> stream;
   std::vector<uint64_t> bytes;
   std::vector<uint32_t> flags;
+  std::vector<StringId> signature;
 
   size_t size() const { return type.size(); }
   void Reserve(size_t n);
