@@ -252,14 +252,30 @@ def check_case(unit, files, case, plans, dirpath):
             for g in t.gpu_of_launch(h):
                 if nend[h] != t.end(h) and nts[g] < nend[h] + min(t.ts[g] - t.end(h), 0):
                     fails.append(tag + ": kernel %d starts before its launch %d returned" % (g, h))
+        # GPU work that had completed when a sync call returned must still complete
+        # before it returns (an event sync: the work that completed while it waited).
+        prefix = {}
+        for k, (ends, idx) in t.stream_ends.items():
+            m, acc = None, []
+            for g in idx:
+                m = nend[g] if m is None else max(m, nend[g])
+                acc.append(m)
+            prefix[k] = acc
         for s in t.syncs:
             keys = [t.sync_stream[s]] if t.sync_stream.get(s) else list(t.stream_ends)
             for k in keys:
                 ends, idx = t.stream_ends[k]
                 lo, hi = bisect.bisect_right(ends, t.ts[s]), bisect.bisect_right(ends, t.end(s))
-                for g in idx[lo:hi]:
-                    if nend[g] > nend[s]:
-                        fails.append(tag + ": sync %d returns before the kernel %d it waited for" % (s, g))
+                if "EventSynchronize" in t.name(s):
+                    late = max((nend[g] for g in idx[lo:hi]), default=None)
+                else:
+                    late = prefix[k][hi - 1] if hi else None
+                if late is not None and late > nend[s]:
+                    fails.append(tag + ": sync %d (%s) returns before GPU work it waited for" % (s, t.name(s)))
+                for g in idx[lo:hi]:  # it waited for these: it still returns as long after
+                    if nend[s] - nend[g] < t.end(s) - t.end(g):
+                        fails.append(tag + ": sync %d (%s) returns %d ns sooner after GPU event %d" % (
+                            s, t.name(s), t.end(s) - t.end(g) - nend[s] + nend[g], g))
         case.setdefault("_check", []).append(
             sum(1 for i in t.ts if nts[i] != t.ts[i] or nend[i] != t.end(i)))
     return fails
@@ -367,8 +383,6 @@ def main():
             fut = pool.submit(run_case, a, c, dirpath, orig)
             fut.add_done_callback(release)
             futures.append(fut)
-        for t in unit:
-            t.texts = None
     pool.shutdown(wait=True)
     if a.check:
         by = {}

@@ -85,10 +85,84 @@ def dumps(obj):
     return _FLOAT_OUT.sub(r"\1", json.dumps(obj, ensure_ascii=False))
 
 
-def load_json(path):
+_WS = re.compile(r"[ \t\n\r]*")
+_TS = re.compile(r'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+_DUR = re.compile(r'"dur"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+
+
+def read_text(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
-        return json.loads(f.read(), parse_float=_parse_float)
+        return f.read()
+
+
+def load_json(path):
+    return json.loads(read_text(path), parse_float=_parse_float)
+
+
+def load_with_texts(path):
+    """(top, events, texts): the document, its trace events and each event's source text,
+    so that events the plant does not change are written back byte for byte."""
+    text = read_text(path)
+    dec = json.JSONDecoder(parse_float=_parse_float)
+
+    def ws(i):
+        return _WS.match(text, i).end()
+
+    def array(i):
+        events, texts = [], []
+        i = ws(i + 1)
+        if text[i] == "]":
+            return events, texts, i + 1
+        while True:
+            obj, j = dec.raw_decode(text, i)
+            events.append(obj)
+            texts.append(text[i:j])
+            i = ws(j)
+            if text[i] == "]":
+                return events, texts, i + 1
+            if text[i] != ",":
+                raise ValueError("bad array at %d" % i)
+            i = ws(i + 1)
+
+    i = ws(0)
+    if text[i] == "[":
+        events, texts, _ = array(i)
+        return events, events, texts
+    if text[i] != "{":
+        raise ValueError("not a JSON object")
+    top, events, texts = {}, None, None
+    i = ws(i + 1)
+    while text[i] != "}":
+        key, i = dec.raw_decode(text, i)
+        i = ws(i)
+        if text[i] != ":":
+            raise ValueError("bad object at %d" % i)
+        i = ws(i + 1)
+        if key == "traceEvents" and text[i] == "[" and events is None:
+            events, texts, i = array(i)
+            top[key] = events
+        else:
+            top[key], i = dec.raw_decode(text, i)
+        i = ws(i)
+        if text[i] == ",":
+            i = ws(i + 1)
+    if events is None:
+        raise KeyError("traceEvents")
+    return top, events, texts
+
+
+def _retime(text, ev, field, value):
+    """An event's text with one top-level time field replaced (its text is reused so that
+    everything else stays as written); falls back to re-encoding when ambiguous."""
+    pat = _TS if field == "ts" else _DUR
+    if len(pat.findall(text)) == 1:
+        v = value[len(_FLOAT):] if isinstance(value, str) else str(value)
+        m = pat.search(text)
+        return text[:m.start(1)] + v + text[m.end(1):]
+    e = json.loads(text, parse_float=_parse_float)
+    e[field] = value
+    return dumps(e)
 
 
 def cat_of(e):
@@ -105,8 +179,7 @@ class Trace:
 
     def __init__(self, path):
         self.path = path
-        self.top = load_json(path)
-        self.events = self.top["traceEvents"] if isinstance(self.top, dict) else self.top
+        self.top, self.events, self.texts = load_with_texts(path)
         ev = self.events
         self.rank = None
         if isinstance(self.top, dict) and isinstance(self.top.get("distributedInfo"), dict):
@@ -200,7 +273,6 @@ class Trace:
                 continue
             pairs = sorted((self.ts[i] + self.dur[i], i) for i in lst)
             self.stream_ends[k] = ([p[0] for p in pairs], [p[1] for p in pairs])
-        self.texts = None
         self.flows = {}  # (pid, tid, ts) -> [flow/instant event index]
         for i, e in enumerate(ev):
             if isinstance(e, dict) and e.get("ph") in ("s", "f", "t", "i", "I") and "ts" in e:
@@ -361,54 +433,50 @@ class Trace:
         """Writes the trace with the changed events. Flow and instant events on a host
         thread move with the thread's insertions before them; on a GPU stream, those
         anchored at a moved event's start move with it."""
-        if self.texts is None:
-            self.texts = [dumps(e) for e in self.events]
         texts = list(self.texts)
-        moved_at = {}
+        moved_at = {}  # GPU-side (pid, tid) -> {original start: shift}
         for i in new_ts:
             if self.kind[i] != "host" and new_ts[i] != self.ts[i]:
-                moved_at[(_key_of(self.events[i]), self.ts[i])] = new_ts[i] - self.ts[i]
+                moved_at.setdefault(_key_of(self.events[i]), {})[self.ts[i]] = new_ts[i] - self.ts[i]
         for i in new_ts:
-            e = dict(self.events[i])
-            e["ts"] = ns_to_micros(new_ts[i], self.int_ts[i])
-            e["dur"] = ns_to_micros(new_end[i] - new_ts[i], self.int_dur[i])
-            texts[i] = dumps(e)
+            if new_ts[i] != self.ts[i]:
+                texts[i] = _retime(texts[i], self.events[i], "ts", ns_to_micros(new_ts[i], self.int_ts[i]))
+            if new_end[i] - new_ts[i] != self.dur[i]:
+                texts[i] = _retime(texts[i], self.events[i], "dur",
+                                   ns_to_micros(new_end[i] - new_ts[i], self.int_dur[i]))
         for k, (ts_list, cum) in info["shift"].items():
             for t, j in self.flows.get(k, []):
                 a = bisect.bisect_right(ts_list, t)
                 if a:
                     self._move_point(texts, j, t + cum[a - 1])
-        for k, lst in self.flows.items():
-            for t, j in lst:
-                d = moved_at.get((k, t))
+        for k, at in moved_at.items():
+            for t, j in self.flows.get(k, []):
+                d = at.get(t)
                 if d:
                     self._move_point(texts, j, t + d)
         self._write_texts(path, texts)
 
     def _move_point(self, texts, j, t):
-        e = dict(self.events[j])
-        e["ts"] = ns_to_micros(t, isinstance(self.events[j]["ts"], int))
-        texts[j] = dumps(e)
+        texts[j] = _retime(texts[j], self.events[j], "ts",
+                           ns_to_micros(t, isinstance(self.events[j]["ts"], int)))
 
     def _write_texts(self, path, texts):
-        parts = []
-        if isinstance(self.top, dict):
-            parts.append("{")
-            first = True
-            for k, v in self.top.items():
-                if not first:
-                    parts.append(",\n")
-                first = False
-                parts.append(json.dumps(k) + ":")
-                if k == "traceEvents":
-                    parts.append("[\n" + ",\n".join(texts) + "\n]")
-                else:
-                    parts.append(dumps(v))
-            parts.append("}\n")
-        else:
-            parts.append("[\n" + ",\n".join(texts) + "\n]\n")
         with open(path, "w", encoding="utf-8") as f:
-            f.write("".join(parts))
+            if not isinstance(self.top, dict):
+                f.write("[\n")
+                f.write(",\n".join(texts))
+                f.write("\n]\n")
+                return
+            f.write("{")
+            for n, (k, v) in enumerate(self.top.items()):
+                f.write((",\n" if n else "") + json.dumps(k) + ":")
+                if k == "traceEvents":
+                    f.write("[\n")
+                    f.write(",\n".join(texts))
+                    f.write("\n]")
+                else:
+                    f.write(dumps(v))
+            f.write("}\n")
 
 
 def _hashable(v):
