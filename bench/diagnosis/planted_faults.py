@@ -40,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from planted import cases as C  # noqa: E402
 from planted.score import Report  # noqa: E402
-from planted.trace import Trace, micros_to_ns, load_json, is_comm  # noqa: E402
+from planted.trace import Trace, micros_to_ns, load_with_texts  # noqa: E402
 
 QUICK = ("critical_path__alexnet", "h100__Qwen", "inference__sglang_decode", "param_dlrm_8rank")
 
@@ -95,6 +95,14 @@ def build_case(unit, case, files, dirpath):
             touched.update(t.name(a) for a in [h] + t.ancestors(h))
         for g in list(p.get("min_end", {})) + list(p.get("min_start", {})):
             touched.add(t.name(g))
+        if case["cls"] == "straggler" and fi == case["file"]:
+            names = set()
+            for g in p["dur_extra"]:
+                names.add(t.name(g))
+                h = t.launch_of(g)
+                if h is not None:
+                    names.update(t.name(a) for a in [h] + t.ancestors(h))
+            case["compute_names"] = sorted(names)
     case["touched"] = sorted(touched)
     case["moved_events"] = sum(len(s[0]) for s in solved.values())
     case["sync_longer"] = sum(len(s[2]["sync_add"]) for s in solved.values())
@@ -150,13 +158,18 @@ def diagnose(teller, perturbed, original, js, baseline):
 
 def score_case(case, rep):
     cls = case["cls"]
+    out = {}
     if cls == "straggler":
         hit = rep.straggler_named(case["rank_id"])
+        # Stricter: what is named first is the delayed compute itself (the kernel, its
+        # launch call or an op that encloses it), not just anything on that rank.
+        out["hit_compute"] = hit and rep.in_top(case["compute_names"], 1)
     else:
         hit = rep.in_top(case["accept"])
-    return {"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
-            "abnormal": sum(1 for _ in rep.abnormal_steps()), "top3": rep.top_names(3),
-            "version": 2 if rep.v2 else 1}
+    out.update({"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
+                "abnormal": sum(1 for _ in rep.abnormal_steps()), "top3": rep.top_names(3),
+                "version": 2 if rep.v2 else 1})
+    return out
 
 
 def run_case(a, case, dirpath, orig):
@@ -188,48 +201,59 @@ def check_case(unit, files, case, plans, dirpath):
         t = unit[fi]
         path = os.path.join(dirpath, out_name(files[fi]))
         try:
-            n = Trace(path)
+            _, events, texts = load_with_texts(path)
         except Exception as e:  # noqa: BLE001 - any parse failure is a failed check
             return ["%s: does not parse: %s" % (path, e)]
         tag = "%s[%s]" % (case["id"], os.path.basename(path))
-        if len(n.events) != len(t.events):
+        if len(events) != len(t.events):
             return [tag + ": event count changed"]
-        nts, nend = n.ts, {i: n.end(i) for i in n.ts}
-        for i, (e0, e1) in enumerate(zip(t.events, n.events)):
-            if not isinstance(e0, dict):
-                continue
+        nts, nend = dict(t.ts), {i: t.end(i) for i in t.ts}
+        for i, (e0, e1) in enumerate(zip(t.events, events)):
+            if texts[i] == t.texts[i] or not isinstance(e0, dict):
+                continue  # written as it was read
             a0 = {k: v for k, v in e0.items() if k not in ("ts", "dur")}
             a1 = {k: v for k, v in e1.items() if k not in ("ts", "dur")}
             if a0 != a1:
                 fails.append(tag + ": event %d changed beyond ts/dur" % i)
-            elif e0.get("ph") != "X" and e0.get("ts") != e1.get("ts") and \
-                    e0.get("ph") not in ("s", "f", "t", "i", "I"):
-                fails.append(tag + ": non-X event %d moved" % i)
             elif e0.get("ph") != "X" and e0.get("dur") != e1.get("dur"):
                 fails.append(tag + ": non-X event %d changed dur" % i)
+            elif e0.get("ph") != "X" and e0.get("ph") not in ("s", "f", "t", "i", "I"):
+                fails.append(tag + ": non-X event %d moved" % i)
+            elif i in t.ts:
+                nts[i] = micros_to_ns(e1["ts"])
+                nend[i] = nts[i] + micros_to_ns(e1["dur"])
+        ndur = {i: nend[i] - nts[i] for i in nts}
+        for k, lst in t.flows.items():  # flow ends on a GPU stream stay on their event
+            if k not in t.streams:
+                continue
+            start = {t.ts[g]: g for g in t.streams[k]}
+            for ft, j in lst:
+                g = start.get(ft)
+                if g is not None and micros_to_ns(events[j]["ts"]) != nts[g]:
+                    fails.append(tag + ": flow event %d left its GPU event %d" % (j, g))
         extra = dict(plan.get("dur_extra", {}))
         extra.update(plan.get("host_ins", {}))
         for i, d in extra.items():
-            if n.dur[i] - t.dur[i] != d:
-                fails.append(tag + ": planted event %d got %d ns, planned %d" % (i, n.dur[i] - t.dur[i], d))
-        longer_calls = {i for i in t.syncs if n.dur[i] > t.dur[i]} | set(plan.get("host_ins", {}))
+            if ndur[i] - t.dur[i] != d:
+                fails.append(tag + ": planted event %d got %d ns, planned %d" % (i, ndur[i] - t.dur[i], d))
+        longer_calls = {i for i in t.syncs if ndur[i] > t.dur[i]} | set(plan.get("host_ins", {}))
         by_thread = {}
         for i in longer_calls:
             by_thread.setdefault(t.key[i], []).append(i)
         waiting = set(plan.get("min_end", {}))
         for i in t.ts:
-            if i in extra or n.dur[i] == t.dur[i]:
+            if i in extra or ndur[i] == t.dur[i]:
                 continue
             kd = t.kind[i]
             if kd in ("gpuann", "gsync"):
                 continue
-            if kd == "gpu" and i in waiting and n.dur[i] > t.dur[i]:
+            if kd == "gpu" and i in waiting and ndur[i] > t.dur[i]:
                 continue
-            if kd == "host" and n.dur[i] > t.dur[i] and any(
+            if kd == "host" and ndur[i] > t.dur[i] and any(
                     t.ts[i] <= t.ts[c] and t.end(c) <= t.end(i) for c in by_thread.get(t.key[i], [])):
                 continue  # a longer sync or launch call, or a range that encloses one
             fails.append(tag + ": %s event %d (%s) changed duration by %d ns" % (
-                kd, i, t.name(i)[:60], n.dur[i] - t.dur[i]))
+                kd, i, t.name(i)[:60], ndur[i] - t.dur[i]))
         for k, lst in t.streams.items():
             if k[0] == "ann":
                 continue
@@ -316,6 +340,19 @@ def summarize(rows):
             print("kernel window %-3d: self %.1f%%, baseline %.1f%% of %d" % (
                 w, 100 * sum(r["self"]["hit"] for r in kw) / len(kw),
                 100 * sum(r["baseline"]["hit"] for r in kw) / len(kw), len(kw)))
+    for back in (True, False):
+        kb = [r for r in rows if r["cls"] == "kernel" and r["param"] >= 2 and r["backward"] == back]
+        if kb:
+            print("kernel >= x2, %s families: self %.1f%%, baseline %.1f%% of %d" % (
+                "backward-launched" if back else "other", 100 * sum(r["self"]["hit"] for r in kb) / len(kb),
+                100 * sum(r["baseline"]["hit"] for r in kb) / len(kb), len(kb)))
+    st = [r for r in rows if r["cls"] == "straggler"]
+    if st:
+        print("straggler, its delayed compute named first: self %.1f%%, baseline %.1f%% of %d" % (
+            100 * sum(r["self"].get("hit_compute", False) for r in st) / len(st),
+            100 * sum(r["baseline"].get("hit_compute", False) for r in st) / len(st), len(st)))
+    secs = sum(r[m].get("seconds", 0) for r in rows for m in ("self", "baseline"))
+    print("teller diagnose: %.0f s in all" % secs)
     errors = sum(1 for r in rows for m in ("self", "baseline") if "error" in r[m])
     if errors:
         print("diagnoses without a usable report: %d" % errors)

@@ -127,7 +127,9 @@ def load_with_texts(path):
 
     i = ws(0)
     if text[i] == "[":
-        events, texts, _ = array(i)
+        events, texts, i = array(i)
+        if text[ws(i):]:
+            raise ValueError("data after the document")
         return events, events, texts
     if text[i] != "{":
         raise ValueError("not a JSON object")
@@ -149,6 +151,8 @@ def load_with_texts(path):
             i = ws(i + 1)
     if events is None:
         raise KeyError("traceEvents")
+    if text[ws(i + 1):]:
+        raise ValueError("data after the document")
     return top, events, texts
 
 
