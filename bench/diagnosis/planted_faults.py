@@ -239,7 +239,14 @@ def check_case(unit, files, case, plans, dirpath):
         longer_calls = {i for i in t.syncs if ndur[i] > t.dur[i]} | set(plan.get("host_ins", {}))
         by_thread = {}
         for i in longer_calls:
-            by_thread.setdefault(t.key[i], []).append(i)
+            by_thread.setdefault(t.key[i], []).append((t.ts[i], t.end(i)))
+        for lst in by_thread.values():
+            lst.sort()
+
+        def encloses_longer_call(i):
+            lst = by_thread.get(t.key[i], [])
+            j = bisect.bisect_left(lst, (t.ts[i], -1))
+            return j < len(lst) and lst[j][1] <= t.end(i)
         waiting = set(plan.get("min_end", {}))
         for i in t.ts:
             if i in extra or ndur[i] == t.dur[i]:
@@ -249,8 +256,7 @@ def check_case(unit, files, case, plans, dirpath):
                 continue
             if kd == "gpu" and i in waiting and ndur[i] > t.dur[i]:
                 continue
-            if kd == "host" and ndur[i] > t.dur[i] and any(
-                    t.ts[i] <= t.ts[c] and t.end(c) <= t.end(i) for c in by_thread.get(t.key[i], [])):
+            if kd == "host" and ndur[i] > t.dur[i] and encloses_longer_call(i):
                 continue  # a longer sync or launch call, or a range that encloses one
             fails.append(tag + ": %s event %d (%s) changed duration by %d ns" % (
                 kd, i, t.name(i)[:60], ndur[i] - t.dur[i]))
