@@ -406,6 +406,7 @@ def main():
         print("plant %-69s %s" % (label, ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
         sys.stdout.flush()
         orig = files[0] if len(files) == 1 else os.path.dirname(files[0])
+        fails_before = len(fails)
         for c in cases:
             n_case += 1
             c["id"] = "case%04d" % n_case
@@ -426,6 +427,9 @@ def main():
             fut = pool.submit(run_case, a, c, dirpath, orig)
             fut.add_done_callback(release)
             futures.append(fut)
+        if a.check:
+            print("  checked %d cases, %d failures" % (len(cases), len(fails) - fails_before))
+            sys.stdout.flush()
     pool.shutdown(wait=True)
     if a.check:
         by = {}

@@ -85,7 +85,6 @@ def dumps(obj):
     return _FLOAT_OUT.sub(r"\1", json.dumps(obj, ensure_ascii=False))
 
 
-_WS = re.compile(r"[ \t\n\r]*")
 _TS = re.compile(r'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 _DUR = re.compile(r'"dur"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 
@@ -106,8 +105,12 @@ def load_with_texts(path):
     text = read_text(path)
     dec = json.JSONDecoder(parse_float=_parse_float)
 
+    n = len(text)
+
     def ws(i):
-        return _WS.match(text, i).end()
+        while i < n and text[i] in " \t\n\r":
+            i += 1
+        return i
 
     def array(i):
         events, texts = [], []
@@ -135,7 +138,7 @@ def load_with_texts(path):
         raise ValueError("not a JSON object")
     top, events, texts = {}, None, None
     i = ws(i + 1)
-    while text[i] != "}":
+    while i < n and text[i] != "}":
         key, i = dec.raw_decode(text, i)
         i = ws(i)
         if text[i] != ":":
