@@ -1,0 +1,202 @@
+"""The planted cases: which events get which extra time, chosen with a seeded generator.
+
+A case is a dict: cls (kernel | launch | straggler | copy), param (factor or extra us),
+window, family, the file it is planted in and, per planted file, the plan handed to
+`Trace.solve`: dur_extra / host_ins / min_start / min_end.
+"""
+import re
+
+from .trace import is_comm
+
+KERNEL_FACTORS = (1.3, 1.5, 2.0, 4.0)
+KERNEL_WINDOWS = (3, 10, 30)
+KERNEL_FAMILIES = 3
+MIN_FAMILY = 6  # a family with fewer instances has no peers to speak of
+LAUNCH_US = (20, 100)
+LAUNCH_FAMILIES = 2
+LAUNCH_WINDOW = 10
+STRAGGLER_US = (200, 1000)
+STRAGGLER_COLLECTIVES = 3
+COPY_FACTORS = (2.0, 4.0)
+COPY_WINDOWS = (3, 10)
+COPY_KIND = re.compile(r"HtoD|DtoH|DtoD")
+BACKWARD = re.compile(r"autograd::engine|Backward", re.I)
+
+
+def kernel_families(t):
+    fams = {}
+    for k, lst in t.streams.items():
+        if k[0] == "ann":
+            continue
+        for g in lst:
+            if t.events[g].get("cat", "").lower() == "kernel":
+                fams.setdefault(t.name(g), []).append(g)
+    for lst in fams.values():
+        lst.sort(key=lambda g: (t.ts[g], g))
+    return fams
+
+
+def is_backward(t, g):
+    h = t.launch_of(g)
+    if h is None:
+        return False
+    return any(BACKWARD.search(t.name(a)) for a in t.ancestors(h))
+
+
+def eligible(t):
+    """None when kernel cases can be planted in t, else why not."""
+    fams = kernel_families(t)
+    if not fams:
+        return "no GPU kernels"
+    best = max(len(v) for v in fams.values())
+    if not any(len(v) > min(KERNEL_WINDOWS) and len(v) >= MIN_FAMILY and not is_comm(n)
+               for n, v in fams.items()):
+        return "no compute kernel family with %d+ instances (largest: %d)" % (MIN_FAMILY, best)
+    return None
+
+
+def kernel_cases(t, rng, families=KERNEL_FAMILIES):
+    fams = kernel_families(t)
+    cand = sorted(n for n, v in fams.items()
+                  if not is_comm(n) and len(v) > min(KERNEL_WINDOWS) and len(v) >= MIN_FAMILY)
+    back = [n for n in cand if 2 * sum(is_backward(t, g) for g in fams[n]) >= len(fams[n])]
+    picks = []
+    if back:
+        picks.append(rng.choice(back))
+    rest = [n for n in cand if n not in picks]
+    picks += rng.sample(rest, min(families - len(picks), len(rest)))
+    out = []
+    for n in picks:
+        inst = fams[n]
+        for w in KERNEL_WINDOWS:
+            if len(inst) <= w:
+                continue
+            start = rng.randrange(0, len(inst) - w + 1)
+            win = inst[start:start + w]
+            for f in KERNEL_FACTORS:
+                extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
+                if sum(extra.values()) <= 0:
+                    continue
+                out.append({"cls": "kernel", "param": f, "window": w, "family": n,
+                            "backward": n in back, "instances": len(inst), "first": start,
+                            "plan": {"dur_extra": extra}, "accept": [n]})
+    return out
+
+
+def launch_cases(t, rng, families=LAUNCH_FAMILIES):
+    """+20/+100 us on each launch call under one cpu_op family (the innermost cpu_op
+    enclosing the call): all its instances, and a window of 10 consecutive ones."""
+    ops = {}
+    for h in t.launches:
+        if not t.gpu_of_launch(h):
+            continue
+        for a in t.ancestors(h):
+            if t.events[a].get("cat", "").lower() in ("cpu_op", "operator"):
+                ops.setdefault(t.name(a), {}).setdefault(a, []).append(h)
+                break
+    cand = sorted(ops)
+    picks = rng.sample(cand, min(families, len(cand)))
+    out = []
+    for n in picks:
+        inst = sorted(ops[n], key=lambda a: t.ts[a])
+        variants = [("all", inst)]
+        if len(inst) > LAUNCH_WINDOW:
+            s = rng.randrange(0, len(inst) - LAUNCH_WINDOW + 1)
+            variants.append(("window%d" % LAUNCH_WINDOW, inst[s:s + LAUNCH_WINDOW]))
+        for label, chosen in variants:
+            calls = [h for a in chosen for h in ops[n][a]]
+            apis = sorted({t.name(h) for h in calls})
+            for us in LAUNCH_US:
+                out.append({"cls": "launch", "param": us, "window": label, "family": n,
+                            "instances": len(inst), "launch_calls": len(calls),
+                            "plan": {"host_ins": {h: us * 1000 for h in calls}},
+                            "accept": [n] + apis})
+    return out
+
+
+def copy_cases(t, rng):
+    fams = {}
+    for k, lst in t.streams.items():
+        if k[0] == "ann":
+            continue
+        for g in lst:
+            if t.events[g].get("cat", "").lower() in ("gpu_memcpy", "memcpy") and \
+                    COPY_KIND.search(t.name(g)):
+                b = (t.events[g].get("args") or {}).get("bytes")
+                fams.setdefault((t.name(g), b), []).append(g)
+    cand = sorted((k for k, v in fams.items() if len(v) > min(COPY_WINDOWS)),
+                  key=lambda k: (k[0], str(k[1])))
+    if not cand:
+        return []
+    n = rng.choice(cand)
+    inst = sorted(fams[n], key=lambda g: t.ts[g])
+    out = []
+    for w in COPY_WINDOWS:
+        if len(inst) <= w:
+            continue
+        s = rng.randrange(0, len(inst) - w + 1)
+        win = inst[s:s + w]
+        for f in COPY_FACTORS:
+            extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
+            if sum(extra.values()) <= 0:
+                continue
+            out.append({"cls": "copy", "param": f, "window": w, "family": n[0], "bytes": n[1],
+                        "instances": len(inst), "plan": {"dur_extra": extra}, "accept": [n[0]]})
+    return out
+
+
+def comm_kernels(t):
+    """Comm kernels of a rank keyed (name, ordinal among that rank's kernels of the name)."""
+    out, seen = {}, {}
+    fams = kernel_families(t)
+    allk = sorted((g for n, v in fams.items() if is_comm(n) for g in v), key=lambda g: t.ts[g])
+    for g in allk:
+        n = t.name(g)
+        out[(n, seen.get(n, 0))] = g
+        seen[n] = seen.get(n, 0) + 1
+    return out
+
+
+def straggler_cases(ranks, rng, ranks_tried=None, collectives=STRAGGLER_COLLECTIVES):
+    """ranks: [Trace] in rank order. One rank's compute before a collective gets
+    +200/+1000 us; the other ranks' matching collective kernels wait for it."""
+    comms = [comm_kernels(t) for t in ranks]
+    common = sorted(set.intersection(*(set(c) for c in comms)))
+    chosen = rng.sample(common, min(collectives, len(common)))
+    out = []
+    for r in (ranks_tried if ranks_tried is not None else range(len(ranks))):
+        t = ranks[r]
+        for ck in chosen:
+            c = comms[r][ck]
+            k = t.key[c]
+            comp = None
+            for g in t.streams[k]:
+                if t.end(g) <= t.ts[c] and not is_comm(t.name(g)) and \
+                        t.events[g].get("cat", "").lower() == "kernel":
+                    comp = g
+            same_stream = comp is not None
+            if comp is None:
+                best = None
+                for kk, lst in t.streams.items():
+                    if kk[0] == "ann":
+                        continue
+                    for g in lst:
+                        if t.events[g].get("cat", "").lower() == "kernel" and \
+                                not is_comm(t.name(g)) and t.end(g) <= t.ts[c]:
+                            if best is None or t.end(g) > t.end(best):
+                                best = g
+                comp = best
+            if comp is None:
+                continue
+            for us in STRAGGLER_US:
+                plan = {"dur_extra": {comp: us * 1000}}
+                if not same_stream:
+                    # The collective was enqueued behind the compute (an event wait on
+                    # its stream): it starts that much later.
+                    plan["min_start"] = {c: t.ts[c] + us * 1000}
+                out.append({"cls": "straggler", "param": us, "window": "-", "rank": r,
+                            "rank_id": t.rank if t.rank is not None else r,
+                            "family": t.name(comp), "collective": ck[0], "ordinal": ck[1],
+                            "same_stream": same_stream, "plan": plan, "coll": c,
+                            "coll_by_rank": [cm[ck] for cm in comms], "accept": [t.name(comp)]})
+    return out

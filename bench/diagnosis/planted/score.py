@@ -1,0 +1,77 @@
+"""Scoring a `teller diagnose --json` report against the plant (JSON version 1 and 2)."""
+import json
+import re
+
+from .trace import is_comm
+
+
+def _norm(name):
+    # Version 1 writes host-range names with digits replaced by '#'.
+    return re.sub(r"#+", "#", re.sub(r"\d", "#", name))
+
+
+class Report:
+    def __init__(self, path):
+        with open(path, encoding="utf-8") as f:
+            self.d = json.load(f)
+        self.v2 = self.d.get("version") == 2
+        self.top = [t for t in self.d.get("top_operators", []) if isinstance(t, dict)]
+
+    def same(self, entry_name, layer, planted):
+        if entry_name == planted:
+            return True
+        # v1 keeps kernel names exact and digit-normalizes host ranges.
+        return not self.v2 and layer != "GPU" and _norm(entry_name) == _norm(planted)
+
+    def in_top(self, names, k=3):
+        for t in self.top[:k]:
+            for n in names:
+                if self.same(t.get("name", ""), t.get("layer"), n):
+                    return True
+        return False
+
+    def top_names(self, k=3):
+        return [t.get("name", "") for t in self.top[:k]]
+
+    def abnormal_steps(self):
+        return [s for s in self.d.get("steps", []) if s.get("abnormal")]
+
+    def root_evidence(self):
+        for s in self.abnormal_steps():
+            for e in s.get("evidence", []):
+                if not self.v2 or e.get("role", "root") == "root":
+                    yield e
+
+    def names_untouched(self, touched):
+        """True when a root evidence entry of an abnormal step names a family the plant did
+        not touch."""
+        norm = {_norm(n) for n in touched}
+        for e in self.root_evidence():
+            n = e.get("name", "")
+            if n in touched:
+                continue
+            if not self.v2 and e.get("layer") != "GPU" and _norm(n) in norm:
+                continue
+            return True
+        return False
+
+    def straggler_named(self, rank):
+        """top_operators[0] is on the straggler rank and is not a comm kernel."""
+        if not self.top:
+            return False
+        t0 = self.top[0]
+        if is_comm(t0.get("name", "")):
+            return False
+        if self.v2:
+            if t0.get("ranks") == [rank]:
+                return True
+            st = self.d.get("stragglers") or []
+            return bool(st) and st[0].get("rank") == rank
+        # v1 top operators carry no rank: take the rank of that operator's first evidence
+        # entry in the highest-scored abnormal step that names it.
+        steps = sorted(self.abnormal_steps(), key=lambda s: -float(s.get("score") or 0))
+        for s in steps:
+            for e in s.get("evidence", []):
+                if self.same(e.get("name", ""), e.get("layer"), t0.get("name", "")):
+                    return e.get("rank") == rank
+        return False

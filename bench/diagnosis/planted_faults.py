@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""Planted faults in real traces: an independent check of `teller diagnose`.
+
+Plants faults into the real Kineto traces of ../shared/data/real by editing the trace JSON
+itself (its own timing model, planted/trace.py; nothing of `teller inject`), writes each
+perturbed trace to a temporary folder and runs
+    teller diagnose PERTURBED --json F                      (self-fit)
+    teller diagnose PERTURBED --baseline ORIGINAL --json F  (baseline)
+then scores the reports. Cases (seeded, --seed):
+  kernel     x1.3/1.5/2/4 on windows of 3, 10, 30 consecutive instances of one kernel
+             family (3 families per trace, one launched from a backward pass if any)
+  launch     +20/+100 us on each launch call under one cpu_op family (all, or 10)
+  straggler  param_dlrm_8rank: +200/+1000 us of one rank's compute before a collective;
+             the other ranks' collective kernels wait for it
+  copy       x2/x4 on 3 and 10 consecutive copies of one kind and size
+Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
+launching cpu_op or the launch API in the top 3; straggler: top_operators[0] on the
+straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
+step names a family the plant did not touch.
+
+usage: bench/diagnosis/planted_faults.py [--teller build/bin/teller] [--data ../shared/data/real]
+          [--seed 1] [-j 2] [--quick] [--check] [--out FILE] [--keep DIR] [--only SUBSTR]
+--check verifies the perturbed traces (streams serial, exact planted time, no other
+duration change but the waiting/enclosing events) without running teller.
+Exits 0 (a benchmark, not a test); --check exits 1 when a perturbation is wrong.
+"""
+import argparse
+import bisect
+import concurrent.futures
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from planted import cases as C  # noqa: E402
+from planted.score import Report  # noqa: E402
+from planted.trace import Trace, micros_to_ns, load_with_texts  # noqa: E402
+
+QUICK = ("critical_path__alexnet", "h100__Qwen", "inference__sglang_decode", "param_dlrm_8rank")
+
+
+def discover(data, only):
+    out = []
+    for sub in ("hta", "kineto", "tracelens"):
+        d = os.path.join(data, sub)
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".json") or f.endswith(".json.gz"):
+                out.append((sub + "/" + f, [os.path.join(d, f)]))
+    d = os.path.join(data, "param_dlrm_8rank")
+    if os.path.isdir(d):
+        out.append(("param_dlrm_8rank/", sorted(os.path.join(d, f) for f in os.listdir(d)
+                                               if ".json" in f)))
+    return [o for o in out if not only or any(s in o[0] for s in only)]
+
+
+def out_name(path):
+    b = os.path.basename(path)
+    return b[:-3] if b.endswith(".gz") else b
+
+
+def build_case(unit, case, files, dirpath):
+    """Solves and writes one case; returns what the scoring and the check need."""
+    os.makedirs(dirpath)
+    plans = case.pop("plans")
+    solved = {}
+    for fi, t in enumerate(unit):
+        dst = os.path.join(dirpath, out_name(files[fi]))
+        if fi in plans:
+            nts, nend, info = t.solve(**plans[fi])
+            t.write(dst, nts, nend, info)
+            solved[fi] = (nts, nend, info)
+        elif len(unit) > 1:
+            shutil.copyfile(files[fi], os.path.join(dirpath, os.path.basename(files[fi])))
+    touched = set()
+    for fi, (nts, nend, info) in solved.items():
+        t = unit[fi]
+        for i in nts:
+            if nend[i] - nts[i] != t.dur[i]:
+                touched.add(t.name(i))
+        p = plans[fi]
+        for g in p.get("dur_extra", {}):
+            touched.add(t.name(g))
+            h = t.launch_of(g)
+            if h is not None:
+                touched.update(t.name(a) for a in [h] + t.ancestors(h))
+        for h in p.get("host_ins", {}):
+            touched.update(t.name(a) for a in [h] + t.ancestors(h))
+        for g in list(p.get("min_end", {})) + list(p.get("min_start", {})):
+            touched.add(t.name(g))
+        if case["cls"] == "straggler" and fi == case["file"]:
+            names = set()
+            for g in p["dur_extra"]:
+                names.add(t.name(g))
+                h = t.launch_of(g)
+                if h is not None:
+                    names.update(t.name(a) for a in [h] + t.ancestors(h))
+            case["compute_names"] = sorted(names)
+    case["touched"] = sorted(touched)
+    case["moved_events"] = sum(len(s[0]) for s in solved.values())
+    case["sync_longer"] = sum(len(s[2]["sync_add"]) for s in solved.values())
+    return plans, solved
+
+
+def gen_cases(label, files, rng, quick):
+    """Yields (unit, case-with-plans) for one trace unit, or a skip reason."""
+    unit = [Trace(f) for f in files]
+    reasons = [C.eligible(t) for t in unit]
+    if all(reasons):
+        return unit, [], reasons[0]
+    ok = [i for i, r in enumerate(reasons) if r is None]
+    fi = rng.choice(ok)
+    t = unit[fi]
+    fams = 1 if quick else C.KERNEL_FAMILIES
+    out = []
+    for c in C.kernel_cases(t, rng, fams) + C.launch_cases(t, rng, 1 if quick else C.LAUNCH_FAMILIES) + \
+            C.copy_cases(t, rng):
+        c["plans"] = {fi: c.pop("plan")}
+        c["file"] = fi
+        out.append(c)
+    if len(unit) > 1:
+        order = sorted(range(len(unit)), key=lambda i: unit[i].rank if unit[i].rank is not None else i)
+        ranks = [unit[i] for i in order]
+        tried = [0, 5] if quick else None
+        for c in C.straggler_cases(ranks, rng, tried, 1 if quick else C.STRAGGLER_COLLECTIVES):
+            r = c["rank"]
+            plan = c.pop("plan")
+            fi_r = order[r]
+            nts, nend, _ = unit[fi_r].solve(**plan)
+            cidx = c.pop("coll")
+            delta = nend.get(cidx, unit[fi_r].end(cidx)) - unit[fi_r].end(cidx)
+            if delta <= 0:
+                continue
+            plans = {fi_r: plan}
+            for q, g in enumerate(c.pop("coll_by_rank")):
+                if q != r:
+                    plans[order[q]] = {"min_end": {g: ranks[q].end(g) + delta}}
+            c["plans"], c["file"], c["wait_us"] = plans, fi_r, delta / 1000
+            out.append(c)
+    return unit, out, None
+
+
+def diagnose(teller, perturbed, original, js, baseline):
+    cmd = [teller, "diagnose", perturbed, "--json", js]
+    if baseline:
+        cmd += ["--baseline", original]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p, time.monotonic() - t0
+
+
+def score_case(case, rep):
+    cls = case["cls"]
+    out = {}
+    if cls == "straggler":
+        hit = rep.straggler_named(case["rank_id"])
+        # Stricter: what is named first is the delayed compute itself (the kernel, its
+        # launch call or an op that encloses it), not just anything on that rank.
+        out["hit_compute"] = hit and rep.in_top(case["compute_names"], 1)
+    else:
+        hit = rep.in_top(case["accept"])
+    out.update({"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
+                "abnormal": sum(1 for _ in rep.abnormal_steps()), "top3": rep.top_names(3),
+                "version": 2 if rep.v2 else 1})
+    return out
+
+
+def run_case(a, case, dirpath, orig):
+    target = dirpath if case["_multi"] else os.path.join(dirpath, os.listdir(dirpath)[0])
+    for mode in ("self", "baseline"):
+        js = os.path.join(dirpath + ".%s.json" % mode)
+        p, dt = diagnose(a.teller, target, orig, js, mode == "baseline")
+        if os.path.exists(js):
+            try:
+                r = score_case(case, Report(js))
+            except (ValueError, KeyError) as e:
+                r = {"hit": False, "untouched": False, "error": "bad report: %s" % e}
+            os.remove(js)
+        else:
+            r = {"hit": False, "untouched": False,
+                 "error": "no report (exit %d): %s" % (p.returncode, p.stderr.strip()[-200:])}
+        r["seconds"] = round(dt, 3)
+        case[mode] = r
+    if not a.keep:
+        shutil.rmtree(dirpath, ignore_errors=True)
+    return case
+
+
+# ---------------------------------------------------------------------- --check
+def check_case(unit, files, case, plans, dirpath):
+    """Re-reads the written files and checks the perturbation; returns failure strings."""
+    fails = []
+    for fi, plan in plans.items():
+        t = unit[fi]
+        path = os.path.join(dirpath, out_name(files[fi]))
+        try:
+            _, events, texts = load_with_texts(path)
+        except Exception as e:  # noqa: BLE001 - any parse failure is a failed check
+            return ["%s: does not parse: %s" % (path, e)]
+        tag = "%s[%s]" % (case["id"], os.path.basename(path))
+        if len(events) != len(t.events):
+            return [tag + ": event count changed"]
+        nts, nend = dict(t.ts), {i: t.end(i) for i in t.ts}
+        for i, (e0, e1) in enumerate(zip(t.events, events)):
+            if texts[i] == t.texts[i] or not isinstance(e0, dict):
+                continue  # written as it was read
+            a0 = {k: v for k, v in e0.items() if k not in ("ts", "dur")}
+            a1 = {k: v for k, v in e1.items() if k not in ("ts", "dur")}
+            if a0 != a1:
+                fails.append(tag + ": event %d changed beyond ts/dur" % i)
+            elif e0.get("ph") != "X" and e0.get("dur") != e1.get("dur"):
+                fails.append(tag + ": non-X event %d changed dur" % i)
+            elif e0.get("ph") != "X" and e0.get("ph") not in ("s", "f", "t", "i", "I"):
+                fails.append(tag + ": non-X event %d moved" % i)
+            elif i in t.ts:
+                nts[i] = micros_to_ns(e1["ts"])
+                nend[i] = nts[i] + micros_to_ns(e1["dur"])
+        ndur = {i: nend[i] - nts[i] for i in nts}
+        for k, lst in t.flows.items():  # flow ends on a GPU stream stay on their event
+            if k not in t.streams:
+                continue
+            start = {t.ts[g]: g for g in t.streams[k]}
+            for ft, j in lst:
+                g = start.get(ft)
+                if g is not None and micros_to_ns(events[j]["ts"]) != nts[g]:
+                    fails.append(tag + ": flow event %d left its GPU event %d" % (j, g))
+        extra = dict(plan.get("dur_extra", {}))
+        extra.update(plan.get("host_ins", {}))
+        for i, d in extra.items():
+            if ndur[i] - t.dur[i] != d:
+                fails.append(tag + ": planted event %d got %d ns, planned %d" % (i, ndur[i] - t.dur[i], d))
+        longer_calls = {i for i in t.syncs if ndur[i] > t.dur[i]} | set(plan.get("host_ins", {}))
+        by_thread = {}
+        for i in longer_calls:
+            by_thread.setdefault(t.key[i], []).append((t.ts[i], t.end(i)))
+        for lst in by_thread.values():
+            lst.sort()
+
+        def encloses_longer_call(i):
+            lst = by_thread.get(t.key[i], [])
+            j = bisect.bisect_left(lst, (t.ts[i], -1))
+            return j < len(lst) and lst[j][1] <= t.end(i)
+        waiting = set(plan.get("min_end", {}))
+        for i in t.ts:
+            if i in extra or ndur[i] == t.dur[i]:
+                continue
+            kd = t.kind[i]
+            if kd in ("gpuann", "gsync"):
+                continue
+            if kd == "gpu" and i in waiting and ndur[i] > t.dur[i]:
+                continue
+            if kd == "host" and ndur[i] > t.dur[i] and encloses_longer_call(i):
+                continue  # a longer sync or launch call, or a range that encloses one
+            fails.append(tag + ": %s event %d (%s) changed duration by %d ns" % (
+                kd, i, t.name(i)[:60], ndur[i] - t.dur[i]))
+        for k, lst in t.streams.items():
+            if k[0] == "ann":
+                continue
+            prev = None
+            run0 = run1 = None
+            for g in lst:
+                if prev is not None:
+                    if nts[g] < nts[prev]:
+                        fails.append(tag + ": stream %s reordered at %d" % (k, g))
+                    if max(0, run1 - nts[g]) > max(0, run0 - t.ts[g]):
+                        fails.append(tag + ": stream %s: event %d overlaps (%d ns > %d ns)" % (
+                            k, g, run1 - nts[g], max(0, run0 - t.ts[g])))
+                run0 = t.end(g) if run0 is None else max(run0, t.end(g))
+                run1 = nend[g] if run1 is None else max(run1, nend[g])
+                prev = g
+        for c, p in t.parent.items():
+            if not (nts[p] <= nts[c] and nend[c] <= nend[p]):
+                fails.append(tag + ": event %d no longer inside its parent %d" % (c, p))
+        for h in t.launches:
+            for g in t.gpu_of_launch(h):
+                if nend[h] != t.end(h) and nts[g] < nend[h] + min(t.ts[g] - t.end(h), 0):
+                    fails.append(tag + ": kernel %d starts before its launch %d returned" % (g, h))
+        # GPU work that had completed when a sync call returned must still complete
+        # before it returns (an event sync: the work that completed while it waited).
+        prefix = {}
+        for k, (ends, idx) in t.stream_ends.items():
+            m, acc = None, []
+            for g in idx:
+                m = nend[g] if m is None else max(m, nend[g])
+                acc.append(m)
+            prefix[k] = acc
+        for s in t.syncs:
+            keys = [t.sync_stream[s]] if t.sync_stream.get(s) else list(t.stream_ends)
+            for k in keys:
+                ends, idx = t.stream_ends[k]
+                lo, hi = bisect.bisect_right(ends, t.ts[s]), bisect.bisect_right(ends, t.end(s))
+                if "EventSynchronize" in t.name(s):
+                    late = max((nend[g] for g in idx[lo:hi]), default=None)
+                else:
+                    late = prefix[k][hi - 1] if hi else None
+                if late is not None and late > nend[s]:
+                    fails.append(tag + ": sync %d (%s) returns before GPU work it waited for" % (s, t.name(s)))
+                for g in idx[lo:hi]:  # it waited for these: it still returns as long after
+                    if nend[s] - nend[g] < t.end(s) - t.end(g):
+                        fails.append(tag + ": sync %d (%s) returns %d ns sooner after GPU event %d" % (
+                            s, t.name(s), t.end(s) - t.end(g) - nend[s] + nend[g], g))
+        case.setdefault("_check", []).append(
+            sum(1 for i in t.ts if nts[i] != t.ts[i] or nend[i] != t.end(i)))
+    return fails
+
+
+# ---------------------------------------------------------------------- main
+def summarize(rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["cls"], r["param"]), []).append(r)
+    print("\n%-10s %-8s %5s  %-20s %-20s" % ("class", "param", "cases", "found (self / base)",
+                                              "untouched (self / base)"))
+    tot = {}
+    for (cls, param), lst in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        n = len(lst)
+        f = [sum(r[m]["hit"] for r in lst) for m in ("self", "baseline")]
+        u = [sum(r[m]["untouched"] for r in lst) for m in ("self", "baseline")]
+        unit = "x" if cls in ("kernel", "copy") else "+us "
+        print("%-10s %-8s %5d  %5.1f%% / %5.1f%%     %5.1f%% / %5.1f%%" % (
+            cls, "%s%g" % (unit, param), n, 100 * f[0] / n, 100 * f[1] / n, 100 * u[0] / n, 100 * u[1] / n))
+        t = tot.setdefault(cls, [0, 0, 0, 0, 0])
+        t[0] += n
+        for j in range(2):
+            t[1 + j] += f[j]
+            t[3 + j] += u[j]
+    n = sum(t[0] for t in tot.values())
+    if n:
+        uu = [sum(t[3 + j] for t in tot.values()) for j in range(2)]
+        print("%-10s %-8s %5d  %-20s %5.1f%% / %5.1f%%" % ("all", "", n, "", 100 * uu[0] / n, 100 * uu[1] / n))
+    k2 = [r for r in rows if r["cls"] == "kernel" and r["param"] >= 2]
+    if k2:
+        print("kernel >= x2: self %.1f%%, baseline %.1f%% of %d" % (
+            100 * sum(r["self"]["hit"] for r in k2) / len(k2),
+            100 * sum(r["baseline"]["hit"] for r in k2) / len(k2), len(k2)))
+    for w in C.KERNEL_WINDOWS:
+        kw = [r for r in rows if r["cls"] == "kernel" and r["window"] == w]
+        if kw:
+            print("kernel window %-3d: self %.1f%%, baseline %.1f%% of %d" % (
+                w, 100 * sum(r["self"]["hit"] for r in kw) / len(kw),
+                100 * sum(r["baseline"]["hit"] for r in kw) / len(kw), len(kw)))
+    for back in (True, False):
+        kb = [r for r in rows if r["cls"] == "kernel" and r["param"] >= 2 and r["backward"] == back]
+        if kb:
+            print("kernel >= x2, %s families: self %.1f%%, baseline %.1f%% of %d" % (
+                "backward-launched" if back else "other", 100 * sum(r["self"]["hit"] for r in kb) / len(kb),
+                100 * sum(r["baseline"]["hit"] for r in kb) / len(kb), len(kb)))
+    st = [r for r in rows if r["cls"] == "straggler"]
+    if st:
+        print("straggler, its delayed compute named first: self %.1f%%, baseline %.1f%% of %d" % (
+            100 * sum(r["self"].get("hit_compute", False) for r in st) / len(st),
+            100 * sum(r["baseline"].get("hit_compute", False) for r in st) / len(st), len(st)))
+    secs = sum(r[m].get("seconds", 0) for r in rows for m in ("self", "baseline"))
+    print("teller diagnose: %.0f s in all" % secs)
+    errors = sum(1 for r in rows for m in ("self", "baseline") if "error" in r[m])
+    if errors:
+        print("diagnoses without a usable report: %d" % errors)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--teller", default="build/bin/teller")
+    ap.add_argument("--data", default="../shared/data/real")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="a small subset of traces and cases")
+    ap.add_argument("--check", action="store_true", help="verify the perturbations, run no teller")
+    ap.add_argument("--out", help="per-case rows as JSON")
+    ap.add_argument("--keep", help="keep the perturbed traces under this folder")
+    ap.add_argument("--only", action="append", help="traces whose name contains this")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    if not a.check and not os.access(a.teller, os.X_OK):
+        sys.exit("no teller binary at %s (--teller)" % a.teller)
+    tmp = a.keep or tempfile.mkdtemp(prefix="teller-planted-")
+    os.makedirs(tmp, exist_ok=True)
+    t_start = time.monotonic()
+    units = discover(a.data, a.only or (QUICK if a.quick else None))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.j))
+    slots = threading.Semaphore(2 * max(1, a.j))  # bounds the perturbed traces on disk
+    futures, rows, n_case, fails, checked = [], [], 0, [], 0
+
+    def release(_):
+        slots.release()
+
+    for label, files in units:
+        rng = random.Random("%d:%s" % (a.seed, label))
+        try:
+            unit, cases, skip = gen_cases(label, files, rng, a.quick)
+        except (ValueError, KeyError, TypeError) as e:
+            print("skip %-70s %s" % (label, "not a Kineto timeline (%s)" % e.__class__.__name__))
+            continue
+        if skip:
+            print("skip %-70s %s" % (label, skip))
+            continue
+        counts = {}
+        for c in cases:
+            counts[c["cls"]] = counts.get(c["cls"], 0) + 1
+        print("plant %-69s %s" % (label, ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+        sys.stdout.flush()
+        orig = files[0] if len(files) == 1 else os.path.dirname(files[0])
+        fails_before = len(fails)
+        for c in cases:
+            n_case += 1
+            c["id"] = "case%04d" % n_case
+            c["trace"] = label
+            c["_multi"] = len(files) > 1
+            dirpath = os.path.join(tmp, c["id"])
+            if a.check:
+                plans, _ = build_case(unit, c, files, dirpath)
+                f = check_case(unit, files, c, plans, dirpath)
+                checked += 1
+                fails += f
+                if not a.keep:
+                    shutil.rmtree(dirpath, ignore_errors=True)
+                rows.append(c)
+                continue
+            slots.acquire()
+            build_case(unit, c, files, dirpath)
+            fut = pool.submit(run_case, a, c, dirpath, orig)
+            fut.add_done_callback(release)
+            futures.append(fut)
+        if a.check:
+            print("  checked %d cases, %d failures" % (len(cases), len(fails) - fails_before))
+            sys.stdout.flush()
+    pool.shutdown(wait=True)
+    if a.check:
+        by = {}
+        for c in rows:
+            by[c["cls"]] = by.get(c["cls"], 0) + 1
+        moved = sum(c["moved_events"] for c in rows)
+        syncs = sum(c["sync_longer"] for c in rows)
+        print("\ncheck: %d perturbed traces (%s); %d events moved or lengthened, %d sync calls "
+              "made longer; %d failures" % (checked, ", ".join("%s %d" % kv for kv in sorted(by.items())),
+                                            moved, syncs, len(fails)))
+        for f in fails[:30]:
+            print("  FAIL " + f)
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        sys.exit(1 if fails else 0)
+    rows = [f.result() for f in futures]
+    for r in rows:
+        for k in [k for k in r if k.startswith("_")]:
+            del r[k]
+        if a.verbose:
+            print("%s %-9s %-6s %-8s %-60s self %d base %d" % (
+                r["id"], r["cls"], r["param"], r["window"], r["family"][:60], r["self"]["hit"],
+                r["baseline"]["hit"]))
+    summarize(rows)
+    print("%d cases, %d diagnoses, %.0f s wall" % (len(rows), 2 * len(rows), time.monotonic() - t_start))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"teller": a.teller, "seed": a.seed, "quick": a.quick, "cases": rows}, f, indent=1)
+    if not a.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
