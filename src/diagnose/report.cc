@@ -234,23 +234,25 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     const StepDiagnosis& s = *ab[i];
     o << Label(s) << " on rank " << Ranks(s) << "  score " << Fixed(s.score, 2) << "  "
       << s.fault_type << "  views:" << (s.vertical ? " vertical" : "")
-      << (s.horizontal ? " horizontal" : "") << "  slice " << s.slice_nodes << "/"
-      << s.step_nodes << " nodes\n";
+      << (s.horizontal ? " horizontal" : "") << "  slice " << s.slice_nodes << "/" << s.step_nodes
+      << " nodes\n";
     o << "  " << s.explanation << "\n";
     for (const Evidence& e : s.evidence) {
       char line[512];
-      std::snprintf(line, sizeof line, "    root  rank %-2d %-8s %10s (peers %10s, %5.2fx, +%s)  %s\n",
-                    e.rank, std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
+      std::snprintf(line, sizeof line,
+                    "    root  rank %-2d %-8s %10s (peers %10s, %5.2fx, +%s)  %s\n", e.rank,
+                    std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
                     Duration(e.expected_ns).c_str(), e.ratio, Duration(e.excess_ns).c_str(),
                     ShortName(e.name).c_str());
       o << line;
     }
     for (const Evidence& e : s.consequences) {
-      const std::string whom = e.waited_for_rank >= 0 ? "for rank " + std::to_string(e.waited_for_rank)
-                                                      : "(partner ranks not in the trace)";
+      const std::string whom = e.waited_for_rank >= 0
+                                   ? "for rank " + std::to_string(e.waited_for_rank)
+                                   : "(partner ranks not in the trace)";
       char line[512];
-      std::snprintf(line, sizeof line, "    waits rank %-2d %-8s %10s, +%s waiting %s  %s\n", e.rank,
-                    std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
+      std::snprintf(line, sizeof line, "    waits rank %-2d %-8s %10s, +%s waiting %s  %s\n",
+                    e.rank, std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
                     Duration(e.excess_ns).c_str(), whom.c_str(), ShortName(e.name).c_str());
       o << line;
     }
@@ -268,21 +270,23 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     o << "\nstragglers (ranks the others waited for):\n";
     for (size_t i = 0; i < d.stragglers.size() && i < 5; ++i) {
       const StragglerReport& s = d.stragglers[i];
-      o << "  rank " << s.rank << " (pid " << s.pid << ") step " << s.step << ": "
-        << s.waiting << " ranks waited " << Duration(s.late_ns) << " in "
-        << ShortName(s.collective) << "\n";
+      o << "  rank " << s.rank << " (pid " << s.pid << ") step " << s.step << ": " << s.waiting
+        << " ranks waited " << Duration(s.late_ns) << " in " << ShortName(s.collective) << "\n";
     }
   }
   o << "\ntop operators (most excess over their peers first):\n";
-  if (d.top_operators.empty()) o << "  none: no instance took significantly longer than its peers\n";
+  if (d.top_operators.empty())
+    o << "  none: no instance took significantly longer than its peers\n";
   for (const TopOperator& t : d.top_operators) {
     char line[512];
     std::string ranks;
-    for (size_t i = 0; i < t.ranks.size() && i < 4; ++i) ranks += (i ? "," : "") + std::to_string(t.ranks[i]);
+    for (size_t i = 0; i < t.ranks.size() && i < 4; ++i)
+      ranks += (i ? "," : "") + std::to_string(t.ranks[i]);
     if (t.ranks.size() > 4) ranks += ",...";
-    std::snprintf(line, sizeof line, "  %5.3f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s\n",
-                  t.score, std::string(LayerName(t.layer)).c_str(), Duration(t.excess_ns).c_str(),
-                  t.count, t.instances, t.max_ratio, ranks.c_str(), ShortName(t.name).c_str(),
+    std::snprintf(line, sizeof line,
+                  "  %5.3f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s\n", t.score,
+                  std::string(LayerName(t.layer)).c_str(), Duration(t.excess_ns).c_str(), t.count,
+                  t.instances, t.max_ratio, ranks.c_str(), ShortName(t.name).c_str(),
                   t.within.empty() ? "" : (" in " + ShortName(t.within, 48)).c_str());
     o << line;
   }

@@ -733,7 +733,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
     in.evidence = ref.source != PeerSource::kNone && !in.warmup && excess >= o.min_excess_ns &&
                   static_cast<double>(in.time_ns) >= o.min_ratio * ref.median &&
                   excess >= o.min_z * noise;
-    in.excess_ns = in.evidence ? static_cast<int64_t>(std::llround(excess)) : 0;
+    // In whole ns, so that excess = time - expected holds exactly in the report.
+    in.excess_ns = in.evidence ? in.time_ns - in.expected_ns : 0;
     // A collective whose partners are not in the trace mostly waits for them: slower than
     // its peers is then a consequence of something on a rank the trace does not have.
     in.consequence = in.evidence && p.raw[i].unpaired_collective;

@@ -32,7 +32,8 @@ struct Builder {
     r.end_ns = end;
     t.events.Append(r);
   }
-  void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end, uint32_t stream = 7) {
+  void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end,
+              uint32_t stream = 7) {
     EventRow r;
     r.type = EventType::kKernel;
     r.name = t.strings.Intern(name);
@@ -126,7 +127,8 @@ TEST(Localize, AFewStrongOutliersInALargeFamilyCount) {
   const uint32_t p = b.Process("h", 1);
   for (int k = 0; k < 244; ++k) {
     const int64_t at = kT0 + k * 20'000;
-    b.Kernel(p, "void gemm_kernel<float, 128>(Params)", at, at + (k >= 100 && k <= 102 ? 20'000 : 10'000));
+    b.Kernel(p, "void gemm_kernel<float, 128>(Params)", at,
+             at + (k >= 100 && k <= 102 ? 20'000 : 10'000));
   }
   const auto rec = reconstruct::Reconstruct(b.t);
   const auto r = localize::Localize(b.t, rec);

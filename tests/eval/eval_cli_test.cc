@@ -326,13 +326,22 @@ TEST_F(EvalCliTest, NumericEvidenceMapsToTheDiagnosedOperators) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.load(diag).get(doc), simdjson::SUCCESS);
+  // Version 2: one entry per engine step with its requests and views; the horizontal view
+  // holds the communication evidence (include/teller/eval/numeric.h).
   for (simdjson::dom::element s : doc["steps"].get_array()) {
-    if (!s["abnormal"].get_bool().value() || s["request"].is_null()) continue;
-    Key k{std::string(s["request"].get_string().value()), s["seq"].get_uint64().value(),
-          std::string(s["view"].get_string().value())};
-    for (simdjson::dom::element ev : s["evidence"].get_array()) {
-      evidence[k].emplace_back(eval::NormalizeName(ev["name"].get_string().value()),
-                               ev["rank"].get_int64().value());
+    if (!s["abnormal"].get_bool().value() || s["step"].is_null()) continue;
+    const uint64_t seq = s["step"].get_uint64().value();
+    for (simdjson::dom::element q : s["requests"].get_array()) {
+      for (const char* view : {"vertical", "horizontal"}) {
+        if (!s[view].get_bool().value()) continue;
+        const Key k{std::string(q.get_string().value()), seq, view};
+        for (simdjson::dom::element ev : s["evidence"].get_array()) {
+          if (view[0] == 'h' && std::string_view(ev["layer"].get_string().value()) != "COMM")
+            continue;
+          evidence[k].emplace_back(eval::NormalizeName(ev["name"].get_string().value()),
+                                   ev["rank"].get_int64().value());
+        }
+      }
     }
   }
   ASSERT_FALSE(evidence.empty()) << "the simulated faults gave no abnormal step with evidence";
