@@ -508,8 +508,55 @@ Waits CollectiveWaits(const Trace& t, const Reconstruction& r) {
 // has at most one k-th occurrence, so by_occ[k].size() is the number of units holding it).
 struct FamilyPeers {
   std::vector<double> all;
+  std::vector<uint32_t> occ;  // each value's occurrence in its unit
   std::vector<std::vector<double>> by_occ;
+  // The repeated layers of a step: a family whose times repeat with a period (a layer's
+  // three large GEMMs and four small ones of one kernel) compares each instance with the
+  // instances at the same phase of the other layers.
+  uint32_t period = 1;
+  std::vector<std::vector<double>> by_phase;
 };
+
+// The period of a family's times in visiting order: the lag P (2..64) at which the times
+// repeat best, measured as the trimmed mean |log t[i+P] - log t[i]|; 1 when no lag explains the
+// family's variation at least twice as well as consecutive instances do (or it has too
+// little variation to explain). The smallest lag within 10% of the best wins (multiples of
+// the period repeat as well).
+uint32_t Period(const std::vector<double>& v) {
+  const size_t n = v.size();
+  if (n < 12) return 1;
+  std::vector<double> l(n);
+  for (size_t i = 0; i < n; ++i) l[i] = std::log(std::max(1.0, v[i]));
+  const size_t max_lag = std::min<size_t>(64, n / 3);
+  std::vector<double> cost(max_lag + 1, 0);
+  std::vector<double> d;
+  for (size_t lag = 1; lag <= max_lag; ++lag) {
+    d.clear();
+    for (size_t i = 0; i + lag < n; ++i) d.push_back(std::fabs(l[i + lag] - l[i]));
+    // The mean of the lower 90%: a pattern where a few of every P instances differ moves
+    // the mean, while a few outliers (or a slowed window) do not.
+    std::sort(d.begin(), d.end());
+    const size_t keep = std::max<size_t>(1, d.size() * 9 / 10);
+    double sum = 0;
+    for (size_t i = 0; i < keep; ++i) sum += d[i];
+    cost[lag] = sum / static_cast<double>(keep);
+  }
+  if (cost[1] < 0.05) return 1;
+  double best = cost[1];
+  for (size_t lag = 2; lag <= max_lag; ++lag) best = std::min(best, cost[lag]);
+  if (best > 0.5 * cost[1]) return 1;
+  for (size_t lag = 2; lag <= max_lag; ++lag) {
+    if (cost[lag] <= best * 1.1 + 1e-9) return static_cast<uint32_t>(lag);
+  }
+  return 1;
+}
+
+void FinishPeers(FamilyPeers& f) {
+  f.period = Period(f.all);
+  f.by_phase.assign(f.period, {});
+  if (f.period < 2) return;
+  for (size_t i = 0; i < f.all.size(); ++i) f.by_phase[f.occ[i] % f.period].push_back(f.all[i]);
+}
 struct StepPeers {
   std::unordered_map<std::string, std::vector<double>> durations;  // per step kind
 };
@@ -562,6 +609,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   auto add = [&](uint32_t key, uint32_t occ, double v) {
     FamilyPeers& f = p.peers[key];
     f.all.push_back(v);
+    f.occ.push_back(occ);
     if (f.by_occ.size() <= occ) f.by_occ.resize(occ + 1);
     f.by_occ[occ].push_back(v);
   };
@@ -571,6 +619,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
     if (coarse[i] != fine[i]) add(coarse[i], occ_coarse[i], v);
     p.occ[i] = p.key[i] == fine[i] ? occ_fine[i] : occ_coarse[i];
   }
+  for (FamilyPeers& f : p.peers) FinishPeers(f);
   const size_t groups = p.res.group_units.size();
   p.group_kind.assign(groups, "");
   p.group_duration.assign(groups, 0);
@@ -611,6 +660,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       if (src.all.empty()) continue;
       FamilyPeers& dst = model.impl().families[p.keys.KeyText(*t, k)];
       dst.all.insert(dst.all.end(), src.all.begin(), src.all.end());
+      dst.occ.insert(dst.occ.end(), src.occ.begin(), src.occ.end());
       if (dst.by_occ.size() < src.by_occ.size()) dst.by_occ.resize(src.by_occ.size());
       for (size_t o = 0; o < src.by_occ.size(); ++o)
         dst.by_occ[o].insert(dst.by_occ[o].end(), src.by_occ[o].begin(), src.by_occ[o].end());
@@ -620,6 +670,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       dst.insert(dst.end(), d.begin(), d.end());
     }
   }
+  for (auto& [key, f] : model.impl().families) FinishPeers(f);
   return model;
 }
 
@@ -666,6 +717,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
   };
   std::unordered_map<uint64_t, Reference> position_cache;
   std::unordered_map<uint64_t, Reference> family_cache;  // key * 2 + (baseline ? 1 : 0)
+  std::unordered_map<uint64_t, Reference> phase_cache;   // that << 8 | phase
   auto summarize = [](const std::vector<double>& values, PeerSource source) {
     std::vector<double> v = values;
     const Spread s = RobustSpread(v);
@@ -685,6 +737,17 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
           peers->by_occ[occ].size() >= o.min_position_units) {
         ref = summarize(peers->by_occ[occ],
                         from_base ? PeerSource::kBaseline : PeerSource::kPositions);
+      } else if (peers->period > 1 && peers->by_phase[occ % peers->period].size() >= o.min_peers) {
+        const uint64_t lk =
+            ((static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0)) << 8) | (occ % peers->period);
+        const auto known = phase_cache.find(lk);
+        if (known != phase_cache.end()) {
+          ref = known->second;
+        } else {
+          ref = summarize(peers->by_phase[occ % peers->period],
+                          from_base ? PeerSource::kBaseline : PeerSource::kLayers);
+          phase_cache.emplace(lk, ref);
+        }
       } else if (peers->all.size() >= o.min_peers) {
         const uint64_t fk = static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0);
         const auto known = family_cache.find(fk);
@@ -696,18 +759,35 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
         }
       }
     }
+    // The baseline's own time at this position, when it has the position but too few
+    // steps to use positions as peers: a deviation the baseline shows at the same place
+    // (a slow first GEMM of a layer, a GC pause in the same op) is not news.
+    const FamilyPeers* bp = base_peers[key];
+    if (ref.source == PeerSource::kBaseline && bp != nullptr && occ < bp->by_occ.size() &&
+        !bp->by_occ[occ].empty() && bp->by_occ[occ].size() < o.min_position_units) {
+      std::vector<double> v = bp->by_occ[occ];
+      ref.median = std::max(ref.median, RobustSpread(v).median);
+    }
     position_cache.emplace(pk, ref);
     return ref;
   };
   // The first instance of a family on a process pays one-time costs (module loading on a
   // kernel's first launch, autotuning, allocator growth, lazy initialization): warm-up,
   // not a fault.
+  // Only where the program may be warming up: in a process's first unit, unless that unit
+  // is a step the trace numbers above 0 (a profiler window that starts at ProfilerStep#12
+  // was recorded after the program's first iterations).
   std::vector<uint8_t> warmup(p.raw.size(), 0);
   {
+    std::unordered_map<uint32_t, uint32_t> first_unit;  // process -> its first unit
+    for (uint32_t u = 0; u < out.units.size(); ++u) first_unit.emplace(out.units[u].process, u);
     std::unordered_map<uint64_t, bool> seen;
     for (size_t i = 0; i < p.raw.size(); ++i) {
-      const uint64_t k = (static_cast<uint64_t>(out.units[p.raw[i].unit].process) << 32) | fam[i];
-      warmup[i] = seen.emplace(k, true).second;
+      const Unit& unit = out.units[p.raw[i].unit];
+      const uint64_t k = (static_cast<uint64_t>(unit.process) << 32) | fam[i];
+      const bool first = seen.emplace(k, true).second;
+      const bool late_window = unit.step >= 0 && r.steps[unit.step].number > 0;
+      warmup[i] = first && first_unit[unit.process] == p.raw[i].unit && !late_window;
     }
   }
   out.instances.reserve(p.raw.size());

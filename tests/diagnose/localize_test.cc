@@ -153,6 +153,41 @@ TEST(Localize, AFewStrongOutliersInALargeFamilyCount) {
   EXPECT_NEAR(r.group_score[0], 0.0580f, 1e-3);
 }
 
+TEST(Localize, RepeatedLayersArePeersAtTheSamePhase) {
+  // One kernel name serving a layer's three large GEMMs (80 us) and four small ones
+  // (30 us), 20 layers in one unit. Against the whole family (median 30 us) every large
+  // one would look 2.7x slow; the family repeats with period 7, so each instance is
+  // compared with the same phase of the other layers: none of the large ones is
+  // evidence, while a small one at 60 us (layer 10, phase 4) is: peers 30 us, MAD 0,
+  // noise = max(0, 2% of 30 us, 0.25 us) = 0.6 us, z = 30 / 0.6 = 50.
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  int64_t at = kT0;
+  for (int layer = 0; layer < 20; ++layer) {
+    for (int k = 0; k < 7; ++k) {
+      const int64_t dur = k < 3 ? 80'000 : (layer == 10 && k == 4 ? 60'000 : 30'000);
+      b.Kernel(p, "sm90_gemm", at, at + dur);
+      at += dur + 5'000;
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.instances.size(), 140u);
+  size_t evidence = 0;
+  for (size_t i = 0; i < r.instances.size(); ++i) {
+    const localize::Instance& in = r.instances[i];
+    if (i == 0) continue;  // the first kernel has no predecessor: its own identity
+    EXPECT_EQ(in.source, localize::PeerSource::kLayers) << i;
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(rec.nodes.end_ns[in.node] - rec.nodes.start_ns[in.node], 60'000);
+    EXPECT_EQ(in.expected_ns, 30'000);
+    EXPECT_EQ(in.noise_ns, 600);
+    EXPECT_FLOAT_EQ(in.z, 50.0f);
+  }
+  EXPECT_EQ(evidence, 1u);
+}
+
 TEST(Localize, WarmUpInstanceIsNeverEvidence) {
   // The first launch of a kernel pays one-time costs (module loading): 8 kernels of 10 us,
   // the first at 500 us. It is far above its peers but is the family's first instance.

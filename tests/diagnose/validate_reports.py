@@ -38,8 +38,10 @@ def check(name, report):
             if e["role"] != "consequence" or e["excess_ns"] <= 0:
                 failures.append(f"{name}: consequence without a wait: {e}")
     ops = report["top_operators"]
-    if [o["excess_ns"] for o in ops] != sorted((o["excess_ns"] for o in ops), reverse=True):
-        failures.append(f"{name}: top_operators not ordered by excess")
+    if [o["score"] for o in ops] != sorted((o["score"] for o in ops), reverse=True):
+        failures.append(f"{name}: top_operators not ordered by score")
+    if ops and abs(sum(o["score"] for o in ops) - 1.0) > 1e-3 and len(ops) < 10:
+        failures.append(f"{name}: top_operators scores of a complete list do not sum to 1")
     if report["abnormal_steps"] != sum(s["abnormal"] for s in report["steps"]):
         failures.append(f"{name}: abnormal_steps disagrees with the steps")
 

@@ -94,7 +94,9 @@ struct TopOperator {
   std::string within;  // host calls: the operator that makes them
   Layer layer = Layer::kFrontend;
   localize::Measure measure = localize::Measure::kOwnTime;
-  float score = 0;        // its share of all root excess in the trace
+  // Its share of the trace's root excess, each instance's excess weighed by the share
+  // of its time it is (1 - 1/ratio); the ranking's key.
+  float score = 0;
   int64_t excess_ns = 0;  // the summed excess of its evidence instances
   uint32_t count = 0;     // evidence instances
   uint32_t instances = 0;

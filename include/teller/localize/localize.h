@@ -71,8 +71,10 @@ enum class PeerSource : uint8_t {
   kPositions,  // the same position in the other steps / on the other ranks
   kFamily,     // every instance of the family in the trace (repeated layers, all steps)
   kBaseline,   // the baseline's instances (positions when they repeat, else the family)
+  kLayers,     // the same phase of a family that repeats with a period (repeated layers)
 };
-const char* PeerSourceName(PeerSource s);  // "none", "positions", "family", "baseline"
+// "none", "positions", "family", "baseline", "layers"
+const char* PeerSourceName(PeerSource s);
 
 // What an instance's time measures.
 enum class Measure : uint8_t {
