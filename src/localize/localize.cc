@@ -291,8 +291,8 @@ void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
 }
 
 bool IsPointToPoint(std::string_view name) {
-  return name.find("SendRecv") != std::string_view::npos ||
-         name.find("Send") != std::string_view::npos ||
+  // Covers "SendRecv" too.
+  return name.find("Send") != std::string_view::npos ||
          name.find("Recv") != std::string_view::npos ||
          name.find("send_recv") != std::string_view::npos;
 }

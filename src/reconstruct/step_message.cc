@@ -81,6 +81,31 @@ std::string KindFromCounts(long prefill, long decode) {
   return "idle";
 }
 
+// vLLM's step markers and the requests they count:
+// "execute_new_<N>_cached_<M>" (v1): N requests scheduled for the first time (prefill), M
+// already running (decode, or a later prefill chunk);
+// "execute_[<T>_]context_<P>(...)_generation_<D>(...)": P prefill and D decode requests.
+bool VllmMarkerCounts(std::string_view name, long* prefill, long* decode) {
+  if (name.rfind("execute_new_", 0) == 0) {
+    size_t pos = 12;
+    *prefill = ReadNumber(name, pos);
+    if (*prefill < 0 || name.substr(pos, 8) != "_cached_") return false;
+    pos += 8;
+    *decode = ReadNumber(name, pos);
+    return *decode >= 0;
+  }
+  if (name.rfind("execute_", 0) == 0) {
+    const size_t c = name.find("context_");
+    const size_t g = name.find("_generation_");
+    if (c == std::string_view::npos || g == std::string_view::npos) return false;
+    size_t pc = c + 8, pg = g + 12;
+    *prefill = ReadNumber(name, pc);
+    *decode = ReadNumber(name, pg);
+    return *prefill >= 0 && *decode >= 0;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string StepKindFromEngineMarker(std::string_view name) {
@@ -92,27 +117,8 @@ std::string StepKindFromEngineMarker(std::string_view name) {
     if (name.rfind("step[IDLE", 0) == 0) return "idle";
     return "";
   }
-  // vLLM v1: "execute_new_<N>_cached_<M>": N requests scheduled for the first time
-  // (prefill), M already running (decode, or a later prefill chunk).
-  if (name.rfind("execute_new_", 0) == 0) {
-    size_t pos = 12;
-    const long fresh = ReadNumber(name, pos);
-    if (fresh < 0 || name.substr(pos, 8) != "_cached_") return "";
-    pos += 8;
-    const long cached = ReadNumber(name, pos);
-    return cached < 0 ? "" : KindFromCounts(fresh, cached);
-  }
-  // vLLM: "execute_[<T>_]context_<P>(...)_generation_<D>(...)": P prefill and D decode
-  // requests.
-  if (name.rfind("execute_", 0) == 0) {
-    const size_t c = name.find("context_");
-    const size_t g = name.find("_generation_");
-    if (c == std::string_view::npos || g == std::string_view::npos) return "";
-    size_t pc = c + 8, pg = g + 12;
-    const long prefill = ReadNumber(name, pc), decode = ReadNumber(name, pg);
-    return prefill < 0 || decode < 0 ? "" : KindFromCounts(prefill, decode);
-  }
-  return "";
+  long prefill = 0, decode = 0;
+  return VllmMarkerCounts(name, &prefill, &decode) ? KindFromCounts(prefill, decode) : "";
 }
 
 int64_t StepNumber(std::string_view name, std::string_view seq) {
@@ -144,22 +150,8 @@ int64_t StepSize(std::string_view name) {
   };
   if (name.rfind("teller.step", 0) == 0) return keyed("n=");
   if (name.rfind("step[", 0) == 0) return keyed("bs=");
-  if (name.rfind("execute_new_", 0) == 0) {
-    size_t pos = 12;
-    const long fresh = ReadNumber(name, pos);
-    if (fresh < 0 || name.substr(pos, 8) != "_cached_") return -1;
-    pos += 8;
-    const long cached = ReadNumber(name, pos);
-    return cached < 0 ? -1 : fresh + cached;
-  }
-  if (name.rfind("execute_", 0) == 0) {
-    const size_t c = name.find("context_");
-    const size_t g = name.find("_generation_");
-    if (c == std::string_view::npos || g == std::string_view::npos) return -1;
-    size_t pc = c + 8, pg = g + 12;
-    const long prefill = ReadNumber(name, pc), decode = ReadNumber(name, pg);
-    return prefill < 0 || decode < 0 ? -1 : prefill + decode;
-  }
+  long prefill = 0, decode = 0;
+  if (VllmMarkerCounts(name, &prefill, &decode)) return prefill + decode;
   return -1;
 }
 

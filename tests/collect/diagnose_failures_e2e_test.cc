@@ -14,44 +14,20 @@
 #include <string_view>
 
 #include "tests/collect/crash_workload.h"
+#include "tests/command_test_util.h"
 
 namespace teller {
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
+using testing::Outcome;
+using testing::ReadFile;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class DiagnoseFailuresE2eTest : public ::testing::Test {
+class DiagnoseFailuresE2eTest : public testing::CommandTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/teller-failures-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf '" + tmp_ + "'").c_str()); }
+  DiagnoseFailuresE2eTest() : CommandTest("teller-failures-e2e-") {}
 
   // `teller <args>` through the shell, without core dumps (a crash must not fill the disk).
-  Outcome Teller(const std::string& args) {
-    Outcome o;
-    const std::string cmd = "ulimit -c 0; '" + std::string(TELLER_EXE) + "' " + args + " >'" +
-                            tmp_ + "/out.txt' 2>'" + tmp_ + "/err.txt'";
-    const int status = std::system(cmd.c_str());
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = ReadFile(tmp_ + "/out.txt");
-    o.err = ReadFile(tmp_ + "/err.txt");
-    return o;
-  }
-
-  std::string tmp_;
+  Outcome Teller(const std::string& args) { return Shell("ulimit -c 0;", TELLER_EXE, args); }
 };
 
 TEST_F(DiagnoseFailuresE2eTest, SegfaultInsideARangeIsAFindingNamingTheOpenRanges) {

@@ -14,6 +14,7 @@
 
 #include "teller/format/raw_reader.h"
 #include "tests/collect/nvtx_workload.h"
+#include "tests/command_test_util.h"
 
 namespace teller {
 namespace {
@@ -22,37 +23,16 @@ using raw::EventKind;
 using raw::EventRecord;
 using raw::RawProcessTrace;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
+using testing::Outcome;
+using testing::ReadFile;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class RunE2eTest : public ::testing::Test {
+class RunE2eTest : public testing::CommandTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/teller-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf '" + tmp_ + "'").c_str()); }
+  RunE2eTest() : CommandTest("teller-e2e-") {}
 
   // Runs `teller <args>` through the shell with `env` prefixed; captures both streams.
   Outcome Teller(const std::string& args, const std::string& env = "") {
-    Outcome o;
-    const std::string cmd = env + " '" + std::string(TELLER_EXE) + "' " + args + " >'" + tmp_ +
-                            "/out.txt' 2>'" + tmp_ + "/err.txt'";
-    const int status = std::system(cmd.c_str());
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = ReadFile(tmp_ + "/out.txt");
-    o.err = ReadFile(tmp_ + "/err.txt");
-    return o;
+    return Shell(env, TELLER_EXE, args);
   }
 
   std::vector<RawProcessTrace> ReadAll(const std::string& dir) {
@@ -67,8 +47,6 @@ class RunE2eTest : public ::testing::Test {
     }
     return traces;
   }
-
-  std::string tmp_;
 };
 
 // Rebuilds each thread's ranges with a stack, as reconstruction will, and returns
