@@ -41,8 +41,8 @@ class CommandTest : public ::testing::Test {
   // temporary folder.
   Outcome Shell(const std::string& prefix, const std::string& exe, const std::string& args) {
     Outcome o;
-    const std::string cmd = prefix + " '" + exe + "' " + args + " >'" + tmp_ + "/out.txt' 2>'" +
-                            tmp_ + "/err.txt'";
+    const std::string cmd =
+        prefix + " '" + exe + "' " + args + " >'" + tmp_ + "/out.txt' 2>'" + tmp_ + "/err.txt'";
     const int status = std::system(cmd.c_str());
     o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     o.out = ReadFile(tmp_ + "/out.txt");

@@ -274,7 +274,8 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
         << " ranks waited " << Duration(s.late_ns) << " in " << ShortName(s.collective) << "\n";
     }
   }
-  o << "\ntop operators (most excess over their peers first):\n";
+  o << "\ntop operators (most excess over their peers first, each weighed by its share of the "
+       "time):\n";
   if (d.top_operators.empty())
     o << "  none: no instance took significantly longer than its peers\n";
   for (const TopOperator& t : d.top_operators) {
