@@ -1,4 +1,4 @@
-// Two-sample statistics (include/teller/core/stats.h).
+// Statistics (include/teller/core/stats.h).
 #include "teller/core/stats.h"
 
 #include <algorithm>
@@ -47,6 +47,53 @@ double Wasserstein1(std::vector<double>& a, std::vector<double>& b) {
     x = next;
   }
   return area;
+}
+
+double BinomialTailLog10(uint64_t n, uint64_t k, double p) {
+  if (k == 0) return 0;
+  if (k > n || p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return 0;
+  // Sum of the terms i = k..n in log space, largest first: the terms fall geometrically
+  // beyond the mode, so the sum stops once they no longer count.
+  const double lp = std::log(p), lq = std::log1p(-p);
+  const double ln = std::lgamma(static_cast<double>(n) + 1);
+  auto term = [&](uint64_t i) {
+    const double di = static_cast<double>(i);
+    return ln - std::lgamma(di + 1) - std::lgamma(static_cast<double>(n - i) + 1) + di * lp +
+           static_cast<double>(n - i) * lq;
+  };
+  const uint64_t mode = static_cast<uint64_t>(std::floor((static_cast<double>(n) + 1) * p));
+  const uint64_t top = std::max(k, std::min(n, mode));
+  const double peak = term(top);
+  double sum = 0;
+  for (uint64_t i = top; i <= n; ++i) {
+    const double x = std::exp(term(i) - peak);
+    sum += x;
+    if (x < 1e-17 * sum) break;
+  }
+  for (uint64_t i = top; i-- > k;) {
+    const double x = std::exp(term(i) - peak);
+    sum += x;
+    if (x < 1e-17 * sum) break;
+  }
+  return std::min(0.0, (peak + std::log(sum)) / std::log(10.0));
+}
+
+double RunTailLog10(uint64_t n, uint64_t run, double p) {
+  if (run == 0) return 0;
+  if (run > n || p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return 0;
+  if (run == n) return static_cast<double>(n) * std::log10(p);
+  // A run of one is a success anywhere: 1 - (1 - p)^n.
+  if (run == 1) return std::log10(-std::expm1(static_cast<double>(n) * std::log1p(-p)));
+  // Expected number of runs of length >= `run` that begin somewhere: one may begin at the
+  // start, every later one needs a failure before it.
+  const double starts = 1 + static_cast<double>(n - run) * (1 - p);
+  const double lambda_log = std::log(starts) + static_cast<double>(run) * std::log(p);
+  // 1 - exp(-lambda), computed without cancellation for small lambda.
+  const double lambda = std::exp(lambda_log);
+  const double prob = lambda < 1e-8 ? lambda : -std::expm1(-lambda);
+  return lambda < 1e-300 ? lambda_log / std::log(10.0) : std::log10(prob);
 }
 
 }  // namespace teller

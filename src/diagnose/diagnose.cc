@@ -7,16 +7,16 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "src/diagnose/format.h"
+#include "src/diagnose/suspicion.h"
 
 namespace teller::diagnose {
 
 namespace {
 
 using localize::Measure;
-
-bool GpuMeasure(Measure m) { return m == Measure::kGpuTime || m == Measure::kTransferTime; }
 
 Evidence MakeEvidence(const Trace& t, const reconstruct::Reconstruction& r,
                       const localize::Result& loc, const localize::Instance& in,
@@ -122,6 +122,125 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
       return FaultCategory::kSchedulingSoftware;
   }
   return FaultCategory::kSchedulingSoftware;
+}
+
+// The kinds of instances that deviate at a rate of their own: each measure, with copies
+// apart from kernels (a copy shares its link with other traffic).
+uint32_t DeviationClass(const Trace& t, const reconstruct::Reconstruction& r,
+                        const localize::Instance& in, const localize::Family& f) {
+  const EventType type = t.events.type[r.nodes.event[in.node]];
+  const bool copy = type == EventType::kMemcpy || type == EventType::kMemset;
+  return static_cast<uint32_t>(f.measure) * 2 + (copy ? 1 : 0);
+}
+
+// Top operators: the root evidence of the whole trace, grouped by family pattern, layer,
+// measure and the operator that makes host calls, most suspicious first (docs/diagnose.md,
+// "Top operators").
+std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Reconstruction& r,
+                                      const localize::Result& loc,
+                                      const localize::Options& options) {
+  const reconstruct::Nodes& n = r.nodes;
+  using Key = std::tuple<std::string, Layer, localize::Measure, std::string>;
+  struct Agg {
+    TopOperator op;
+    int64_t best = -1;
+    double weighted = 0;
+    std::set<int> ranks;
+    uint32_t cls = 0;
+    int64_t straggling = 0;          // excess on a late rank before the collective it was late to
+    double straggler_suspicion = 0;  // that straggler's
+    Deviations deviations;           // of its instances scored against peers (not warm-up)
+    // Per process, the scored instances: (start, ratio when evidence else 0).
+    std::map<uint32_t, std::vector<std::pair<int64_t, double>>> sequence;
+  };
+  std::map<Key, Agg> agg;
+  std::map<Key, uint32_t> instances;
+  for (const localize::Family& f : loc.families)
+    instances[{f.pattern, f.layer, f.measure, f.within}] += f.count;
+  // A late rank's work before the collective the others waited for is where the lateness
+  // comes from: (engine step, process) -> the late collective's start.
+  // (start of the late collective, the straggler's suspicion)
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<int64_t, double>> late_before;
+  for (const localize::Straggler& s : loc.stragglers) {
+    auto& at = late_before[{s.group, s.process}];
+    at.first = std::max(at.first, n.start_ns[s.node]);
+    at.second = std::max(at.second, s.suspicion);
+  }
+  std::vector<uint8_t> root(loc.instances.size(), 0);
+  for (const auto& list : loc.suspicious) {
+    for (uint32_t k : list) root[k] = 1;
+  }
+  // The deviations of each class of instances: the background a family is judged against.
+  std::map<uint32_t, Deviations> classes;
+  const double min_ratio = options.min_ratio;
+  for (uint32_t k = 0; k < loc.instances.size(); ++k) {
+    const localize::Instance& in = loc.instances[k];
+    if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
+    const localize::Family& f = loc.families[in.family];
+    const Key key{f.pattern, f.layer, f.measure, f.within};
+    const uint32_t cls = DeviationClass(trace, r, in, f);
+    const double ratio =
+        root[k] && in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0.0;
+    classes[cls].Add(ratio, min_ratio);
+    Agg* a = &agg[key];
+    a->cls = cls;
+    a->deviations.Add(ratio, min_ratio);
+    a->sequence[n.process[in.node]].push_back({n.start_ns[in.node], ratio});
+    if (!root[k]) continue;
+    a->op.family = f.pattern;
+    a->op.within = f.within;
+    a->op.layer = f.layer;
+    a->op.measure = f.measure;
+    a->op.excess_ns += in.excess_ns;
+    // Each excess weighed by the share of the instance's time it is (1 - 1/ratio): a long
+    // range that grew by a fifth (it waited inside) weighs less than a kernel that took
+    // 3x, even when their absolute excess is alike.
+    a->weighted += static_cast<double>(in.excess_ns) *
+                   (in.time_ns > 0 ? static_cast<double>(in.excess_ns) / in.time_ns : 0.0);
+    ++a->op.count;
+    const auto late = late_before.find({loc.group_of_unit[in.unit], n.process[in.node]});
+    if (late != late_before.end() && n.start_ns[in.node] < late->second.first) {
+      a->straggling += in.excess_ns;
+      a->straggler_suspicion = std::max(a->straggler_suspicion, late->second.second);
+    }
+    a->op.instances = instances[key];
+    a->op.median_ns = static_cast<int64_t>(f.median_ns);
+    a->op.max_ratio = std::max(a->op.max_ratio, ratio);
+    a->ranks.insert(trace.processes[n.process[in.node]].rank);
+    if (in.excess_ns > a->best) {
+      a->best = in.excess_ns;
+      a->op.name = std::string(trace.strings.Get(trace.events.name[n.event[in.node]]));
+    }
+  }
+  for (auto& [cls, c] : classes) c.Finish();
+  double weighted_total = 0;
+  for (const auto& [key, a] : agg) weighted_total += a.weighted;
+  std::vector<TopOperator> out;
+  for (auto& [key, a] : agg) {
+    if (a.op.count == 0) continue;
+    a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
+    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
+    FamilyDeviations family;
+    family.total = std::move(a.deviations);
+    family.total.Finish();
+    for (auto& [process, seq] : a.sequence) {
+      std::sort(seq.begin(), seq.end());
+      family.sequences.emplace_back();
+      for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
+    }
+    // Deviating right before a rank made every other rank wait is a second, independent
+    // sign: the two suspicions add (their chances multiply).
+    a.op.suspicion = Suspicion(family, classes[a.cls], min_ratio) + a.straggler_suspicion;
+    a.op.straggling_ns = a.straggling;
+    out.push_back(std::move(a.op));
+  }
+  std::sort(out.begin(), out.end(), [](const TopOperator& a, const TopOperator& b) {
+    if (a.suspicion != b.suspicion) return a.suspicion > b.suspicion;
+    if (a.score != b.score) return a.score > b.score;
+    if (a.excess_ns != b.excess_ns) return a.excess_ns > b.excess_ns;
+    return a.name < b.name;
+  });
+  return out;
 }
 
 std::string StepLabel(const StepDiagnosis& s) {
@@ -303,59 +422,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     sr.waiting = s.waiting;
     d.stragglers.push_back(std::move(sr));
   }
-  // Top operators: root evidence of the whole trace by family pattern, layer, measure and
-  // the operator that makes host calls; the most excess first.
-  struct Agg {
-    TopOperator op;
-    int64_t best = -1;
-    double weighted = 0;
-    std::set<int> ranks;
-  };
-  std::map<std::tuple<std::string, Layer, Measure, std::string>, Agg> agg;
-  std::map<std::tuple<std::string, Layer, Measure, std::string>, uint32_t> instances;
-  for (const localize::Family& f : loc.families)
-    instances[{f.pattern, f.layer, f.measure, f.within}] += f.count;
-  for (const auto& list : loc.suspicious) {
-    for (uint32_t k : list) {
-      const localize::Instance& in = loc.instances[k];
-      const localize::Family& f = loc.families[in.family];
-      const auto key = std::make_tuple(f.pattern, f.layer, f.measure, f.within);
-      Agg& a = agg[key];
-      a.op.family = f.pattern;
-      a.op.within = f.within;
-      a.op.layer = f.layer;
-      a.op.measure = f.measure;
-      a.op.excess_ns += in.excess_ns;
-      // The ranking weighs each excess by the share of the instance's time it is
-      // (1 - 1/ratio): a long range that grew by a fifth (it waited inside) ranks below a
-      // kernel that took 3x, even when their absolute excess is alike.
-      a.weighted += static_cast<double>(in.excess_ns) *
-                    (in.time_ns > 0 ? static_cast<double>(in.excess_ns) / in.time_ns : 0.0);
-      ++a.op.count;
-      a.op.instances = instances[key];
-      a.op.median_ns = static_cast<int64_t>(f.median_ns);
-      const double ratio = in.expected_ns > 0 ? double(in.time_ns) / in.expected_ns : 0;
-      a.op.max_ratio = std::max(a.op.max_ratio, ratio);
-      a.ranks.insert(trace.processes[n.process[in.node]].rank);
-      if (in.excess_ns > a.best) {
-        a.best = in.excess_ns;
-        a.op.name = std::string(trace.strings.Get(trace.events.name[n.event[in.node]]));
-      }
-    }
-  }
-  double weighted_total = 0;
-  for (const auto& [key, a] : agg) weighted_total += a.weighted;
-  for (auto& [key, a] : agg) {
-    a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
-    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
-    d.top_operators.push_back(std::move(a.op));
-  }
-  std::sort(d.top_operators.begin(), d.top_operators.end(),
-            [](const TopOperator& a, const TopOperator& b) {
-              if (a.score != b.score) return a.score > b.score;
-              if (a.excess_ns != b.excess_ns) return a.excess_ns > b.excess_ns;
-              return a.name < b.name;
-            });
+  d.top_operators = TopOperators(trace, r, loc, lo);
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

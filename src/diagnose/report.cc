@@ -164,6 +164,7 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
     else
       w.Field("within", o.within);
     w.Field("layer", LayerName(o.layer)).Field("measure", localize::MeasureName(o.measure));
+    w.Field("suspicion", o.suspicion).Field("straggling_ns", o.straggling_ns);
     w.Field("score", static_cast<double>(o.score)).Field("excess_ns", o.excess_ns);
     w.Field("count", static_cast<uint64_t>(o.count));
     w.Field("instances", static_cast<uint64_t>(o.instances));
@@ -274,8 +275,8 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
         << " ranks waited " << Duration(s.late_ns) << " in " << ShortName(s.collective) << "\n";
     }
   }
-  o << "\ntop operators (most excess over their peers first, each weighed by its share of the "
-       "time):\n";
+  o << "\ntop operators (most suspicious first: -log10 of the chance that their evidence is "
+       "natural variation):\n";
   if (d.top_operators.empty())
     o << "  none: no instance took significantly longer than its peers\n";
   for (const TopOperator& t : d.top_operators) {
@@ -285,7 +286,7 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
       ranks += (i ? "," : "") + std::to_string(t.ranks[i]);
     if (t.ranks.size() > 4) ranks += ",...";
     std::snprintf(line, sizeof line,
-                  "  %5.3f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s\n", t.score,
+                  "  %6.1f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s\n", t.suspicion,
                   std::string(LayerName(t.layer)).c_str(), Duration(t.excess_ns).c_str(), t.count,
                   t.instances, t.max_ratio, ranks.c_str(), ShortName(t.name).c_str(),
                   t.within.empty() ? "" : (" in " + ShortName(t.within, 48)).c_str());

@@ -26,6 +26,8 @@ const char* PeerSourceName(PeerSource s) {
       return "family";
     case PeerSource::kBaseline:
       return "baseline";
+    case PeerSource::kLayers:
+      return "layers";
   }
   return "?";
 }
@@ -297,6 +299,47 @@ bool IsPointToPoint(std::string_view name) {
          name.find("send_recv") != std::string_view::npos;
 }
 
+// Point-to-point kernels that an all-to-all launched are a collective's parts: NCCL runs
+// all-to-all as grouped sends and receives on every rank (DLRM's embedding exchange,
+// expert parallelism), and then the k-th such kernel on every rank is one exchange.
+// Pipeline sends and receives are not: one rank's partner is not every rank. Which it is
+// shows in the operator that launched the kernel (PyTorch's "nccl:all_to_all",
+// "c10d::alltoall_"), when every rank that communicates runs as many of them.
+bool IsAllToAllOp(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("all_to_all") != std::string::npos ||
+         lower.find("alltoall") != std::string::npos;
+}
+// Per node: 1 for a point-to-point kernel that is part of an all-to-all.
+std::vector<uint8_t> AllToAllParts(const Trace& t, const Reconstruction& r) {
+  const Nodes& n = r.nodes;
+  std::vector<uint8_t> part(n.size(), 0);
+  std::map<StringId, std::map<uint32_t, uint32_t>> counts;  // name -> process -> kernels
+  std::map<uint32_t, bool> comm_processes;
+  for (uint32_t i = 0; i < n.size(); ++i) {
+    const uint32_t e = n.event[i];
+    if (!IsGpuWork(t.events.type[e]) || n.layer[i] != Layer::kComm) continue;
+    comm_processes[n.process[i]] = true;
+    if (!IsPointToPoint(t.strings.Get(t.events.name[e]))) continue;
+    ++counts[t.events.name[e]][n.process[i]];
+    for (int64_t a = n.parent[i]; a >= 0; a = n.parent[static_cast<size_t>(a)]) {
+      if (IsAllToAllOp(t.strings.Get(t.events.name[n.event[static_cast<size_t>(a)]]))) {
+        part[i] = 1;
+        break;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < n.size(); ++i) {
+    if (!part[i]) continue;
+    const auto& per = counts[t.events.name[n.event[i]]];
+    bool equal = per.size() >= 2 && per.size() == comm_processes.size();
+    for (const auto& [proc, c] : per) equal &= c == per.begin()->second;
+    part[i] = equal;
+  }
+  return part;
+}
+
 // Steps of very different batch sizes are not peers: sizes go in powers of two
 // (1, 2-3, 4-7, ...); 0 = unknown.
 uint32_t SizeClass(int64_t size) {
@@ -313,7 +356,8 @@ uint32_t SizeClass(int64_t size) {
 StringId EventSignature(const EventTable& ev, uint32_t e) { return ev.signature[e]; }
 
 // Extracts the instances of every unit.
-std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res, Keys* keys) {
+std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res,
+                         const std::vector<uint8_t>& all_to_all, Keys* keys) {
   const Nodes& n = r.nodes;
   const EventTable& ev = t.events;
   const size_t N = n.size();
@@ -373,7 +417,8 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         x.time_ns = dur;
         // Point-to-point kernels (pipeline sends and receives) wait for their partner,
         // which the k-th-of-a-name matching of collectives cannot name.
-        if (n.layer[i] == Layer::kComm && IsPointToPoint(t.strings.Get(ev.name[e]))) {
+        if (n.layer[i] == Layer::kComm && IsPointToPoint(t.strings.Get(ev.name[e])) &&
+            !all_to_all[i]) {
           x.measure = Measure::kGpuTime;
           x.unpaired_collective = true;
         }
@@ -462,7 +507,8 @@ struct Waits {
   std::vector<int64_t> transfer_ns;           // per node: end - max(start, last start)
   std::vector<std::vector<uint32_t>> groups;  // node lists of each collective
 };
-Waits CollectiveWaits(const Trace& t, const Reconstruction& r) {
+Waits CollectiveWaits(const Trace& t, const Reconstruction& r,
+                      const std::vector<uint8_t>& all_to_all) {
   Waits w;
   const Nodes& n = r.nodes;
   w.wait_ns.assign(n.size(), 0);
@@ -488,7 +534,9 @@ Waits CollectiveWaits(const Trace& t, const Reconstruction& r) {
       if (node_of_event[e] >= 0) nodes.push_back(static_cast<uint32_t>(node_of_event[e]));
     }
     if (nodes.size() < 2) continue;
-    if (IsPointToPoint(t.strings.Get(t.events.name[n.event[nodes.front()]]))) continue;
+    bool parts = true;
+    for (uint32_t x : nodes) parts &= all_to_all[x] != 0;
+    if (IsPointToPoint(t.strings.Get(t.events.name[n.event[nodes.front()]])) && !parts) continue;
     uint32_t last = nodes.front();
     for (uint32_t x : nodes) {
       if (n.start_ns[x] > n.start_ns[last]) last = x;
@@ -514,6 +562,7 @@ struct FamilyPeers {
   // three large GEMMs and four small ones of one kernel) compares each instance with the
   // instances at the same phase of the other layers.
   uint32_t period = 1;
+  std::vector<uint32_t> phase;  // each value's phase, when period > 1
   std::vector<std::vector<double>> by_phase;
 };
 
@@ -551,11 +600,71 @@ uint32_t Period(const std::vector<double>& v) {
   return 1;
 }
 
+// The phase of each value of a sequence in a structure of period P, given each phase's
+// typical log time: a repeating structure is not always whole (a step holds a few forward
+// passes, each with an extra head operator; a unit starts mid-pattern), so the phase of the
+// k-th value is not always k mod P. The alignment chooses, for every value, an offset d with
+// phase (k + d) mod P: the cost of a value is its log distance to its phase's typical time
+// (capped, so that a slowed value costs what a mismatched one does), and changing the offset
+// costs kPhaseSwitch: only a sustained run of mismatches moves it, a few slowed values never
+// do (Viterbi over the P offsets).
+constexpr double kPhaseCap = 1.0;
+constexpr double kPhaseSwitch = 3.0;
+std::vector<uint32_t> AlignPhases(const std::vector<double>& v,
+                                  const std::vector<double>& typical) {
+  const size_t n = v.size(), P = typical.size();
+  std::vector<uint32_t> phase(n, 0);
+  if (n == 0 || P < 2) return phase;
+  std::vector<double> cost(P, 0), next(P);
+  std::vector<uint8_t> switched(n * P, 0);  // did offset d at value k come from another?
+  std::vector<uint32_t> from(n, 0);         // the best offset before value k (for switches)
+  for (size_t k = 0; k < n; ++k) {
+    const double l = std::log(std::max(1.0, v[k]));
+    size_t best = 0;
+    for (size_t d = 1; d < P; ++d) {
+      if (cost[d] < cost[best]) best = d;
+    }
+    from[k] = static_cast<uint32_t>(best);
+    for (size_t d = 0; d < P; ++d) {
+      const double stay = cost[d], move = cost[best] + kPhaseSwitch;
+      const bool sw = k > 0 && move < stay;
+      switched[k * P + d] = sw;
+      next[d] = (sw ? move : stay) + std::min(kPhaseCap, std::fabs(l - typical[(k + d) % P]));
+    }
+    cost.swap(next);
+  }
+  size_t d = 0;
+  for (size_t x = 1; x < P; ++x) {
+    if (cost[x] < cost[d]) d = x;
+  }
+  for (size_t k = n; k-- > 0;) {
+    phase[k] = static_cast<uint32_t>((k + d) % P);
+    if (switched[k * P + d]) d = from[k];
+  }
+  return phase;
+}
+
+// The typical log time of each phase.
+std::vector<double> PhaseTypical(const std::vector<double>& v, const std::vector<uint32_t>& phase,
+                                 uint32_t period) {
+  std::vector<std::vector<double>> by(period);
+  for (size_t i = 0; i < v.size(); ++i) by[phase[i]].push_back(std::log(std::max(1.0, v[i])));
+  std::vector<double> typical(period, 0);
+  for (uint32_t k = 0; k < period; ++k) typical[k] = RobustSpread(by[k]).median;
+  return typical;
+}
+
 void FinishPeers(FamilyPeers& f) {
   f.period = Period(f.all);
   f.by_phase.assign(f.period, {});
+  f.phase.clear();
   if (f.period < 2) return;
-  for (size_t i = 0; i < f.all.size(); ++i) f.by_phase[f.occ[i] % f.period].push_back(f.all[i]);
+  // Start from each value's occurrence mod P, then align twice.
+  f.phase.resize(f.all.size());
+  for (size_t i = 0; i < f.all.size(); ++i) f.phase[i] = f.occ[i] % f.period;
+  for (int pass = 0; pass < 2; ++pass)
+    f.phase = AlignPhases(f.all, PhaseTypical(f.all, f.phase, f.period));
+  for (size_t i = 0; i < f.all.size(); ++i) f.by_phase[f.phase[i]].push_back(f.all[i]);
 }
 struct StepPeers {
   std::unordered_map<std::string, std::vector<double>> durations;  // per step kind
@@ -568,6 +677,7 @@ struct Prepared {
   std::vector<Raw> raw;
   std::vector<uint32_t> key;
   std::vector<uint32_t> occ;
+  std::vector<uint32_t> pos;  // each raw instance's index in its family's FamilyPeers
   Waits waits;
   std::vector<std::string> group_kind;
   std::vector<int64_t> group_duration;
@@ -578,8 +688,9 @@ struct Prepared {
 Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   Prepared p;
   BuildUnits(t, r, &p.res);
-  p.raw = Extract(t, r, p.res, &p.keys);
-  p.waits = CollectiveWaits(t, r);
+  const std::vector<uint8_t> all_to_all = AllToAllParts(t, r);
+  p.raw = Extract(t, r, p.res, all_to_all, &p.keys);
+  p.waits = CollectiveWaits(t, r, all_to_all);
   for (Raw& x : p.raw) {
     if (x.measure == Measure::kTransferTime && !x.unpaired_collective) {
       const int64_t transfer = p.waits.transfer_ns[x.node];
@@ -605,19 +716,23 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   const std::vector<uint32_t> occ_fine = Occurrences(p.raw, fine, p.keys.size());
   const std::vector<uint32_t> occ_coarse = Occurrences(p.raw, coarse, p.keys.size());
   p.occ.resize(p.raw.size());
+  p.pos.resize(p.raw.size());
   p.peers.resize(p.keys.size());
   auto add = [&](uint32_t key, uint32_t occ, double v) {
     FamilyPeers& f = p.peers[key];
+    const uint32_t at = static_cast<uint32_t>(f.all.size());
     f.all.push_back(v);
     f.occ.push_back(occ);
     if (f.by_occ.size() <= occ) f.by_occ.resize(occ + 1);
     f.by_occ[occ].push_back(v);
+    return at;
   };
   for (size_t i = 0; i < p.raw.size(); ++i) {
     const double v = static_cast<double>(p.raw[i].time_ns);
-    add(fine[i], occ_fine[i], v);
-    if (coarse[i] != fine[i]) add(coarse[i], occ_coarse[i], v);
+    const uint32_t at_fine = add(fine[i], occ_fine[i], v);
+    const uint32_t at_coarse = coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v) : at_fine;
     p.occ[i] = p.key[i] == fine[i] ? occ_fine[i] : occ_coarse[i];
+    p.pos[i] = p.key[i] == fine[i] ? at_fine : at_coarse;
   }
   for (FamilyPeers& f : p.peers) FinishPeers(f);
   const size_t groups = p.res.group_units.size();
@@ -727,29 +842,50 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
     const Spread s = RobustSpread(v);
     return Reference{s.median, s.mad, q90, static_cast<uint32_t>(values.size()), source};
   };
+  // The phase of this trace's instances in a baseline family's repeating structure: this
+  // trace's sequence of the family aligned to the baseline's phases.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> base_phase;  // by key
+  auto phase_of = [&](size_t i, const FamilyPeers& peers, bool from_base) -> uint32_t {
+    const uint32_t key = p.key[i];
+    if (!from_base) return peers.phase[p.pos[i]];
+    auto it = base_phase.find(key);
+    if (it == base_phase.end()) {
+      std::vector<double> typical(peers.period, 0);
+      for (uint32_t k = 0; k < peers.period; ++k) {
+        std::vector<double> l;
+        for (double x : peers.by_phase[k]) l.push_back(std::log(std::max(1.0, x)));
+        typical[k] = RobustSpread(l).median;
+      }
+      it = base_phase.emplace(key, AlignPhases(p.peers[key].all, typical)).first;
+    }
+    return it->second[p.pos[i]];
+  };
   auto reference = [&](size_t i) -> Reference {
     const uint32_t key = p.key[i], occ = p.occ[i];
     const uint64_t pk = (static_cast<uint64_t>(key) << 32) | occ;
     const auto hit = position_cache.find(pk);
     if (hit != position_cache.end()) return hit->second;
     Reference ref;
+    bool cacheable = true;  // position and family references hold for every instance of
+                            // (key, occurrence); a phase depends on the instance
     for (int pass = 0; pass < 2 && ref.source == PeerSource::kNone; ++pass) {
       const bool from_base = pass == 0;
       const FamilyPeers* peers = from_base ? base_peers[key] : &p.peers[key];
       if (peers == nullptr) continue;
+      const uint32_t phase = peers->period > 1 ? phase_of(i, *peers, from_base) : 0;
       if (occ < peers->by_occ.size() && peers->by_occ[occ].size() >= o.min_peers &&
           peers->by_occ[occ].size() >= o.min_position_units) {
         ref = summarize(peers->by_occ[occ],
                         from_base ? PeerSource::kBaseline : PeerSource::kPositions);
         ref.positions = true;
-      } else if (peers->period > 1 && peers->by_phase[occ % peers->period].size() >= o.min_peers) {
-        const uint64_t lk =
-            ((static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0)) << 8) | (occ % peers->period);
+      } else if (peers->period > 1 && peers->by_phase[phase].size() >= o.min_peers) {
+        cacheable = false;
+        const uint64_t lk = ((static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0)) << 8) | phase;
         const auto known = phase_cache.find(lk);
         if (known != phase_cache.end()) {
           ref = known->second;
         } else {
-          ref = summarize(peers->by_phase[occ % peers->period],
+          ref = summarize(peers->by_phase[phase],
                           from_base ? PeerSource::kBaseline : PeerSource::kLayers);
           ref.positions = true;
           phase_cache.emplace(lk, ref);
@@ -774,7 +910,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
       std::vector<double> v = bp->by_occ[occ];
       ref.median = std::max(ref.median, RobustSpread(v).median);
     }
-    position_cache.emplace(pk, ref);
+    if (cacheable) position_cache.emplace(pk, ref);
     return ref;
   };
   // The first instance of a family on a process pays one-time costs (module loading on a
@@ -893,47 +1029,75 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
     const double x = spread > 0 ? static_cast<double>(excess) / spread : 0;
     out.group_score[g] = static_cast<float>(x / (x + o.step_scale));
   }
-  // Stragglers: a collective whose other ranks waited for one late rank far longer than
-  // ranks usually wait for each other in this trace (arrival jitter is normal).
+  // Stragglers: a collective whose other ranks waited for one late rank alone far longer
+  // than such gaps are in this trace (arrival jitter is normal).
   std::vector<Straggler> candidates;
   std::unordered_map<uint32_t, uint32_t> unit_of_node;  // collective kernels -> unit
   for (const Instance& in : out.instances) {
     if (in.wait_ns > 0 || p.waits.transfer_ns[in.node] >= 0) unit_of_node.emplace(in.node, in.unit);
   }
-  std::vector<double> typical_waits;
+  // A straggler holds up every other rank alone: the gap between its start and the
+  // second-latest rank's is what all the others waited for it. Ranks that are late
+  // together (one slow node) or arrive spread out (their work differs) have small gaps.
+  std::vector<double> gaps;
   for (const auto& nodes : p.waits.groups) {
     std::vector<double> waits;
     uint32_t late = nodes.front();
     for (uint32_t x : nodes) {
       if (p.waits.wait_ns[x] == 0) late = x;
     }
+    int64_t second = INT64_MIN;
     for (uint32_t x : nodes) {
-      if (x != late) waits.push_back(static_cast<double>(p.waits.wait_ns[x]));
+      if (x == late) continue;
+      waits.push_back(static_cast<double>(p.waits.wait_ns[x]));
+      second = std::max(second, r.nodes.start_ns[x]);
     }
     if (waits.empty()) continue;
+    const double gap = static_cast<double>(r.nodes.start_ns[late] - second);
+    gaps.push_back(gap);
     std::vector<double> w = waits;
     const double median_wait = RobustSpread(w).median;
-    typical_waits.push_back(median_wait);
-    if (median_wait < static_cast<double>(o.min_excess_ns)) continue;
+    if (gap < static_cast<double>(o.min_excess_ns)) continue;
     Straggler s;
     s.process = r.nodes.process[late];
     s.node = late;
     s.late_ns = static_cast<int64_t>(median_wait);
+    s.gap_ns = static_cast<int64_t>(gap);
     s.waiting = static_cast<uint32_t>(waits.size());
     // The engine step of the late rank's kernel.
     const auto at = unit_of_node.find(late);
     s.group = at == unit_of_node.end() ? UINT32_MAX : out.group_of_unit[at->second];
     if (s.group != UINT32_MAX) candidates.push_back(s);
   }
-  const double usual = RobustSpread(typical_waits).median;
-  for (const Straggler& s : candidates) {
-    const double late = static_cast<double>(s.late_ns);
-    if (late >= o.min_z * std::max(usual, static_cast<double>(o.noise_abs_floor_ns)) &&
-        late >= o.min_ratio * usual)
-      out.stragglers.push_back(s);
+  std::vector<double> sorted_gaps = gaps;
+  const double usual = RobustSpread(sorted_gaps).median;
+  std::sort(gaps.begin(), gaps.end());
+  double gap_sum = 0;
+  for (double g : gaps) gap_sum += g;
+  for (Straggler& s : candidates) {
+    const double gap = static_cast<double>(s.gap_ns);
+    if (gap < o.min_z * std::max(usual, static_cast<double>(o.noise_abs_floor_ns))) continue;
+    // How unlikely a gap this large is among the other collectives' gaps: their own
+    // frequency of gaps as large (with half a collective of prior), and beyond the largest
+    // of them an exponential tail of their mean gap. Natural pauses that hold up a rank now
+    // and then make each other unsurprising; a gap beyond all of them does not.
+    const size_t others = gaps.size() - 1;
+    const size_t at_least =
+        static_cast<size_t>(gaps.end() - std::lower_bound(gaps.begin(), gaps.end(), gap)) - 1;
+    // The largest other gap: the second largest when this one is the largest.
+    const double top =
+        at_least > 0 ? gaps.back() : (gaps.size() >= 2 ? gaps[gaps.size() - 2] : 0.0);
+    const double mean = std::max(others > 0 ? (gap_sum - gap) / static_cast<double>(others) : 0.0,
+                                 static_cast<double>(o.noise_abs_floor_ns));
+    const double tail = 0.5 * std::exp(-std::max(0.0, gap - top) / mean);
+    s.suspicion =
+        -std::log10((static_cast<double>(at_least) + tail) / static_cast<double>(others + 1));
+    out.stragglers.push_back(s);
   }
   std::sort(out.stragglers.begin(), out.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) { return a.late_ns > b.late_ns; });
+            [](const Straggler& a, const Straggler& b) {
+              return a.gap_ns != b.gap_ns ? a.gap_ns > b.gap_ns : a.late_ns > b.late_ns;
+            });
   return out;
 }
 

@@ -150,7 +150,9 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   // Self-fit, the same trace has nothing to compare the whole-run slowdown with.
   const auto self = diagnose::Diagnose(incident.trace, incident.rec, {});
   for (const auto& o : self.top_operators) {
-    if (o.name == top.name) EXPECT_LT(static_cast<double>(o.count) / o.instances, 0.2);
+    if (o.name == top.name) {
+      EXPECT_LT(static_cast<double>(o.count) / o.instances, 0.2);
+    }
   }
 }
 
@@ -289,13 +291,16 @@ TEST(Diagnose, RealKinetoTraceGetsAReport) {
   }
   EXPECT_EQ(bounds, kAnnotations);
   EXPECT_EQ(d.abnormal_steps, 0u);
-  // Top operators list only evidence, ordered by score, each slower than its peers.
+  // Top operators list only evidence, ordered by suspicion, each slower than its peers.
   for (size_t i = 0; i < d.top_operators.size(); ++i) {
     const diagnose::TopOperator& o = d.top_operators[i];
     EXPECT_GT(o.count, 0u) << o.name;
     EXPECT_GT(o.excess_ns, 0) << o.name;
     EXPECT_GT(o.max_ratio, 1.0) << o.name;
-    if (i > 0) EXPECT_LE(o.score, d.top_operators[i - 1].score) << o.name;
+    EXPECT_GE(o.suspicion, 0.0) << o.name;
+    if (i > 0) {
+      EXPECT_LE(o.suspicion, d.top_operators[i - 1].suspicion) << o.name;
+    }
   }
   // The text report says so and shows the names as the trace has them (shortened in
   // the middle only when long).

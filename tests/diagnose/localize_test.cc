@@ -301,5 +301,41 @@ TEST(Localize, NamePatternReplacesLayerIndicesOnly) {
   EXPECT_EQ(localize::NamePattern("ProfilerStep#12"), "ProfilerStep#");
 }
 
+// One kernel that serves two shapes in turn (10 us, 30 us: period 2), without step
+// markers, and with one extra small instance after the 20th, so that from there on the
+// small ones sit at odd positions: the structure's phase shifts. The 7th instance after
+// the shift, a small one, is planted at 20 us.
+// k mod 2 would compare the 10 large ones after the shift with the small phase (median
+// of 11 small and 10 large = 10 us) and flag them at 3x; aligned phases compare every
+// instance with its own shape: only the planted one is evidence, against 10 us.
+TEST(Localize, LayerPhasesFollowAShiftedStructure) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  std::vector<int> us;
+  for (int i = 0; i < 20; ++i) us.push_back(i % 2 == 0 ? 10 : 30);
+  us.push_back(10);  // the extra one: the phase shifts
+  for (int j = 0; j < 20; ++j) us.push_back(j % 2 == 0 ? 10 : 30);
+  const size_t planted = 21 + 6;
+  ASSERT_EQ(us[planted], 10);
+  us[planted] = 20;
+  int64_t at = kT0;
+  for (int d : us) {
+    b.Kernel(p, "k", at, at + d * 1000);
+    at += d * 1000 + 2000;
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_EQ(r.instances.size(), us.size());
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(in.time_ns, 20'000);
+    EXPECT_EQ(in.expected_ns, 10'000);
+    EXPECT_EQ(in.source, localize::PeerSource::kLayers);
+  }
+  EXPECT_EQ(evidence, 1u);
+}
+
 }  // namespace
 }  // namespace teller

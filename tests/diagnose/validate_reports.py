@@ -2,7 +2,7 @@
 """Validates `teller diagnose --json` reports against docs/diagnosis.schema.json and checks
 what the schema cannot say: every root evidence entry took longer than its peers
 (ratio > 1, excess = time - expected > 0), consequences wait for someone, top operators
-are ordered by excess, and an abnormal step has a category and an explanation.
+are ordered by suspicion, and an abnormal step has a category and an explanation.
 
 usage: validate_reports.py TELLER SCHEMA WORKDIR [REAL_DATA_DIR]
 Reports come from a small simulated run with a planted fault (always) and from real
@@ -38,8 +38,12 @@ def check(name, report):
             if e["role"] != "consequence" or e["excess_ns"] <= 0:
                 failures.append(f"{name}: consequence without a wait: {e}")
     ops = report["top_operators"]
-    if [o["score"] for o in ops] != sorted((o["score"] for o in ops), reverse=True):
-        failures.append(f"{name}: top_operators not ordered by score")
+    order = [o["suspicion"] for o in ops]
+    if order != sorted(order, reverse=True):
+        failures.append(f"{name}: top_operators not ordered by suspicion")
+    for o in ops:
+        if o["straggling_ns"] > o["excess_ns"]:
+            failures.append(f"{name}: straggling_ns beyond the excess: {o}")
     if ops and abs(sum(o["score"] for o in ops) - 1.0) > 1e-3 and len(ops) < 10:
         failures.append(f"{name}: top_operators scores of a complete list do not sum to 1")
     if report["abnormal_steps"] != sum(s["abnormal"] for s in report["steps"]):

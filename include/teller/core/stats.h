@@ -1,7 +1,9 @@
-// Two-sample statistics shared by the realism comparison and the evaluation.
+// Statistics shared by the stages: two-sample distances (the realism comparison and the
+// evaluation) and the tail probabilities that rank the diagnosis' suspects.
 #ifndef TELLER_CORE_STATS_H_
 #define TELLER_CORE_STATS_H_
 
+#include <cstdint>
 #include <vector>
 
 namespace teller {
@@ -12,6 +14,17 @@ double KsStatistic(std::vector<double>& a, std::vector<double>& b);
 // 1-Wasserstein distance of two samples: the area between their empirical CDFs. Sorts
 // both in place; NaN when either is empty.
 double Wasserstein1(std::vector<double>& a, std::vector<double>& b);
+
+// log10 P(X >= k) for X ~ Binomial(n, p): how likely k or more of n independent trials
+// succeed. 0 when k == 0; -infinity when k > n, or p == 0 and k > 0.
+double BinomialTailLog10(uint64_t n, uint64_t k, double p);
+
+// log10 of the probability that n independent trials with success probability p hold a
+// run of at least `run` consecutive successes somewhere. Poisson clumping approximation
+// 1 - exp(-(1 + (n - run)(1 - p)) p^run): close for small p, where it is used (within a
+// few percent of the exact value for p <= 0.05), exact for run 1 and
+// run n.
+double RunTailLog10(uint64_t n, uint64_t run, double p);
 
 }  // namespace teller
 

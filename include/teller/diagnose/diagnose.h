@@ -94,11 +94,18 @@ struct TopOperator {
   std::string within;  // host calls: the operator that makes them
   Layer layer = Layer::kFrontend;
   localize::Measure measure = localize::Measure::kOwnTime;
+  // -log10 of the chance that its evidence is natural variation (src/diagnose/suspicion.h):
+  // that this many of its instances, or this long a run of them in a row, deviate this much
+  // at the rate the other instances of their kind in the trace do. The ranking's key.
+  double suspicion = 0;
   // Its share of the trace's root excess, each instance's excess weighed by the share
-  // of its time it is (1 - 1/ratio); the ranking's key.
+  // of its time it is (1 - 1/ratio); the ranking's second key.
   float score = 0;
   int64_t excess_ns = 0;  // the summed excess of its evidence instances
-  uint32_t count = 0;     // evidence instances
+  // Of that, the excess on a straggler's rank before the collective the other ranks waited
+  // for it in: what made the rank late (the straggler's suspicion adds to the family's).
+  int64_t straggling_ns = 0;
+  uint32_t count = 0;  // evidence instances
   uint32_t instances = 0;
   int64_t median_ns = 0;   // the family's median time
   double max_ratio = 0;    // the largest time / expected among its evidence

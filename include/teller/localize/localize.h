@@ -133,6 +133,10 @@ struct Straggler {
   uint32_t group = 0;    // engine step
   uint32_t process = 0;  // the late rank's process
   int64_t late_ns = 0;   // how long the others waited for it (median over them)
+  int64_t gap_ns = 0;    // its start after the second-latest rank's: the wait it alone caused
+  // -log10 of the chance of a gap this large among the trace's gaps (exponential with the
+  // mean of the other collectives' gaps).
+  double suspicion = 0;
   uint32_t node = 0;     // the late rank's collective kernel
   uint32_t waiting = 0;  // ranks that waited
 };

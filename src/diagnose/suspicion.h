@@ -1,0 +1,55 @@
+// How unlikely a family's evidence is as natural variation (docs/diagnose.md, "Top
+// operators"): the ranking key of the top operators.
+//
+// Instances of one kind (a class: GPU kernels, copies, host calls, synchronizations,
+// operators' own host time, collective transfers) deviate from their peers at a rate of
+// their own in a trace, and the chance of a deviation falls with its size at a rate of its
+// own: host time has heavy tails (a pause hits whichever op is running), kernels rarely
+// deviate and then by little. Natural variation spreads over the families of a class at
+// that rate; a fault concentrates in one family, it is larger than the class's usual
+// deviations, and it lasts: its instances deviate one after another.
+#ifndef TELLER_SRC_DIAGNOSE_SUSPICION_H_
+#define TELLER_SRC_DIAGNOSE_SUSPICION_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace teller::diagnose {
+
+// Deviations of a set of instances: how many were scored against peers, the ratio to
+// its peers of each that was evidence, and the sum over those of ln(ratio / min_ratio),
+// the size of each deviation beyond the least that counts.
+struct Deviations {
+  uint64_t scored = 0;
+  std::vector<double> ratios;  // sorted once Finish() was called
+  double log_size = 0;
+  void Add(double ratio, double min_ratio);  // ratio 0: within its peers
+  void Add(const Deviations& o);
+  void Finish();
+  // How many ratios are >= x (after Finish()).
+  uint64_t AtLeast(double x) const;
+};
+
+// One family: its deviations, and per process its scored instances in time order, each
+// as its ratio to its peers when it was evidence and 0 when it was not.
+struct FamilyDeviations {
+  Deviations total;
+  std::vector<std::vector<double>> sequences;
+};
+
+// -log10 of the chance that `family` deviates as it does at the rate of the rest of its
+// class (`klass` less the family; both Finish()ed). The chance that an instance deviates by
+// at least x is q(x) = (m(x) + 0.5 exp(-max(0, ln(x / top)) / scale)) / (N + 1), where N is
+// the rest's scored instances, m(x) how many of them deviated by x or more and top the
+// largest ratio among them: up to there the rest's own frequency (and half an instance),
+// beyond it an exponential tail of the rest's mean size in log ratio (scale; with a prior
+// of two deviations of 0.5, i.e. 1.65 times the
+// least ratio). For each size x the family's evidence reaches, the chance of k(x) or more
+// of its n instances reaching it (binomial) and of a run as long as its longest one of them
+// in a row (per process) are taken; the suspicion is the largest -log10 of them, 0 without
+// evidence.
+double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio);
+
+}  // namespace teller::diagnose
+
+#endif  // TELLER_SRC_DIAGNOSE_SUSPICION_H_

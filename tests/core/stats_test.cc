@@ -1,0 +1,81 @@
+// Tail probabilities of core/stats.h, checked against exhaustive enumeration of every
+// outcome sequence (an independent computation: no formula in common with the code).
+#include "teller/core/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace teller {
+namespace {
+
+struct Enumerated {
+  double at_least_k = 0;    // P(successes >= k)
+  double run_at_least = 0;  // P(a run of >= run consecutive successes)
+};
+
+// Every one of the 2^n sequences of n trials, weighed by its probability.
+Enumerated Enumerate(int n, int k, int run, double p) {
+  Enumerated e;
+  for (uint32_t bits = 0; bits < (1u << n); ++bits) {
+    int ones = 0, current = 0, longest = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool one = (bits >> i) & 1u;
+      ones += one;
+      current = one ? current + 1 : 0;
+      longest = std::max(longest, current);
+    }
+    const double w = std::pow(p, ones) * std::pow(1 - p, n - ones);
+    if (ones >= k) e.at_least_k += w;
+    if (longest >= run) e.run_at_least += w;
+  }
+  return e;
+}
+
+TEST(BinomialTail, MatchesEnumeration) {
+  for (int n : {1, 5, 12, 16}) {
+    for (double p : {0.001, 0.03, 0.2, 0.5, 0.9}) {
+      for (int k = 1; k <= n; ++k) {
+        const double want = std::log10(Enumerate(n, k, 1, p).at_least_k);
+        EXPECT_NEAR(BinomialTailLog10(n, k, p), want, 1e-9 * std::max(1.0, std::fabs(want)))
+            << "n=" << n << " k=" << k << " p=" << p;
+      }
+    }
+  }
+}
+
+TEST(BinomialTail, EdgesAndLargeCounts) {
+  EXPECT_EQ(BinomialTailLog10(10, 0, 0.1), 0.0);
+  EXPECT_TRUE(std::isinf(BinomialTailLog10(10, 11, 0.1)));
+  EXPECT_TRUE(std::isinf(BinomialTailLog10(10, 1, 0.0)));
+  EXPECT_EQ(BinomialTailLog10(10, 3, 1.0), 0.0);
+  // All of 1000 at p = 0.5: exactly 1000 log10(0.5).
+  EXPECT_NEAR(BinomialTailLog10(1000, 1000, 0.5), 1000 * std::log10(0.5), 1e-6);
+  // At or below the mean the tail holds most of the mass: P(X >= 1) for n = 1000,
+  // p = 0.01 is 1 - 0.99^1000.
+  EXPECT_NEAR(BinomialTailLog10(1000, 1, 0.01), std::log10(1 - std::pow(0.99, 1000)), 1e-9);
+}
+
+TEST(RunTail, CloseToEnumerationForSmallP) {
+  for (int n : {4, 10, 16}) {
+    for (double p : {0.001, 0.01, 0.05}) {
+      for (int run = 1; run <= std::min(n, 6); ++run) {
+        const double want = Enumerate(n, 1, run, p).run_at_least;
+        const double got = std::pow(10.0, RunTailLog10(n, run, p));
+        EXPECT_NEAR(got / want, 1.0, 0.05) << "n=" << n << " run=" << run << " p=" << p;
+      }
+    }
+  }
+}
+
+TEST(RunTail, ExactForTheWholeSequenceAndEdges) {
+  EXPECT_NEAR(RunTailLog10(8, 8, 0.3), 8 * std::log10(0.3), 1e-12);
+  EXPECT_EQ(RunTailLog10(8, 0, 0.3), 0.0);
+  EXPECT_TRUE(std::isinf(RunTailLog10(8, 9, 0.3)));
+  // A run of 3 in 70 at p = 0.003 is far rarer than 3 successes anywhere in 70.
+  EXPECT_LT(RunTailLog10(70, 3, 0.003), BinomialTailLog10(70, 3, 0.003) - 2);
+}
+
+}  // namespace
+}  // namespace teller

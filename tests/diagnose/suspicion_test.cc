@@ -1,0 +1,96 @@
+// The suspicion that ranks the top operators (src/diagnose/suspicion.h): one value computed
+// by hand, and the properties the ranking relies on.
+#include "src/diagnose/suspicion.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace teller::diagnose {
+namespace {
+
+constexpr double kMin = 1.2;  // the least ratio that is evidence
+
+// A class of `scored` instances of which `deviating` deviated, each by `ratio`.
+Deviations Class(uint64_t scored, uint64_t deviating, double ratio) {
+  Deviations d;
+  for (uint64_t i = 0; i < scored; ++i) d.Add(i < deviating ? ratio : 0.0, kMin);
+  d.Finish();
+  return d;
+}
+
+// One process's sequence of n instances, those at `at` deviating by `ratio`.
+FamilyDeviations Family(size_t n, const std::vector<size_t>& at, double ratio) {
+  FamilyDeviations f;
+  f.sequences.emplace_back(n, 0.0);
+  for (size_t i : at) f.sequences[0][i] = ratio;
+  for (double r : f.sequences[0]) f.total.Add(r, kMin);
+  f.total.Finish();
+  return f;
+}
+
+Deviations With(Deviations klass, const FamilyDeviations& f) {
+  klass.Add(f.total);
+  klass.Finish();
+  return klass;
+}
+
+TEST(Suspicion, OneInstanceAtTheLeastRatioByHand) {
+  // The class without the family: 999 instances, 9 deviating (all by more than 1.2x). At
+  // x = min_ratio: m(x) = 9 and the tail term is 0.5 exp(0) = 0.5, so q = (9 + 0.5) /
+  // (999 + 1) = 0.0095, and the only instance deviating has chance q: suspicion =
+  // -log10(0.0095) = 2.02228.
+  const FamilyDeviations f = Family(1, {0}, kMin);
+  EXPECT_NEAR(Suspicion(f, With(Class(999, 9, 1.5), f), kMin), 2.02228, 1e-4);
+}
+
+TEST(Suspicion, NothingDeviatingIsNotSuspicious) {
+  const FamilyDeviations f = Family(50, {}, 0);
+  EXPECT_EQ(Suspicion(f, With(Class(1000, 30, 1.5), f), kMin), 0.0);
+}
+
+TEST(Suspicion, DeviatingAtTheClassRateIsNotSuspicious) {
+  // 4 of 200 at a class rate of 2%: the expected count is 4.
+  const FamilyDeviations f = Family(200, {10, 60, 120, 180}, 1.5);
+  EXPECT_LT(Suspicion(f, With(Class(5000, 100, 1.5), f), kMin), 1.0);
+}
+
+TEST(Suspicion, ARunIsMoreSuspiciousThanTheSameCountScattered) {
+  const Deviations klass = Class(5000, 15, 1.5);
+  const FamilyDeviations run = Family(70, {30, 31, 32}, 2.0);
+  const FamilyDeviations scattered = Family(70, {5, 30, 60}, 2.0);
+  const double s_run = Suspicion(run, With(klass, run), kMin);
+  const double s_scattered = Suspicion(scattered, With(klass, scattered), kMin);
+  EXPECT_GT(s_run, s_scattered + 1.0);
+  // Three in a row of 70 at q: about 68 q^3; three anywhere: C(70, 3) q^3 = 54740 q^3.
+  EXPECT_NEAR(s_run - s_scattered, std::log10(54740.0 / 68.0), 0.3);
+}
+
+TEST(Suspicion, SizeCountsOnlyAgainstTheClassUsualSizes) {
+  // One instance at 100x: in a class whose deviations are small (1.5x) it is far beyond
+  // them; in a class whose deviations are large (50x, host pauses) it is not.
+  const FamilyDeviations big = Family(80, {40}, 100.0);
+  const double small_class = Suspicion(big, With(Class(8000, 40, 1.5), big), kMin);
+  const double heavy_class = Suspicion(big, With(Class(8000, 40, 50.0), big), kMin);
+  EXPECT_GT(small_class, heavy_class + 3.0);
+  // A family of many instances with many small deviations and a class of few: the count
+  // alone makes it suspicious.
+  const FamilyDeviations many = Family(100, {1, 9, 17, 33, 41, 55, 62, 70, 84, 99}, 1.3);
+  EXPECT_GT(Suspicion(many, With(Class(8000, 8, 1.3), many), kMin), 10.0);
+}
+
+TEST(Suspicion, EveryProcessRunsOnItsOwn) {
+  // The same three deviations in a row on one process, with or without a second process
+  // of 40 quiet instances: the run counts per process, so it is as unlikely either way.
+  FamilyDeviations one = Family(40, {10, 11, 12}, 2.0);
+  FamilyDeviations two = one;
+  two.sequences.emplace_back(40, 0.0);
+  for (double r : two.sequences[1]) two.total.Add(r, kMin);
+  two.total.Finish();
+  const Deviations klass = Class(5000, 15, 1.5);
+  EXPECT_NEAR(Suspicion(one, With(klass, one), kMin), Suspicion(two, With(klass, two), kMin), 0.01);
+}
+
+}  // namespace
+}  // namespace teller::diagnose
