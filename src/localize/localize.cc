@@ -28,6 +28,8 @@ const char* PeerSourceName(PeerSource s) {
       return "baseline";
     case PeerSource::kLayers:
       return "layers";
+    case PeerSource::kRest:
+      return "rest";
   }
   return "?";
 }
@@ -753,6 +755,78 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   return p;
 }
 
+// A family's GPU instances compared with the whole family (no positions or layer phases
+// to pin them down), per process in time order: the contiguous segment of at least
+// kMinSegment instances, leaving at least kMinSegment others, whose median is the most
+// significantly above the others' median (by the evidence margins: min_ratio, min_excess,
+// min_z against the others' noise), with at least 80% of its instances min_ratio above
+// the others' median. Its instances that clear the margins on their own become evidence,
+// with the others as peers (PeerSource::kRest). Families of up to kMaxSegmentFamily
+// instances: in a larger family a segment of a few dozen leaves the median alone.
+constexpr size_t kMinSegment = 3;
+constexpr size_t kMaxSegmentFamily = 96;
+void FindSlowSegments(const Trace& trace, const Reconstruction& r, const Options& o, Result* out) {
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> sequences;  // (family, process)
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    const Family& f = out->families[in.family];
+    if (f.measure != Measure::kGpuTime || in.source != PeerSource::kFamily || in.warmup) continue;
+    sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
+  }
+  (void)trace;
+  std::vector<double> inside, rest;
+  for (auto& [key, seq] : sequences) {
+    const size_t n = seq.size();
+    if (n < 2 * kMinSegment + 2 || n > kMaxSegmentFamily) continue;
+    std::sort(seq.begin(), seq.end(), [&](uint32_t a, uint32_t b) {
+      return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
+    });
+    double best_z = 0, best_median = 0, best_noise = 0;
+    size_t best_begin = 0, best_end = 0;
+    for (size_t b = 0; b < n; ++b) {
+      for (size_t e = b + kMinSegment; e <= n && n - (e - b) >= kMinSegment; ++e) {
+        inside.clear();
+        rest.clear();
+        for (size_t i = 0; i < n; ++i)
+          (i >= b && i < e ? inside : rest)
+              .push_back(static_cast<double>(out->instances[seq[i]].time_ns));
+        std::vector<double> in_copy = inside;
+        const double m_in = RobustSpread(in_copy).median;
+        const Spread sr = RobustSpread(rest);
+        const double noise = std::max({1.4826 * sr.mad, o.noise_rel_floor * sr.median,
+                                       static_cast<double>(o.noise_abs_floor_ns)});
+        if (m_in < o.min_ratio * sr.median || m_in - sr.median < o.min_excess_ns) continue;
+        size_t slow = 0;
+        for (double v : inside) slow += v >= o.min_ratio * sr.median;
+        if (slow * 5 < inside.size() * 4) continue;
+        const double z = (m_in - sr.median) / noise;
+        if (z > best_z) {
+          best_z = z;
+          best_median = sr.median;
+          best_noise = noise;
+          best_begin = b;
+          best_end = e;
+        }
+      }
+    }
+    if (best_z < o.min_z) continue;
+    for (size_t i = best_begin; i < best_end; ++i) {
+      Instance& in = out->instances[seq[i]];
+      const double excess = static_cast<double>(in.time_ns) - best_median;
+      if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * best_median ||
+          excess < o.min_z * best_noise)
+        continue;
+      in.source = PeerSource::kRest;
+      in.peers = static_cast<uint32_t>(n - (best_end - best_begin));
+      in.expected_ns = static_cast<int64_t>(std::llround(best_median));
+      in.noise_ns = static_cast<int64_t>(std::llround(best_noise));
+      in.z = static_cast<float>(excess / best_noise);
+      in.evidence = true;
+      in.excess_ns = in.time_ns - in.expected_ns;
+    }
+  }
+}
+
 }  // namespace
 
 struct Model::Impl {
@@ -970,6 +1044,11 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
     in.consequence = in.evidence && p.raw[i].unpaired_collective;
     out.instances.push_back(in);
   }
+  // Sustained slowdowns of a small family: when a fault lasts for most of a family's
+  // instances, their median is the slowed time and no instance stands out from it. A
+  // contiguous run of instances (in time, on one process) that is slower than the rest of
+  // the family by the evidence margins is then the deviation, the rest its peers.
+  if (baseline == nullptr) FindSlowSegments(trace, r, o, &out);
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});

@@ -337,5 +337,51 @@ TEST(Localize, LayerPhasesFollowAShiftedStructure) {
   EXPECT_EQ(evidence, 1u);
 }
 
+// A small kernel family (14 instances, no step markers; the first two are warm-up: the
+// first kernel on the stream has no kernel before it, an identity of its own) slowed 2x
+// for 9 of them in a row: their median is the slowed time, so against the whole family
+// nothing stands out. The sustained run against the 3 others (10, 10.2, 9.8 us: median
+// 10 us, MAD 0.2 us, noise max(1.4826 x 0.2, 2% x 10, 0.25) = 0.30 us) is the deviation:
+// each slowed instance (20 us) is evidence against 10 us, peers "rest". A family whose
+// time grows steadily (10 to 23 us) has no such run: its slowest quarter is about 1.5x
+// the rest's median but the rest spread as much (z < 5), so nothing there is evidence.
+TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  std::vector<int> ns = {10'000, 10'000, 10'000, 10'200, 9'800};
+  for (int i = 0; i < 9; ++i) ns.push_back(20'000 + (i % 3) * 100);
+  std::vector<int> trend;
+  for (int i = 0; i < 14; ++i) trend.push_back(10'000 + i * 1'000);
+  int64_t at = kT0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    b.Kernel(p, "slowed", at, at + ns[i], 7);
+    b.Kernel(p, "growing", at, at + trend[i], 8);
+    at += 50'000;
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t slowed = 0, growing = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]);
+    if (name == "growing") {
+      ++growing;
+      continue;
+    }
+    ++slowed;
+    EXPECT_GE(in.time_ns, 20'000);
+    EXPECT_EQ(in.expected_ns, 10'000);
+    EXPECT_EQ(in.source, localize::PeerSource::kRest);
+    EXPECT_EQ(in.peers, 3u);
+  }
+  EXPECT_EQ(slowed, 9u);
+  EXPECT_EQ(growing, 0u);
+  // With a baseline, the baseline's instances are the peers and no run is needed.
+  localize::Model none = localize::FitBaseline({});
+  const auto with_empty_baseline = localize::Localize(b.t, rec, {}, &none);
+  for (const localize::Instance& in : with_empty_baseline.instances)
+    EXPECT_NE(in.source, localize::PeerSource::kRest);
+}
+
 }  // namespace
 }  // namespace teller

@@ -72,8 +72,9 @@ enum class PeerSource : uint8_t {
   kFamily,     // every instance of the family in the trace (repeated layers, all steps)
   kBaseline,   // the baseline's instances (positions when they repeat, else the family)
   kLayers,     // the same phase of a family that repeats with a period (repeated layers)
+  kRest,       // the rest of a small family, outside a sustained slower run of it
 };
-// "none", "positions", "family", "baseline", "layers"
+// "none", "positions", "family", "baseline", "layers", "rest"
 const char* PeerSourceName(PeerSource s);
 
 // What an instance's time measures.
