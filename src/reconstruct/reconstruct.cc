@@ -294,18 +294,16 @@ class Builder {
       step.process = nodes_.process[n];
       step.ordinal = ordinal++;
       ids.clear();
-      kind.clear();
       const std::string_view step_name = trace_.strings.Get(ev_.name[nodes_.event[n]]);
       seq.clear();
-      ParseStepMessage(step_name, &ids, &kind, &seq);
-      if (kind.empty()) kind = StepKindFromEngineMarker(step_name);
+      ParseStepMessage(step_name, &ids, nullptr, &seq);
+      kind = StepKind(step_name);
       if (const auto inner = inner_kind_of.find(n); inner != inner_kind_of.end()) {
         const std::string_view inner_name =
             trace_.strings.Get(ev_.name[nodes_.event[inner->second]]);
-        std::string inner_kind, inner_seq;
-        ParseStepMessage(inner_name, nullptr, &inner_kind, &inner_seq);
-        if (inner_kind.empty()) inner_kind = StepKindFromEngineMarker(inner_name);
-        if (kind.empty()) kind = inner_kind;
+        std::string inner_seq;
+        ParseStepMessage(inner_name, nullptr, nullptr, &inner_seq);
+        if (kind.empty()) kind = StepKind(inner_name);
         if (seq.empty()) seq = inner_seq;
       }
       step.number = StepNumber(step_name, seq);

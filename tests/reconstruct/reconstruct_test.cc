@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "teller/reconstruct/step_ranges.h"
 
 namespace teller::reconstruct {
 namespace {
@@ -296,6 +299,63 @@ TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
   Reconstruct(lone.trace());
   EXPECT_EQ(lone.trace().counters.Get("reconstruct.clock_unaligned_hosts"), 1u);
   EXPECT_EQ(lone.trace().processes[1].clock_offset_ns, 0);
+}
+
+TEST(StepRangesTest, OutermostStepRangesOfEachProcess) {
+  TraceBuilder b;
+  Trace& t = b.trace();
+  const uint32_t second = t.ProcessIndex("node-1", 101);
+  // Process 0: a ProfilerStep (no kind) holding an engine marker that gives one, then a
+  // teller.step; a push never popped is no step.
+  const size_t outer = b.Add(EventType::kPush, "ProfilerStep#7", 100);
+  b.Add(EventType::kPush, "execute_new_0_cached_30", 110);  // decode
+  b.Add(EventType::kPop, "", 190);
+  b.Add(EventType::kPop, "", 200);
+  const size_t decode =
+      b.Add(EventType::kRange, "teller.step seq=2 kind=prefill n=1 reqs=a", 300, 400);
+  b.Add(EventType::kPush, "teller.step seq=3 kind=decode", 500);
+  // Process 1: a step on another thread inside process 1's first step is not a step of its
+  // own; an inner marker does not overwrite the outer's kind.
+  const size_t other = b.Add(EventType::kRange, "teller.step kind=mixed", 100, 300, 0, 1, second);
+  b.Add(EventType::kRange, "step[DECODE bs=4]", 150, 250, 0, 2, second);
+  b.Add(EventType::kRange, "aten::mm", 0, 1000, 0, 1, second);  // not a step
+  const std::vector<int64_t> ends = RangeEnds(t, t.events.start_ns, t.events.end_ns);
+  EXPECT_EQ(ends[outer], 200);
+  EXPECT_EQ(ends[outer + 1], 190) << "the inner push closes at the first pop";
+  EXPECT_EQ(ends[decode], 400);
+  EXPECT_EQ(ends[decode + 1], -1) << "never popped";
+  EXPECT_EQ(ends[outer + 2], -1) << "a pop has no end of its own";
+
+  const std::shared_ptr<Classifier> rules = Classifier::BuiltIn();
+  LayerCache layers(*rules, t);
+  const std::vector<StepRange> steps = FindStepRanges(t, layers, ends);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].event, outer);
+  EXPECT_EQ(steps[0].start, 100);
+  EXPECT_EQ(steps[0].end, 200);
+  EXPECT_EQ(steps[0].kind, "decode") << "lent by the engine marker inside";
+  EXPECT_EQ(steps[1].event, decode);
+  EXPECT_EQ(steps[1].kind, "prefill");
+  EXPECT_EQ(steps[2].event, other);
+  EXPECT_EQ(steps[2].process, second);
+  EXPECT_EQ(steps[2].thread, 1u);
+  EXPECT_EQ(steps[2].kind, "mixed");
+
+  // The reconstruction finds the same steps where each lies on one thread, and also keeps
+  // the unpopped push (closed at its thread's last event) and the other thread's marker.
+  const Reconstruction r = Reconstruct(t);
+  ASSERT_EQ(r.steps.size(), 5u);
+  EXPECT_EQ(r.nodes.event[r.steps[0].node], outer);
+  EXPECT_EQ(t.strings.Get(r.steps[0].kind), "decode");
+  EXPECT_EQ(r.nodes.event[r.steps[1].node], decode);
+  EXPECT_EQ(t.strings.Get(r.steps[1].kind), "prefill");
+}
+
+TEST(StepMessageTest, StepKindFromEitherMarker) {
+  EXPECT_EQ(StepKind("teller.step seq=1 kind=prefill reqs=a"), "prefill");
+  EXPECT_EQ(StepKind("step[DECODE bs=32]"), "decode");
+  EXPECT_EQ(StepKind("teller.step seq=1 reqs=a"), "");
+  EXPECT_EQ(StepKind("ProfilerStep#3"), "");
 }
 
 TEST(StepMessageTest, ParsesTheCollectorGrammar) {

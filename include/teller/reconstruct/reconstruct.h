@@ -170,6 +170,10 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
 // These markers carry no request ids. "" when the name is not such a marker.
 std::string StepKindFromEngineMarker(std::string_view name);
 
+// The step kind a step marker gives: the `kind=` of a teller.step message, else what an
+// engine's own marker implies (StepKindFromEngineMarker); "" when it gives none.
+std::string StepKind(std::string_view name);
+
 // A step's own number: `seq` when it is a decimal number, else the N of a name that ends
 // in "#N" (PyTorch's "ProfilerStep#N"); -1 when neither.
 int64_t StepNumber(std::string_view name, std::string_view seq);
