@@ -17,6 +17,7 @@
 #include "teller/core/file_util.h"
 #include "teller/core/json_reader.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/format/dataset_node_reader.h"
 
 namespace teller::eval {
 namespace {
@@ -208,47 +209,10 @@ Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOpti
       StepColumns& c = setting->records.back();
       c.seq = u.seq;
       if (options.columns) {
-        int64_t n = 0;
-        TELLER_RETURN_IF_ERROR(ctx.Field(doc, "n", &n));
-        struct Column {
-          const char* key;
-          error_code (*read)(od::value, StepColumns&);
-        };
-        static const Column kColumns[] = {
-            {"type", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.type); }},
-            {"layer", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.layer); }},
-            {"name", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.name); }},
-            {"parent", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.parent); }},
-            {"rank", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.rank); }},
-            {"offset_ns",
-             [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.offset_ns); }},
-            {"dur_ns", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.dur_ns); }},
-        };
-        for (const Column& col : kColumns) {
-          TELLER_RETURN_IF_ERROR(ctx.Field(doc, col.key, &v));
-          if (error_code e = col.read(v, c)) {
-            return ctx.Error(e,
-                             std::string("column \"") + col.key + "\" is not an array of integers");
-          }
-        }
-        const size_t want = static_cast<size_t>(n);
-        if (c.layer.size() != want || c.name.size() != want || c.type.size() != want ||
-            c.parent.size() != want || c.rank.size() != want || c.offset_ns.size() != want ||
-            c.dur_ns.size() != want) {
-          return Status::Error(at + ": columns do not all have n = " + std::to_string(n) +
-                               " entries");
-        }
-        for (size_t i = 0; i < want; ++i) {
-          if (c.name[i] >= setting->names.size()) {
-            return Status::Error(at + ": name index " + std::to_string(c.name[i]) + " of node " +
-                                 std::to_string(i) + " is outside names.json (" +
-                                 std::to_string(setting->names.size()) + " names)");
-          }
-          if (c.parent[i] >= static_cast<int32_t>(i)) {
-            return Status::Error(at + ": node " + std::to_string(i) + " has parent " +
-                                 std::to_string(c.parent[i]) + " (parents precede their children)");
-          }
-        }
+        format::DatasetColumnsWanted wanted;
+        wanted.depth = false;  // the evaluation's features do not use it
+        TELLER_RETURN_IF_ERROR(
+            format::ReadDatasetColumns(ctx, doc, setting->names.size(), &c, wanted));
       }
     }
     units->push_back(std::move(u));
