@@ -32,13 +32,14 @@ Status ReadIntegers(const JsonContext& ctx, od::value& v, const std::string& wha
     int64_t x = 0;
     if (const simdjson::error_code e = item.get_int64().get(x)) {
       // The label is built only on this path: columns hold millions of values.
-      return ctx.Error(e, "\"" + what + "[" + std::to_string(out->size()) +
-                              "]\": expected an integer");
+      return ctx.Error(
+          e, "\"" + what + "[" + std::to_string(out->size()) + "]\": expected an integer");
     }
     if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (x > 0 && static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
-      return ctx.Error("\"" + what + "[" + std::to_string(out->size()) + "]\": " +
-                       std::to_string(x) + " is out of range");
+        (x > 0 &&
+         static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      return ctx.Error("\"" + what + "[" + std::to_string(out->size()) +
+                       "]\": " + std::to_string(x) + " is out of range");
     }
     out->push_back(static_cast<T>(x));
   }
@@ -91,8 +92,8 @@ Status ReadDatasetColumns(const JsonContext& ctx, od::document& line, size_t nam
     TELLER_RETURN_IF_ERROR(ctx.Field(line, key, &v));
     TELLER_RETURN_IF_ERROR(ReadIntegers(ctx, v, key, values));
     if (values->size() != static_cast<size_t>(n)) {
-      return ctx.Error(std::string("column \"") + key + "\" has " +
-                       std::to_string(values->size()) + " entries, not n = " + std::to_string(n));
+      return ctx.Error(std::string("column \"") + key + "\" has " + std::to_string(values->size()) +
+                       " entries, not n = " + std::to_string(n));
     }
     return Status::Ok();
   };
@@ -110,9 +111,8 @@ Status ReadDatasetColumns(const JsonContext& ctx, od::document& line, size_t nam
   TELLER_RETURN_IF_ERROR(column("dur_ns", &out->dur_ns));
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     if (out->type[i] >= kNumTypeTags) {
-      return ctx.Error("node " + std::to_string(i) + ": type tag " +
-                       std::to_string(out->type[i]) + " is not one of the " +
-                       std::to_string(kNumTypeTags));
+      return ctx.Error("node " + std::to_string(i) + ": type tag " + std::to_string(out->type[i]) +
+                       " is not one of the " + std::to_string(kNumTypeTags));
     }
     if (out->layer[i] >= kLayerCount) {
       return ctx.Error("node " + std::to_string(i) + ": layer " + std::to_string(out->layer[i]) +

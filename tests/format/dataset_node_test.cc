@@ -1,12 +1,13 @@
 // The dataset node schema: what AppendDatasetNode writes, ReadDatasetNode reads back; the
 // steps.jsonl columns reader checks what the evaluation relies on.
+#include "teller/format/dataset_node.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "teller/core/json_writer.h"
-#include "teller/format/dataset_node.h"
 #include "teller/format/dataset_node_reader.h"
 
 namespace teller::format {
@@ -177,9 +178,9 @@ TEST(DatasetNodeTest, ColumnsAreCheckedAsTheEvaluationNeedsThem) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  EXPECT_NE(ColumnsError(with("\"rank\":[0,0,0]", "\"rank\":[0,0]"), &c)
-                .find("steps.jsonl:4: byte "),
-            std::string::npos);
+  EXPECT_NE(
+      ColumnsError(with("\"rank\":[0,0,0]", "\"rank\":[0,0]"), &c).find("steps.jsonl:4: byte "),
+      std::string::npos);
   EXPECT_NE(ColumnsError(with("\"rank\":[0,0,0]", "\"rank\":[0,0]"), &c)
                 .find("column \"rank\" has 2 entries, not n = 3"),
             std::string::npos);
@@ -204,8 +205,7 @@ TEST(DatasetNodeTest, ColumnsAreCheckedAsTheEvaluationNeedsThem) {
   ASSERT_EQ(parser.iterate(no_depth).get(doc), simdjson::SUCCESS);
   DatasetColumnsWanted wanted;
   wanted.depth = false;
-  EXPECT_TRUE(
-      ReadDatasetColumns(JsonContext("s", no_depth, doc), doc, 3, &c, wanted).ok());
+  EXPECT_TRUE(ReadDatasetColumns(JsonContext("s", no_depth, doc), doc, 3, &c, wanted).ok());
   EXPECT_TRUE(c.depth.empty());
 }
 

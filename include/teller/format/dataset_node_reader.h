@@ -33,8 +33,8 @@ struct DatasetColumnsWanted {
 // every wanted column must be there, hold n integers each in range, parents must precede
 // their nodes (-1 for a root) and names must index names.json (`names` entries). Errors
 // through `ctx` name the column and node.
-Status ReadDatasetColumns(const JsonContext& ctx, simdjson::ondemand::document& line,
-                          size_t names, DatasetColumns* out, const DatasetColumnsWanted& wanted = {});
+Status ReadDatasetColumns(const JsonContext& ctx, simdjson::ondemand::document& line, size_t names,
+                          DatasetColumns* out, const DatasetColumnsWanted& wanted = {});
 
 }  // namespace teller::format
 
