@@ -307,6 +307,36 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
   EXPECT_EQ(names[3], "cuLaunchKernel");
   EXPECT_EQ(node_rank[11], 0);
   EXPECT_EQ(node_rank[12], 1);
+  {
+    // The same nodes through the schema's reader.
+    const simdjson::padded_string text(ReadText(root + "/a/trace.json"));
+    simdjson::ondemand::parser od_parser;
+    simdjson::ondemand::document doc;
+    ASSERT_EQ(od_parser.iterate(text).get(doc), simdjson::SUCCESS);
+    const JsonContext ctx(root + "/a/trace.json", text, doc);
+    simdjson::ondemand::array od_steps, od_nodes;
+    ASSERT_EQ(doc["steps"].get_array().get(od_steps), simdjson::SUCCESS);
+    for (auto od_step : od_steps) {
+      ASSERT_EQ(od_step["nodes"].get_array().get(od_nodes), simdjson::SUCCESS);
+      size_t i = 0;
+      for (auto element : od_nodes) {
+        simdjson::ondemand::value v;
+        ASSERT_EQ(element.get(v), simdjson::SUCCESS);
+        format::DatasetNode node;
+        std::string name;
+        const Status read = format::ReadDatasetNode(ctx, v, "nodes", &node, &name);
+        ASSERT_TRUE(read.ok()) << read.message();
+        ASSERT_LT(i, names.size());
+        EXPECT_EQ(node.id, static_cast<int64_t>(i));
+        EXPECT_EQ(name, names[i]);
+        EXPECT_TRUE(node.has_rank);
+        EXPECT_EQ(node.rank, node_rank[i]);
+        ++i;
+      }
+      EXPECT_EQ(i, names.size());
+      break;  // the one step
+    }
+  }
 
   // a's step: exactly the labelled nodes.
   auto ann_a = Json(root + "/a/annotation.json");
