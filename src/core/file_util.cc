@@ -55,6 +55,8 @@ namespace {
 // Distinguishes the temporaries of several writers of one process in one directory.
 std::atomic<uint64_t> g_temp_counter{0};
 
+}  // namespace
+
 std::string TempPathFor(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -62,8 +64,6 @@ std::string TempPathFor(const std::string& path) {
   return dir + "." + base + "." + std::to_string(getpid()) + "." +
          std::to_string(g_temp_counter.fetch_add(1)) + ".tmp";
 }
-
-}  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path, const WriteFileOptions& options)
     : path_(std::move(path)), options_(options) {}

@@ -107,6 +107,9 @@ void AppendJsonDouble(std::string& out, double value, JsonDoubles format) {
     case JsonDoubles::kDigits17:
       std::snprintf(buf, sizeof(buf), "%.17g", value);
       break;
+    case JsonDoubles::kFixed4:
+      std::snprintf(buf, sizeof(buf), "%.4f", value);
+      break;
   }
   out += buf;
 }
@@ -169,6 +172,20 @@ JsonObjectWriter& JsonObjectWriter::FieldNull(std::string_view key) {
 JsonObjectWriter& JsonObjectWriter::FieldRaw(std::string_view key, std::string_view json) {
   Key(key);
   out_ += json;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::RawFields(std::string_view fields) {
+  if (fields.empty()) return *this;
+  if (!first_) out_ += ',';
+  first_ = false;
+  out_ += fields;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::FieldsFollow() {
+  if (!first_) out_ += ',';
+  first_ = false;
   return *this;
 }
 

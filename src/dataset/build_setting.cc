@@ -229,37 +229,35 @@ void SettingBuilder::FormatRecord(const Group& group) {
   // Columns, one array per field, same order as the node objects.
   std::string& col = rec_columns_json_;
   col.clear();
-  col += "\"n\":";
-  AppendUint(col, rec_.size());
+  JsonObjectWriter columns(col, JsonObjectWriter::FieldsOnly{});
+  columns.Field("n", static_cast<uint64_t>(rec_.size()));
   auto column = [&](const char* key, auto&& value) {
-    col += ",\"";
-    col += key;
-    col += "\":[";
-    for (size_t i = 0; i < rec_.size(); ++i) {
-      if (i) col += ',';
-      value(i);
-    }
-    col += ']';
+    columns.Key(key);
+    JsonArrayWriter list(col);
+    for (size_t i = 0; i < rec_.size(); ++i) list.Element(value(i));
+    list.Close();
   };
   column("type", [&](size_t i) {
-    AppendUint(col, static_cast<uint64_t>(
-                        format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]])));
+    return static_cast<uint64_t>(
+        format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]]));
   });
-  column("layer", [&](size_t i) { AppendUint(col, static_cast<uint64_t>(n.layer[rec_.node[i]])); });
-  column("name", [&](size_t i) { AppendUint(col, NameId(ev.name[n.event[rec_.node[i]]])); });
-  column("parent", [&](size_t i) { AppendInt(col, rec_.parent[i]); });
-  column("depth", [&](size_t i) { AppendUint(col, rec_.depth[i]); });
-  column("rank", [&](size_t i) { AppendInt(col, rec_.rank[i]); });
-  column("offset_ns", [&](size_t i) { AppendInt(col, n.start_ns[rec_.node[i]] - group.start_ns); });
-  column("dur_ns",
-         [&](size_t i) { AppendInt(col, n.end_ns[rec_.node[i]] - n.start_ns[rec_.node[i]]); });
+  column("layer", [&](size_t i) { return static_cast<uint64_t>(n.layer[rec_.node[i]]); });
+  column("name",
+         [&](size_t i) { return static_cast<uint64_t>(NameId(ev.name[n.event[rec_.node[i]]])); });
+  column("parent", [&](size_t i) { return static_cast<int64_t>(rec_.parent[i]); });
+  column("depth", [&](size_t i) { return static_cast<uint64_t>(rec_.depth[i]); });
+  column("rank", [&](size_t i) { return static_cast<int64_t>(rec_.rank[i]); });
+  column("offset_ns",
+         [&](size_t i) { return static_cast<int64_t>(n.start_ns[rec_.node[i]] - group.start_ns); });
+  column("dur_ns", [&](size_t i) {
+    return static_cast<int64_t>(n.end_ns[rec_.node[i]] - n.start_ns[rec_.node[i]]);
+  });
 
   // The parts of trace.json's step object that every request of the batch shares.
   std::string& sh = rec_shared_json_;
   sh.clear();
-  sh += ",\"seq\":";
-  AppendUint(sh, group.seq);
-  sh += ",\"kind\":";
+  JsonObjectWriter shared(sh, JsonObjectWriter::FieldsOnly{});
+  shared.Field("seq", static_cast<uint64_t>(group.seq));
   StringId kind = 0;
   for (uint32_t s : group.steps) {
     if (r_.steps[s].kind != 0) {
@@ -269,41 +267,34 @@ void SettingBuilder::FormatRecord(const Group& group) {
   }
   if (kind == 0) {
     const auto it = truth_step_.find(group.seq);
-    AppendJsonString(sh,
-                     it == truth_step_.end() ? std::string_view() : truth_.steps[it->second].kind);
+    shared.Field("kind",
+                 it == truth_step_.end() ? std::string_view() : truth_.steps[it->second].kind);
   } else {
-    sh += EscapedName(kind);
+    shared.FieldRaw("kind", EscapedName(kind));
   }
-  sh += ",\"start_ns\":";
-  AppendInt(sh, group.start_ns);
-  sh += ",\"end_ns\":";
-  AppendInt(sh, group.end_ns);
-  sh += ",\"batch\":[";
-  for (size_t q = 0; q < group.requests.size(); ++q) {
-    if (q) sh += ',';
-    sh += EscapedName(group.requests[q]);
-  }
-  sh += "],\"ranks\":[";
+  shared.Field("start_ns", static_cast<int64_t>(group.start_ns))
+      .Field("end_ns", static_cast<int64_t>(group.end_ns));
+  shared.Key("batch");
+  JsonArrayWriter batch(sh);
+  for (const StringId q : group.requests) batch.ElementRaw(EscapedName(q));
+  batch.Close();
+  shared.Key("ranks");
+  JsonArrayWriter ranks(sh);
   for (size_t k = 0; k < group.steps.size(); ++k) {
     const reconstruct::Step& step = r_.steps[group.steps[k]];
     const ProcessInfo& proc = trace_.processes[step.process];
-    if (k) sh += ',';
-    sh += "{\"rank\":";
-    AppendInt(sh, proc.rank);
-    sh += ",\"host\":";
-    sh += EscapedName(proc.host);
-    sh += ",\"pid\":";
-    AppendInt(sh, proc.pid);
-    sh += ",\"ordinal\":";
-    AppendUint(sh, step.ordinal);
-    sh += ",\"node\":";
-    // -1 when the record was cut before this rank's step.
-    AppendInt(sh, k < rec_.rank_root.size() ? static_cast<int64_t>(rec_.rank_root[k]) : -1);
-    sh += '}';
+    ranks.Next();
+    JsonObjectWriter(sh)
+        .Field("rank", static_cast<int64_t>(proc.rank))
+        .FieldRaw("host", EscapedName(proc.host))
+        .Field("pid", static_cast<int64_t>(proc.pid))
+        .Field("ordinal", static_cast<uint64_t>(step.ordinal))
+        // -1 when the record was cut before this rank's step.
+        .Field("node", k < rec_.rank_root.size() ? static_cast<int64_t>(rec_.rank_root[k]) : -1)
+        .Close();
   }
-  sh += "],\"truncated\":";
-  sh += rec_.truncated ? "true" : "false";
-  sh += ",\"nodes\":";
+  ranks.Close();
+  shared.FieldBool("truncated", rec_.truncated);
 }
 
 // Local ids of one view's labelled nodes in the current record, sorted; a resolved
@@ -328,44 +319,36 @@ void SettingBuilder::LabelView(const format::ViewLabel& view, size_t truth_step,
 
 void SettingBuilder::AppendView(std::string& out, bool anomalous,
                                 const std::vector<uint32_t>& nodes) const {
-  out += "{\"is_anomaly\":";
-  out += anomalous ? "true" : "false";
-  out += ",\"affected_nodes\":[";
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (i) out += ',';
-    AppendUint(out, nodes[i]);
-  }
-  out += "]}";
+  JsonObjectWriter view(out);
+  view.FieldBool("is_anomaly", anomalous).Key("affected_nodes");
+  JsonArrayWriter(out).Integers(nodes).Close();
+  view.Close();
 }
 
 void SettingBuilder::AppendRequestHeader(std::string& out, const RequestOut& r,
                                          bool annotation) const {
-  out += annotation ? "{\"format\":\"teller-dataset-annotation\",\"version\":2,\"request\":"
-                    : "{\"format\":\"teller-dataset-trace\",\"version\":2,\"request\":";
-  AppendJsonString(out, trace_.strings.Get(r.id));
-  if (!annotation) {
-    out += ",\"setting\":";
-    AppendJsonString(out, setting_);
-  }
-  out += ",\"is_fault\":";
+  // The object stays open: the steps follow, and the caller closes the array and object.
+  JsonObjectWriter header(out);
+  header.Field("format", annotation ? "teller-dataset-annotation" : "teller-dataset-trace")
+      .Field("version", 2)
+      .Field("request", trace_.strings.Get(r.id));
+  if (!annotation) header.Field("setting", setting_);
+  auto optional = [&](const char* key, bool present, std::string_view value) {
+    if (present) {
+      header.Field(key, value);
+    } else {
+      header.FieldNull(key);
+    }
+  };
   if (r.truth == nullptr) {
-    out += "null,\"fault_type\":null,\"mechanism\":null";
+    header.FieldNull("is_fault").FieldNull("fault_type").FieldNull("mechanism");
   } else {
-    out += r.truth->is_fault ? "true" : "false";
-    out += ",\"fault_type\":";
-    if (r.truth->is_fault && !r.truth->fault_type.empty()) {
-      AppendJsonString(out, r.truth->fault_type);
-    } else {
-      out += "null";
-    }
-    out += ",\"mechanism\":";
-    if (r.truth->is_fault && !r.truth->mechanism.empty()) {
-      AppendJsonString(out, r.truth->mechanism);
-    } else {
-      out += "null";
-    }
+    header.FieldBool("is_fault", r.truth->is_fault);
+    optional("fault_type", r.truth->is_fault && !r.truth->fault_type.empty(), r.truth->fault_type);
+    optional("mechanism", r.truth->is_fault && !r.truth->mechanism.empty(), r.truth->mechanism);
   }
-  out += ",\"steps\":[";
+  header.Key("steps");
+  out += '[';
 }
 
 Status SettingBuilder::WriteGroup(uint32_t g) {
@@ -435,51 +418,46 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     }
 
     // trace.json step.
+    // trace.json step: the shared fields, then the nodes (straight to the file when large).
     std::string& t = out.trace.buffer();
     if (k) t += ',';
-    t += "{\"step\":";
-    AppendUint(t, k);
-    t += rec_shared_json_;
+    JsonObjectWriter trace_step(t);
+    trace_step.Field("step", static_cast<uint64_t>(k)).RawFields(rec_shared_json_).Key("nodes");
     TELLER_RETURN_IF_ERROR(out.trace.Append(rec_nodes_json_));
-    out.trace.buffer() += '}';
+    trace_step.Close();
 
     // annotation.json step.
     std::string& a = out.annotation_steps;
     if (k) a += ',';
-    a += "{\"step\":";
-    AppendUint(a, k);
-    a += ",\"seq\":";
-    AppendUint(a, group.seq);
-    a += ",\"is_anomaly\":";
-    a += is_anomaly ? "true" : "false";
-    a += ",\"fault_type\":";
-    a += is_anomaly ? fault_type : std::string("null");
-    a += ",\"vertical\":";
+    JsonObjectWriter annotation(a);
+    annotation.Field("step", static_cast<uint64_t>(k))
+        .Field("seq", static_cast<uint64_t>(group.seq))
+        .FieldBool("is_anomaly", is_anomaly)
+        .FieldRaw("fault_type", is_anomaly ? std::string_view(fault_type) : "null")
+        .Key("vertical");
     AppendView(a, v_anomalous, v_nodes);
-    a += ",\"horizontal\":";
+    annotation.Key("horizontal");
     AppendView(a, h_anomalous, h_nodes);
-    a += ",\"explanation\":";
-    AppendJsonString(a, is_anomaly ? std::string_view(truth->explanation) : std::string_view());
-    a += '}';
+    annotation
+        .Field("explanation",
+               is_anomaly ? std::string_view(truth->explanation) : std::string_view())
+        .Close();
 
-    // steps.jsonl line: labels, then the shared columns.
-    jsonl += "{\"request\":";
-    jsonl += EscapedName(q);
-    jsonl += ",\"step\":";
-    AppendUint(jsonl, k);
-    jsonl += ",\"seq\":";
-    AppendUint(jsonl, group.seq);
-    jsonl += ",\"is_anomaly\":";
-    jsonl += is_anomaly ? "true" : "false";
-    jsonl += ",\"fault_type\":";
-    jsonl += is_anomaly ? fault_type : std::string("null");
-    jsonl += ",\"vertical\":";
+    // steps.jsonl line: labels, then the shared columns (straight to the file when large).
+    JsonObjectWriter line(jsonl);
+    line.FieldRaw("request", EscapedName(q))
+        .Field("step", static_cast<uint64_t>(k))
+        .Field("seq", static_cast<uint64_t>(group.seq))
+        .FieldBool("is_anomaly", is_anomaly)
+        .FieldRaw("fault_type", is_anomaly ? std::string_view(fault_type) : "null")
+        .Key("vertical");
     AppendView(jsonl, v_anomalous, v_nodes);
-    jsonl += ",\"horizontal\":";
+    line.Key("horizontal");
     AppendView(jsonl, h_anomalous, h_nodes);
-    jsonl += ',';
+    line.FieldsFollow();
     TELLER_RETURN_IF_ERROR(steps_sink_.Append(rec_columns_json_));
-    steps_sink_.buffer() += "}\n";
+    line.Close();
+    steps_sink_.buffer() += '\n';
 
     // log.txt: L_q(s) = lines naming q, or naming no request (docs/method.md §2 step 6).
     const LogTable& logs = trace_.logs;

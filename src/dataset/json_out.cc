@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "teller/core/file_util.h"
+
 namespace teller::dataset::internal {
 namespace {
 
@@ -36,21 +38,37 @@ void AppendDouble(std::string& out, double v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-namespace {
+namespace {}  // namespace
 
-// Opens for one burst of writes: created (truncated) the first time, appended to after.
-// Closing after every burst keeps no descriptor per request in flight, however many
-// requests a setting has open at once.
-int OpenBurst(const std::string& path, bool started) {
-  return open(path.c_str(), O_WRONLY | O_CLOEXEC | (started ? O_APPEND : O_CREAT | O_TRUNC), 0644);
+FileSink& FileSink::operator=(FileSink&& other) noexcept {
+  if (this != &other) {
+    Abandon();
+    path_ = std::move(other.path_);
+    tmp_ = std::exchange(other.tmp_, std::string());
+    buffer_ = std::move(other.buffer_);
+    other.buffer_.clear();
+  }
+  return *this;
 }
 
-}  // namespace
+void FileSink::Abandon() {
+  if (!tmp_.empty()) unlink(tmp_.c_str());
+  tmp_.clear();
+}
 
 Status FileSink::Write(std::string_view extra) {
-  const int fd = OpenBurst(path_, started_);
-  if (fd < 0) return Status::Error("cannot write " + path_ + ": " + std::strerror(errno));
-  started_ = true;
+  // One open per burst of writes: the temporary is created the first time and appended to
+  // after, so no descriptor is held per request in flight.
+  const bool first = tmp_.empty();
+  if (first) tmp_ = TempPathFor(path_);
+  const int fd =
+      open(tmp_.c_str(), O_WRONLY | O_CLOEXEC | (first ? O_CREAT | O_EXCL : O_APPEND), 0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (first) tmp_.clear();  // nothing was created
+    buffer_.clear();
+    return Status::Error("cannot write " + path_ + ": " + std::strerror(err));
+  }
   Status s = WriteAll(fd, path_, buffer_);
   if (s.ok() && !extra.empty()) s = WriteAll(fd, path_, extra);
   if (close(fd) != 0 && s.ok())
@@ -60,9 +78,17 @@ Status FileSink::Write(std::string_view extra) {
 }
 
 Status FileSink::Close() {
-  TELLER_RETURN_IF_ERROR(Flush());
+  Status s = Flush();
+  if (s.ok() && rename(tmp_.c_str(), path_.c_str()) != 0) {
+    s = Status::Error("cannot write " + path_ + ": " + std::strerror(errno));
+  }
+  if (s.ok()) {
+    tmp_.clear();  // it is the file now
+  } else {
+    Abandon();
+  }
   std::string().swap(buffer_);
-  return Status::Ok();
+  return s;
 }
 
 }  // namespace teller::dataset::internal

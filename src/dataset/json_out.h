@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "teller/core/status.h"
 
@@ -31,11 +32,19 @@ inline void AppendInt(std::string& out, int64_t v) {
 void AppendDouble(std::string& out, double v);
 
 // An output file filled from a buffer that is written out when it grows past a
-// threshold, so that memory stays bounded however large the file gets. The file is
-// created by the first write; no descriptor is held between writes.
+// threshold, so that memory stays bounded however large the file gets. The bytes go to a
+// temporary beside the file (TempPathFor), created by the first write, and the temporary
+// takes the file's name at Close(): a build that fails or stops half-way leaves no
+// partial file, and a sink destroyed without Close() removes its temporary. No
+// descriptor is held between writes (a setting has many requests' files open at once).
 class FileSink {
  public:
   explicit FileSink(std::string path) : path_(std::move(path)) {}
+  FileSink(FileSink&& other) noexcept { *this = std::move(other); }
+  FileSink& operator=(FileSink&& other) noexcept;
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+  ~FileSink() { Abandon(); }
 
   std::string& buffer() { return buffer_; }
   // Appends `data`; a large piece (a shared step record, written once per request of the
@@ -52,17 +61,20 @@ class FileSink {
     return buffer_.size() > threshold ? Flush() : Status::Ok();
   }
   Status Flush() { return Write({}); }
-  // Writes what is buffered (creating the file even when empty) and frees the buffer.
+  // Writes what is buffered, gives the temporary the file's name (creating the file even
+  // when empty) and frees the buffer. On an error the temporary is removed.
   Status Close();
   const std::string& path() const { return path_; }
 
  private:
+  // Removes the temporary, if any.
+  void Abandon();
   static constexpr size_t kDirectBytes = size_t{256} << 10;
   // Writes the buffer, then `extra`, in one open of the file.
   Status Write(std::string_view extra);
   std::string path_;
+  std::string tmp_;  // the temporary being written, "" before the first write and after Close
   std::string buffer_;
-  bool started_ = false;  // the file was created (later writes append)
 };
 
 }  // namespace teller::dataset::internal

@@ -15,7 +15,9 @@
 
 #include "simdjson.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_reader.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/format/dataset_node_reader.h"
 
 namespace teller::eval {
 namespace {
@@ -25,14 +27,6 @@ using simdjson::error_code;
 
 std::string Join(const std::string& dir, const std::string& name) {
   return !dir.empty() && dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
-Result<simdjson::padded_string> Load(const std::string& path) {
-  simdjson::padded_string text;
-  if (const error_code e = simdjson::padded_string::load(path).get(text); e != simdjson::SUCCESS) {
-    return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
-  }
-  return text;
 }
 
 std::string Where(const std::string& path, size_t line) {
@@ -103,27 +97,25 @@ Result<std::vector<SettingEntry>> ReadIndex(const std::string& dir) {
     }
     return out;
   }
-  auto text = Load(path);
+  auto text = LoadJsonFile(path);
   if (!text.ok()) return text.status();
   od::parser parser;
   od::document doc;
-  auto fail = [&](error_code e, const std::string& what) {
-    return Status::Error(path + ": " + what + " (" + simdjson::error_message(e) + ")");
-  };
-  if (error_code e = parser.iterate(text.value()).get(doc)) return fail(e, "not JSON");
+  const std::string_view json(text.value().data(), text.value().size());
+  const JsonContext ctx(path, json, doc);
+  if (error_code e = parser.iterate(text.value()).get(doc)) return ctx.Error(e, "not JSON");
   od::array settings;
-  if (error_code e = doc["settings"].get_array().get(settings))
-    return fail(e, "no \"settings\" array");
+  TELLER_RETURN_IF_ERROR(ctx.Field(doc, "settings", &settings));
   size_t k = 0;
   for (auto item : settings) {
+    const std::string label = "settings[" + std::to_string(k) + "]";
+    od::value v;
+    if (error_code e = item.get(v)) return ctx.Error(e, label);
     od::object o;
-    if (error_code e = item.get_object().get(o))
-      return fail(e, "settings[" + std::to_string(k) + "]");
+    TELLER_RETURN_IF_ERROR(ctx.Get(v, label, &o));
     SettingEntry entry;
-    std::string_view name, source;
-    if (error_code e = o["name"].get_string().get(name))
-      return fail(e, "settings[" + std::to_string(k) + "].name");
-    entry.name = name;
+    TELLER_RETURN_IF_ERROR(ctx.Field(o, "name", &entry.name, label));
+    std::string_view source;
     if (o["source"].get_string().get(source) == simdjson::SUCCESS) entry.source = source;
     out.push_back(std::move(entry));
     ++k;
@@ -137,31 +129,31 @@ std::string ProfileOf(const std::string& source) {
   if (source.empty()) return "";
   const std::string path = Join(source, "ground_truth.json");
   if (!IsRegularFile(path)) return "";
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS) return "";
+  auto text = LoadJsonFile(path);
+  if (!text.ok()) return "";
   od::parser parser;
   od::document doc;
-  if (parser.iterate(text).get(doc) != simdjson::SUCCESS) return "";
+  if (parser.iterate(text.value()).get(doc) != simdjson::SUCCESS) return "";
   std::string_view profile;
   if (doc["profile"].get_string().get(profile) != simdjson::SUCCESS) return "";
   return std::string(profile);
 }
 
 Status ReadNames(const std::string& path, std::vector<std::string>* names) {
-  auto text = Load(path);
+  auto text = LoadJsonFile(path);
   if (!text.ok()) return text.status();
   od::parser parser;
   od::document doc;
+  const JsonContext ctx(path, std::string_view(text.value().data(), text.value().size()), doc);
+  if (error_code e = parser.iterate(text.value()).get(doc)) return ctx.Error(e, "not JSON");
   od::array a;
-  error_code e = parser.iterate(text.value()).get(doc);
-  if (!e) e = doc["names"].get_array().get(a);
-  if (e) return Status::Error(path + ": no \"names\" array (" + simdjson::error_message(e) + ")");
+  TELLER_RETURN_IF_ERROR(ctx.Field(doc, "names", &a));
   for (auto item : a) {
+    const std::string label = "names[" + std::to_string(names->size()) + "]";
+    od::value v;
+    if (error_code e = item.get(v)) return ctx.Error(e, label);
     std::string_view s;
-    if (error_code e2 = item.get_string().get(s)) {
-      return Status::Error(path + ": names[" + std::to_string(names->size()) +
-                           "] is not a string (" + simdjson::error_message(e2) + ")");
-    }
+    TELLER_RETURN_IF_ERROR(ctx.Get(v, label, &s));
     names->emplace_back(s);
   }
   return Status::Ok();
@@ -169,7 +161,7 @@ Status ReadNames(const std::string& path, std::vector<std::string>* names) {
 
 Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOptions& options,
                  Setting* setting, std::vector<Unit>* units) {
-  auto loaded = Load(path);
+  auto loaded = LoadJsonFile(path);
   if (!loaded.ok()) return loaded.status();
   const simdjson::padded_string& text = loaded.value();
   od::parser parser;
@@ -188,31 +180,26 @@ Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOpti
     const size_t capacity = static_cast<size_t>(end - row.data()) + simdjson::SIMDJSON_PADDING;
     od::document doc;
     const std::string at = Where(path, line);
-    auto fail = [&](error_code e, const char* what) {
-      return Status::Error(at + ": " + what + " (" + simdjson::error_message(e) + ")");
-    };
+    const JsonContext ctx(at, row, doc);
+    auto fail = [&](error_code e, const char* what) { return ctx.Error(e, what); };
     if (error_code e = parser.iterate(row.data(), row.size(), capacity).get(doc))
       return fail(e, "not JSON");
     Unit u;
     u.setting = setting_index;
-    std::string_view request;
     int64_t step = 0, seq = 0;
-    if (error_code e = doc["request"].get_string().get(request))
-      return fail(e, "no \"request\" string");
-    u.request = request;
-    if (error_code e = doc["step"].get_int64().get(step)) return fail(e, "no \"step\" number");
-    if (error_code e = doc["seq"].get_int64().get(seq)) return fail(e, "no \"seq\" number");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "request", &u.request));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "step", &step));
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "seq", &seq));
     u.step = static_cast<uint32_t>(step);
     u.seq = static_cast<uint64_t>(seq);
-    if (error_code e = doc["is_anomaly"].get_bool().get(u.is_anomaly))
-      return fail(e, "no \"is_anomaly\" boolean");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "is_anomaly", &u.is_anomaly));
     od::value v;
-    if (error_code e = doc["fault_type"].get(v)) return fail(e, "no \"fault_type\"");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "fault_type", &v));
     if (error_code e = ReadOptionalString(v, &u.fault_type))
       return fail(e, "\"fault_type\" is neither a string nor null");
-    if (error_code e = doc["vertical"].get(v)) return fail(e, "no \"vertical\" labels");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "vertical", &v));
     if (error_code e = ReadViewLabel(v, &u.views[0])) return fail(e, "bad \"vertical\" labels");
-    if (error_code e = doc["horizontal"].get(v)) return fail(e, "no \"horizontal\" labels");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "horizontal", &v));
     if (error_code e = ReadViewLabel(v, &u.views[1])) return fail(e, "bad \"horizontal\" labels");
     auto [it, fresh] =
         record_of_seq.try_emplace(u.seq, static_cast<uint32_t>(setting->records.size()));
@@ -222,50 +209,10 @@ Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOpti
       StepColumns& c = setting->records.back();
       c.seq = u.seq;
       if (options.columns) {
-        int64_t n = 0;
-        if (error_code e = doc["n"].get_int64().get(n)) return fail(e, "no \"n\" node count");
-        struct Column {
-          const char* key;
-          error_code (*read)(od::value, StepColumns&);
-        };
-        static const Column kColumns[] = {
-            {"type", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.type); }},
-            {"layer", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.layer); }},
-            {"name", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.name); }},
-            {"parent", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.parent); }},
-            {"rank", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.rank); }},
-            {"offset_ns",
-             [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.offset_ns); }},
-            {"dur_ns", [](od::value x, StepColumns& c) { return ReadIntArray(x, &c.dur_ns); }},
-        };
-        for (const Column& col : kColumns) {
-          if (error_code e = doc[col.key].get(v)) {
-            return Status::Error(at + ": no \"" + col.key + "\" column (" +
-                                 simdjson::error_message(e) + ")");
-          }
-          if (error_code e = col.read(v, c)) {
-            return Status::Error(at + ": column \"" + col.key + "\" is not an array of integers (" +
-                                 simdjson::error_message(e) + ")");
-          }
-        }
-        const size_t want = static_cast<size_t>(n);
-        if (c.layer.size() != want || c.name.size() != want || c.type.size() != want ||
-            c.parent.size() != want || c.rank.size() != want || c.offset_ns.size() != want ||
-            c.dur_ns.size() != want) {
-          return Status::Error(at + ": columns do not all have n = " + std::to_string(n) +
-                               " entries");
-        }
-        for (size_t i = 0; i < want; ++i) {
-          if (c.name[i] >= setting->names.size()) {
-            return Status::Error(at + ": name index " + std::to_string(c.name[i]) + " of node " +
-                                 std::to_string(i) + " is outside names.json (" +
-                                 std::to_string(setting->names.size()) + " names)");
-          }
-          if (c.parent[i] >= static_cast<int32_t>(i)) {
-            return Status::Error(at + ": node " + std::to_string(i) + " has parent " +
-                                 std::to_string(c.parent[i]) + " (parents precede their children)");
-          }
-        }
+        format::DatasetColumnsWanted wanted;
+        wanted.depth = false;  // the evaluation's features do not use it
+        TELLER_RETURN_IF_ERROR(
+            format::ReadDatasetColumns(ctx, doc, setting->names.size(), &c, wanted));
       }
     }
     units->push_back(std::move(u));
@@ -283,27 +230,25 @@ Status ReadExplanations(const std::string& setting_dir, std::vector<Unit>& units
   for (const auto& [request, idx] : by_request) {
     const std::string path =
         Join(Join(setting_dir, dataset::RequestDirName(request)), "annotation.json");
-    auto text = Load(path);
+    auto text = LoadJsonFile(path);
     if (!text.ok()) return text.status();
     od::document doc;
+    const JsonContext ctx(path, std::string_view(text.value().data(), text.value().size()), doc);
+    if (error_code e = parser.iterate(text.value()).get(doc)) return ctx.Error(e, "not JSON");
     od::array steps;
-    error_code e = parser.iterate(text.value()).get(doc);
-    if (!e) e = doc["steps"].get_array().get(steps);
-    if (e) return Status::Error(path + ": no \"steps\" array (" + simdjson::error_message(e) + ")");
+    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "steps", &steps));
     std::unordered_map<uint32_t, std::string> text_of_step;
     for (auto item : steps) {
+      const std::string label = "steps[" + std::to_string(text_of_step.size()) + "]";
+      od::value v;
+      if (error_code e = item.get(v)) return ctx.Error(e, label);
       od::object o;
       int64_t step = 0;
-      std::string_view explanation;
-      e = item.get_object().get(o);
-      if (!e) e = o["step"].get_int64().get(step);
-      if (!e) e = o["explanation"].get_string().get(explanation);
-      if (e) {
-        return Status::Error(path + ": step " + std::to_string(text_of_step.size()) +
-                             " lacks \"step\" or \"explanation\" (" + simdjson::error_message(e) +
-                             ")");
-      }
-      text_of_step.emplace(static_cast<uint32_t>(step), std::string(explanation));
+      std::string explanation;
+      TELLER_RETURN_IF_ERROR(ctx.Get(v, label, &o));
+      TELLER_RETURN_IF_ERROR(ctx.Field(o, "step", &step, label));
+      TELLER_RETURN_IF_ERROR(ctx.Field(o, "explanation", &explanation, label));
+      text_of_step.emplace(static_cast<uint32_t>(step), std::move(explanation));
     }
     for (size_t i : idx) {
       const auto it = text_of_step.find(units[i].step);

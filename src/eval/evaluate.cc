@@ -245,33 +245,42 @@ Scores AverageScores(const std::vector<Scores>& folds) {
 }
 
 std::string ScoresJson(const Scores& s, const std::string& split, uint64_t seed) {
-  std::string out = "{";
-  bool first = true;
+  constexpr JsonDoubles kScore = JsonDoubles::kFixed4;  // the tables' four decimals
+  std::string out;
+  JsonObjectWriter doc(out, kScore);
   for (View v : {View::kHorizontal, View::kVertical}) {
     const ViewScores& vs = s.view(v);
-    if (!first) out += ',';
-    first = false;
-    out += "\"";
-    out += ViewName(v);
-    out += "\":{\"step\":{\"accuracy\":" + Num(vs.step.accuracy) +
-           ",\"precision\":" + Num(vs.step.precision) + ",\"recall\":" + Num(vs.step.recall) +
-           ",\"f1\":" + Num(vs.step.f1) + "},\"operator\":{";
-    auto set = [&](const char* key, const SetAverages& a) {
-      out += "\"";
-      out += key;
-      out += "\":{\"precision\":" + Num(a.precision) + ",\"f1\":" + Num(a.f1) +
-             ",\"jaccard\":" + Num(a.jaccard) + "}";
-    };
-    set("macro", vs.op.macro);
-    out += ',';
-    set("macro_plus", vs.op.macro_plus);
-    out += "},\"fault_type\":{\"accuracy\":" + Num(vs.fault.accuracy) +
-           ",\"macro_recall\":" + Num(vs.fault.macro_recall) +
-           ",\"macro_f1\":" + Num(vs.fault.macro_f1) + "}}";
+    doc.Key(ViewName(v));
+    JsonObjectWriter view(out, kScore);
+    view.Key("step");
+    JsonObjectWriter(out, kScore)
+        .Field("accuracy", vs.step.accuracy)
+        .Field("precision", vs.step.precision)
+        .Field("recall", vs.step.recall)
+        .Field("f1", vs.step.f1)
+        .Close();
+    view.Key("operator");
+    JsonObjectWriter op(out, kScore);
+    for (const auto& [key, a] : {std::pair<const char*, const SetAverages&>{"macro", vs.op.macro},
+                                 {"macro_plus", vs.op.macro_plus}}) {
+      op.Key(key);
+      JsonObjectWriter(out, kScore)
+          .Field("precision", a.precision)
+          .Field("f1", a.f1)
+          .Field("jaccard", a.jaccard)
+          .Close();
+    }
+    op.Close();
+    view.Key("fault_type");
+    JsonObjectWriter(out, kScore)
+        .Field("accuracy", vs.fault.accuracy)
+        .Field("macro_recall", vs.fault.macro_recall)
+        .Field("macro_f1", vs.fault.macro_f1)
+        .Close();
+    view.Close();
   }
-  out += ",\"split\":";
-  AppendJsonString(out, split);
-  out += ",\"seed\":" + std::to_string(seed) + "}\n";
+  doc.Field("split", split).Field("seed", seed).Close();
+  out += '\n';
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/op_class.h"
 #include "teller/reconstruct/reconstruct.h"
+#include "teller/reconstruct/step_ranges.h"
 
 namespace teller::eval {
 using reconstruct::ClassifyGpuEvent;
@@ -61,67 +62,17 @@ struct Prepared {
   uint64_t processes = 0;
 };
 
-// Steps of one trace: STEP-layer ranges (complete ranges, or pushes closed by their
-// pops), outermost only (a `teller.step` range holds the engine's own marker; the inner
-// one lends its kind when the outer has none).
+// Steps of one trace: its outermost STEP-layer ranges (reconstruct::FindStepRanges; a
+// `teller.step` range holds the engine's own marker, which lends its kind when the outer
+// has none).
 std::vector<Prepared::StepInfo> FindSteps(const Trace& trace) {
-  const EventTable& ev = trace.events;
   auto classifier = reconstruct::Classifier::BuiltIn();
   reconstruct::LayerCache layers(*classifier, trace);
-  struct Candidate {
-    uint32_t process;
-    int64_t start, end;
-    std::string kind;
-  };
-  std::vector<Candidate> cands;
-  // Push ends come from their pops, per (process, thread), with a stack.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> host;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] == EventType::kPush || ev.type[i] == EventType::kPop) {
-      host[{ev.process[i], ev.thread[i]}].push_back(i);
-    }
-  }
-  auto add = [&](uint32_t e, int64_t end) {
-    if (layers.Of(e) != Layer::kStep) return;
-    const std::string_view name = trace.strings.Get(ev.name[e]);
-    std::string kind, seq;
-    std::vector<std::string> reqs;
-    reconstruct::ParseStepMessage(name, &reqs, &kind, &seq);
-    if (kind.empty()) kind = reconstruct::StepKindFromEngineMarker(name);
-    cands.push_back({ev.process[e], ev.start_ns[e], end, kind});
-  };
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.type[i] == EventType::kRange) add(i, std::max(ev.end_ns[i], ev.start_ns[i]));
-  }
-  for (auto& [key, rows] : host) {
-    std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
-      if (ev.start_ns[a] != ev.start_ns[b]) return ev.start_ns[a] < ev.start_ns[b];
-      return ev.type[a] == EventType::kPop && ev.type[b] != EventType::kPop;
-    });
-    std::vector<uint32_t> stack;
-    for (const uint32_t r : rows) {
-      if (ev.type[r] == EventType::kPush) {
-        stack.push_back(r);
-      } else if (!stack.empty()) {
-        add(stack.back(), ev.start_ns[r]);
-        stack.pop_back();
-      }
-    }
-  }
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.process != b.process) return a.process < b.process;
-    if (a.start != b.start) return a.start < b.start;
-    return a.end > b.end;
-  });
+  const std::vector<int64_t> range_end =
+      reconstruct::RangeEnds(trace, trace.events.start_ns, trace.events.end_ns);
   std::vector<Prepared::StepInfo> steps;
-  for (const Candidate& c : cands) {
-    if (!steps.empty() && steps.back().process == c.process && c.start >= steps.back().start &&
-        c.end <= steps.back().end) {
-      if (steps.back().kind.empty()) steps.back().kind = c.kind;
-      continue;
-    }
-    steps.push_back({c.process, c.start, c.end, c.kind});
-  }
+  for (reconstruct::StepRange& s : reconstruct::FindStepRanges(trace, layers, range_end))
+    steps.push_back({s.process, s.start, s.end, std::move(s.kind)});
   return steps;
 }
 

@@ -8,18 +8,13 @@
 // path and byte offset) and lenient elsewhere (unknown keys are skipped so that later
 // writers can add fields; optional descriptive fields take their defaults; strings that
 // mean "none" may be "" or null).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "simdjson.h"
+#include "teller/core/json_reader.h"
 #include "teller/format/ground_truth.h"
 
 namespace teller::format {
@@ -29,46 +24,6 @@ namespace od = simdjson::ondemand;
 using simdjson::error_code;
 
 constexpr uint64_t kVersion = 1;
-
-// Byte offset of the first problem simdjson's stage 1 reports without a position (an
-// unclosed string, invalid UTF-8). Only on the error path.
-size_t LocateStage1Error(std::string_view doc, error_code code) {
-  if (code == simdjson::UNCLOSED_STRING) {
-    bool in_string = false;
-    size_t start = 0;
-    for (size_t i = 0; i < doc.size(); ++i) {
-      if (in_string) {
-        if (doc[i] == '\\') {
-          ++i;
-        } else if (doc[i] == '"') {
-          in_string = false;
-        }
-      } else if (doc[i] == '"') {
-        in_string = true;
-        start = i;
-      }
-    }
-    return start;
-  }
-  if (code == simdjson::UTF8_ERROR) {
-    const auto* p = reinterpret_cast<const unsigned char*>(doc.data());
-    size_t i = 0;
-    while (i < doc.size()) {
-      const unsigned char c = p[i];
-      const size_t n = c < 0x80         ? 1
-                       : (c >> 5) == 6  ? 2
-                       : (c >> 4) == 14 ? 3
-                       : (c >> 3) == 30 ? 4
-                                        : 0;
-      if (n == 0 || i + n > doc.size()) return i;
-      for (size_t k = 1; k < n; ++k) {
-        if ((p[i + k] & 0xc0) != 0x80) return i;
-      }
-      i += n;
-    }
-  }
-  return doc.size();
-}
 
 // One parse of one file. Every Parse* returns false after recording the first error;
 // callers return false straight away, so the first error is the one reported.
@@ -107,11 +62,10 @@ class Reader {
   // A simdjson error while iterating: its location is where the iterator stopped.
   bool FailJson(error_code e, const std::string& where, const std::string& expected) {
     size_t offset = json_.size();
-    if (e == simdjson::UNCLOSED_STRING || e == simdjson::UTF8_ERROR) {
+    if (doc_ != nullptr) {
+      offset = JsonContext(path_, std::string_view(json_.data(), json_.size()), *doc_).Offset(e);
+    } else if (e == simdjson::UNCLOSED_STRING || e == simdjson::UTF8_ERROR) {
       offset = LocateStage1Error(std::string_view(json_.data(), json_.size()), e);
-    } else if (const char* p = nullptr;
-               doc_ != nullptr && doc_->current_location().get(p) == simdjson::SUCCESS) {
-      offset = OffsetOf(p);
     }
     return Fail(
         offset, where,
@@ -555,27 +509,9 @@ Result<GroundTruth> Reader::Run() {
 }  // namespace
 
 Result<GroundTruth> ReadGroundTruth(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status::Error(path + ": not a regular file");
-  }
-  simdjson::padded_string json(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < json.size()) {
-    const ssize_t n = read(fd, json.data() + done, json.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "file shrank while reading";
-      close(fd);
-      return Status::Error("cannot read " + path + ": " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  return Reader(path, json).Run();
+  Result<simdjson::padded_string> json = LoadJsonFile(path);
+  if (!json.ok()) return json.status();
+  return Reader(path, json.value()).Run();
 }
 
 }  // namespace teller::format

@@ -132,7 +132,7 @@ Result<InjectResult> InjectFault(Trace& trace, const InjectOptions& options) {
     }
   }
   ctx.range_end = RangeEnds(trace, ev.start_ns, ev.end_ns);
-  ctx.steps = OuterSteps(trace, *ctx.layers, ctx.range_end);
+  ctx.steps = reconstruct::FindStepRanges(trace, *ctx.layers, ctx.range_end);
 
   if (info->mechanism == Mechanism::kAllocatorStall)
     TELLER_RETURN_IF_ERROR(PrepareAllocatorStall(ctx));

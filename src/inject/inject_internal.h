@@ -31,6 +31,7 @@
 #include "teller/reconstruct/collectives.h"
 #include "teller/reconstruct/op_class.h"
 #include "teller/reconstruct/reconstruct.h"
+#include "teller/reconstruct/step_ranges.h"
 #include "teller/sim/faults.h"
 
 namespace teller::inject::internal {
@@ -128,19 +129,8 @@ int64_t MedianNs(std::vector<int64_t> v);
 std::string ShortKernel(std::string_view name);
 std::string SeqRanges(const std::vector<uint64_t>& seqs);
 
-struct StepRange {
-  uint32_t event;  // the outermost STEP range row
-  uint32_t process;
-  uint32_t thread;
-  int64_t start, end;  // original times
-};
-
-// Complete interval of each range row (kRange: its end; kPush: its pop), -1 when none.
-std::vector<int64_t> RangeEnds(const Trace& trace, const std::vector<int64_t>& start,
-                               const std::vector<int64_t>& end);
-// Outermost STEP ranges (classifier rules), per process by start.
-std::vector<StepRange> OuterSteps(const Trace& trace, reconstruct::LayerCache& layers,
-                                  const std::vector<int64_t>& range_end);
+using reconstruct::RangeEnds;
+using reconstruct::StepRange;
 
 class Replay;
 

@@ -25,10 +25,13 @@ void AlignHostClocks(Trace& trace, const Classifier& classifier) {
 }
 
 void AlignHostClocks(Trace& trace, LayerCache& layers) {
+  AlignHostClocks(trace, IndexCommKernels(trace, layers));
+}
+
+void AlignHostClocks(Trace& trace, const CommKernelIndex& index) {
   const EventTable& ev = trace.events;
   std::unordered_map<StringId, bool> has_events;
   for (size_t i = 0; i < ev.size(); ++i) has_events[trace.processes[ev.process[i]].host] = true;
-  const CommKernelIndex index = IndexCommKernels(trace, layers);
   // Hosts in order of first appearance; the first is the reference.
   std::vector<StringId> hosts;
   for (const auto& p : trace.processes) {

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "teller/core/request_id.h"
+#include "teller/reconstruct/collectives.h"
 
 namespace teller::reconstruct {
 namespace {
@@ -36,10 +37,12 @@ class Builder {
   }
 
   void Run() {
-    if (options_.align_clocks) AlignHostClocks(trace_, *layers_);
+    const CommKernelIndex comm = IndexCommKernels(trace_, *layers_);
+    if (options_.align_clocks) AlignHostClocks(trace_, comm);
     BuildHostForest();
     BindGpuWork();
     ComputeDepthAndChildren();
+    FindCollectives(comm);
     CollectSteps();
     AlignLogs();
     FinishStats();
@@ -233,6 +236,28 @@ class Builder {
     }
   }
 
+  // The collective groups of the (aligned) trace, from event rows to nodes: every GPU
+  // operation is a node.
+  void FindCollectives(const CommKernelIndex& comm) {
+    CollectiveGroups found = FindCollectiveGroups(trace_, comm);
+    std::vector<int32_t> node_of_event(ev_.size(), -1);
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      if (comm.is_comm[nodes_.event[n]]) node_of_event[nodes_.event[n]] = static_cast<int32_t>(n);
+    }
+    Collectives& c = out_.collectives;
+    c.group_of.assign(nodes_.size(), -1);
+    c.groups.resize(found.groups.size());
+    for (size_t g = 0; g < found.groups.size(); ++g) {
+      for (const uint32_t e : found.groups[g]) {
+        const int32_t n = node_of_event[e];
+        c.groups[g].push_back(static_cast<uint32_t>(n));
+        c.group_of[static_cast<size_t>(n)] = static_cast<int32_t>(g);
+      }
+    }
+    c.cluster_of = std::move(found.cluster_of);
+    c.proc_offset = std::move(found.proc_offset);
+  }
+
   // Algorithm 1 step 5: step ranges and the requests they list.
   void CollectSteps() {
     // A step marker inside another (SGLang's "step[DECODE bs=32]" inside an enclosing
@@ -269,18 +294,16 @@ class Builder {
       step.process = nodes_.process[n];
       step.ordinal = ordinal++;
       ids.clear();
-      kind.clear();
       const std::string_view step_name = trace_.strings.Get(ev_.name[nodes_.event[n]]);
       seq.clear();
-      ParseStepMessage(step_name, &ids, &kind, &seq);
-      if (kind.empty()) kind = StepKindFromEngineMarker(step_name);
+      ParseStepMessage(step_name, &ids, nullptr, &seq);
+      kind = StepKind(step_name);
       if (const auto inner = inner_kind_of.find(n); inner != inner_kind_of.end()) {
         const std::string_view inner_name =
             trace_.strings.Get(ev_.name[nodes_.event[inner->second]]);
-        std::string inner_kind, inner_seq;
-        ParseStepMessage(inner_name, nullptr, &inner_kind, &inner_seq);
-        if (inner_kind.empty()) inner_kind = StepKindFromEngineMarker(inner_name);
-        if (kind.empty()) kind = inner_kind;
+        std::string inner_seq;
+        ParseStepMessage(inner_name, nullptr, nullptr, &inner_seq);
+        if (kind.empty()) kind = StepKind(inner_name);
         if (seq.empty()) seq = inner_seq;
       }
       step.number = StepNumber(step_name, seq);
@@ -404,12 +427,21 @@ Reconstruction Reconstruct(Trace& trace, const Options& options) {
   return out;
 }
 
-std::vector<std::vector<uint32_t>> Reconstruction::CommAcrossRanks(uint32_t ordinal) const {
+const std::vector<uint32_t>& Reconstruction::CollectiveOf(uint32_t node) const {
+  static const std::vector<uint32_t> kNone;
+  if (node >= collectives.group_of.size() || collectives.group_of[node] < 0) return kNone;
+  return collectives.groups[static_cast<size_t>(collectives.group_of[node])];
+}
+
+HorizontalView Reconstruction::CommAcrossRanks(uint32_t ordinal) const {
   // Communication is often issued from threads other than the step's (autograd and
   // NCCL threads), so the horizontal view takes every COMM node of the step's process
   // whose host-side time lies in the step's interval: a kernel counts at the time of the
-  // call that launched it, an orphan kernel at its own start.
-  std::vector<std::vector<uint32_t>> per_process;
+  // call that launched it, an orphan kernel at its own start. Which kernels on the ranks
+  // are one collective is the reconstruction's collective groups' to say, not their
+  // positions in these lists.
+  HorizontalView view;
+  std::vector<uint8_t> listed(collectives.groups.size(), 0);
   for (const Step& step : steps) {
     if (step.ordinal != ordinal) continue;
     const int64_t begin = nodes.start_ns[step.node], end = nodes.end_ns[step.node];
@@ -423,9 +455,15 @@ std::vector<std::vector<uint32_t>> Reconstruction::CommAcrossRanks(uint32_t ordi
     }
     std::sort(comm.begin(), comm.end(),
               [this](uint32_t a, uint32_t b) { return nodes.start_ns[a] < nodes.start_ns[b]; });
-    per_process.push_back(std::move(comm));
+    for (const uint32_t n : comm) {
+      const int32_t g = n < collectives.group_of.size() ? collectives.group_of[n] : -1;
+      if (g < 0 || listed[static_cast<size_t>(g)]) continue;
+      listed[static_cast<size_t>(g)] = 1;
+      view.collectives.push_back(static_cast<uint32_t>(g));
+    }
+    view.comm.push_back(std::move(comm));
   }
-  return per_process;
+  return view;
 }
 
 }  // namespace teller::reconstruct

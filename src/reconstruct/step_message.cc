@@ -121,6 +121,12 @@ std::string StepKindFromEngineMarker(std::string_view name) {
   return VllmMarkerCounts(name, &prefill, &decode) ? KindFromCounts(prefill, decode) : "";
 }
 
+std::string StepKind(std::string_view name) {
+  std::string kind;
+  ParseStepMessage(name, nullptr, &kind, nullptr);
+  return kind.empty() ? StepKindFromEngineMarker(name) : kind;
+}
+
 int64_t StepNumber(std::string_view name, std::string_view seq) {
   auto number = [](std::string_view digits) -> int64_t {
     if (digits.empty() || digits.size() > 18) return -1;

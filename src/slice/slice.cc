@@ -64,15 +64,36 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r,
     }
   }
   for (const auto& [v, x] : temporal) bump(v, w.gamma * x);
-  // eta: communication coupling.
-  std::map<std::pair<uint32_t, StringId>, std::vector<uint32_t>>
-      comm_by_rank;  // (process, name) -> nodes
-  for (uint32_t i : by_start) {
-    if (n.layer[i] == Layer::kComm) comm_by_rank[{n.process[i], ev.name[n.event[i]]}].push_back(i);
-  }
-  auto ordinal = [&](uint32_t i) {
-    const auto& list = comm_by_rank[{n.process[i], ev.name[n.event[i]]}];
-    return static_cast<size_t>(std::find(list.begin(), list.end(), i) - list.begin());
+  // eta: communication coupling. The same collective on the other ranks is the
+  // reconstruction's collective group of a communication kernel; a COMM range or call is
+  // coupled through the collectives it launched, with the node of its own name above each
+  // other rank's kernel.
+  std::vector<uint32_t> kernels, todo;
+  std::unordered_set<uint32_t> coupled;
+  auto couple_collective = [&](uint32_t u) {
+    kernels.clear();
+    todo.assign(1, u);
+    while (!todo.empty()) {
+      const uint32_t i = todo.back();
+      todo.pop_back();
+      if (!r.CollectiveOf(i).empty()) kernels.push_back(i);
+      for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c)
+        todo.push_back(n.child_index[c]);
+    }
+    const StringId name = ev.name[n.event[u]];
+    coupled.clear();
+    for (const uint32_t k : kernels) {
+      for (const uint32_t m : r.CollectiveOf(k)) {
+        if (n.process[m] == n.process[u]) continue;
+        for (int32_t a = static_cast<int32_t>(m); a >= 0; a = n.parent[static_cast<size_t>(a)]) {
+          const uint32_t v = static_cast<uint32_t>(a);
+          if (n.layer[v] == Layer::kComm && ev.name[n.event[v]] == name) {
+            if (coupled.insert(v).second) bump(v, w.eta);
+            break;
+          }
+        }
+      }
+    }
   };
   // GPU work per (process, stream) in start order, for "the kernel that feeds it".
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> stream_ops;
@@ -82,13 +103,7 @@ Slice BuildSlice(const Trace& trace, const reconstruct::Reconstruction& r,
   }
   for (uint32_t u : suspicious) {
     const bool comm = n.layer[u] == Layer::kComm;
-    if (comm) {
-      const size_t k = ordinal(u);
-      for (const auto& [key, list] : comm_by_rank) {
-        if (key.second == ev.name[n.event[u]] && key.first != n.process[u] && k < list.size())
-          bump(list[k], w.eta);
-      }
-    }
+    if (comm) couple_collective(u);
     if (IsGpuWork(ev.type[n.event[u]])) {
       const auto& ops = stream_ops[{n.process[u], ev.stream[n.event[u]]}];
       const auto it = std::find(ops.begin(), ops.end(), u);

@@ -18,6 +18,7 @@
 
 #include "simdjson.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_reader.h"
 
 namespace teller::tpe {
 namespace {
@@ -236,26 +237,23 @@ void LineParser::Parse(const std::vector<size_t>& line_start, size_t first, size
 }
 
 Result<std::vector<std::string>> ReadNames(const std::string& path) {
-  simdjson::padded_string json;
-  if (auto e = simdjson::padded_string::load(path).get(json); e) {
-    return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
-  }
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto e = parser.parse(json).get(root); e) {
-    return Status::Error(path + ": invalid JSON (" + simdjson::error_message(e) + ")");
-  }
-  simdjson::dom::array names;
-  if (root["names"].get_array().get(names) != simdjson::SUCCESS) {
-    return Status::Error(path +
-                         ": expected {\"names\":[...]} as written by `teller dataset build`");
+  Result<simdjson::padded_string> json = LoadJsonFile(path);
+  if (!json.ok()) return json.status();
+  od::parser parser;
+  od::document doc;
+  const JsonContext ctx(path, std::string_view(json->data(), json->size()), doc);
+  if (auto e = parser.iterate(*json).get(doc); e) return ctx.Error(e, "invalid JSON");
+  od::array names;
+  if (doc["names"].get_array().get(names) != simdjson::SUCCESS) {
+    return ctx.Error("expected {\"names\":[...]} as written by `teller dataset build`");
   }
   std::vector<std::string> out;
-  out.reserve(names.size());
-  for (simdjson::dom::element e : names) {
+  for (auto element : names) {
+    od::value v;
+    if (auto e = element.get(v); e) return ctx.Error(e, "invalid JSON");
     std::string_view s;
-    if (e.get_string().get(s) != simdjson::SUCCESS) {
-      return Status::Error(path + ": name " + std::to_string(out.size()) + " is not a string");
+    if (v.get_string().get(s) != simdjson::SUCCESS) {
+      return ctx.Error("name " + std::to_string(out.size()) + " is not a string");
     }
     out.emplace_back(s);
   }
@@ -295,10 +293,9 @@ Status ReadSetting(const std::string& dir, uint32_t setting, const LoadOptions& 
   Result<std::vector<std::string>> names = ReadNames(dir + "/names.json");
   if (!names.ok()) return names.status();
   const std::string path = dir + "/steps.jsonl";
-  simdjson::padded_string text;
-  if (auto e = simdjson::padded_string::load(path).get(text); e) {
-    return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
-  }
+  Result<simdjson::padded_string> loaded = LoadJsonFile(path);
+  if (!loaded.ok()) return loaded.status();
+  simdjson::padded_string text = std::move(loaded.value());
   if (static_cast<uint64_t>(names->size()) * kNumTypeTags >= UINT32_MAX) {
     return Status::Error(dir + "/names.json: too many names");
   }

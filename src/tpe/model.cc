@@ -9,6 +9,7 @@
 
 #include "simdjson.h"
 #include "teller/core/file_util.h"
+#include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 
 namespace teller::tpe {
@@ -251,9 +252,10 @@ Result<Model> Model::Load(const std::string& dir) {
   auto load = [&](const std::string& name, simdjson::padded_string* text,
                   simdjson::dom::element* root) -> Status {
     const std::string path = dir + "/" + name;
-    if (auto e = simdjson::padded_string::load(path).get(*text); e) {
-      return Status::Error(path + ": cannot read (" + simdjson::error_message(e) + ")");
-    }
+    Result<simdjson::padded_string> loaded = LoadJsonFile(path);
+    if (!loaded.ok()) return loaded.status();
+    *text = std::move(loaded.value());
+    // The DOM parser validates the whole (small) file before any field is read.
     if (auto e = parser.parse(*text).get(*root); e) {
       return Status::Error(path + ": invalid JSON (" + simdjson::error_message(e) + ")");
     }

@@ -1,7 +1,6 @@
 #include "teller/tpe/tpe.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <unordered_map>
@@ -9,27 +8,6 @@
 #include "teller/core/json_writer.h"
 
 namespace teller::tpe {
-namespace {
-
-template <typename T>
-void AppendInt(std::string& out, T v) {
-  char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
-}
-
-template <typename T>
-void AppendArray(std::string& out, const char* key, const std::vector<T>& values) {
-  out += ",\"";
-  out += key;
-  out += "\":[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    AppendInt(out, values[i]);
-  }
-  out += ']';
-}
-
-}  // namespace
 
 std::vector<TokenId> ModelIds(const Corpus& corpus, const Model& model) {
   std::vector<TokenId> local_to_model(corpus.symbol_text.size());
@@ -98,34 +76,34 @@ Sequence EncodeStep(const Corpus& corpus, const std::vector<TokenId>& ids, const
 
 void AppendEncodedStepJson(std::string& out, const Corpus& corpus, size_t k, const Sequence& seq) {
   const StepInfo& info = corpus.steps[k];
-  out += "{\"setting\":";
-  AppendJsonString(out, corpus.settings[info.setting]);
-  out += ",\"request\":";
-  AppendJsonString(out, info.request);
-  out += ",\"step\":";
-  AppendInt(out, info.step);
-  out += ",\"seq\":";
-  AppendInt(out, info.seq);
-  out += ",\"is_anomaly\":";
-  out += info.is_anomaly ? "true" : "false";
-  out += ",\"nodes\":";
-  AppendInt(out, corpus.offsets[k + 1] - corpus.offsets[k]);
-  AppendArray(out, "input_ids", seq.ids);
-  AppendArray(out, "parent_idx", seq.parent);
-  AppendArray(out, "duration", seq.duration);
-  AppendArray(out, "depth", seq.depth);
-  out += ",\"spans\":[";
-  for (size_t t = 0; t < seq.span.size(); ++t) {
-    if (t) out += ',';
-    out += '[';
-    AppendInt(out, seq.span[t].first);
-    out += ',';
-    AppendInt(out, seq.span[t].second);
-    out += ']';
+  JsonObjectWriter step(out);
+  step.Field("setting", corpus.settings[info.setting])
+      .Field("request", info.request)
+      .Field("step", static_cast<uint64_t>(info.step))
+      .Field("seq", static_cast<uint64_t>(info.seq))
+      .FieldBool("is_anomaly", info.is_anomaly)
+      .Field("nodes", static_cast<uint64_t>(corpus.offsets[k + 1] - corpus.offsets[k]));
+  auto array = [&](const char* key, const auto& values) {
+    step.Key(key);
+    JsonArrayWriter(out).Integers(values).Close();
+  };
+  array("input_ids", seq.ids);
+  array("parent_idx", seq.parent);
+  array("duration", seq.duration);
+  array("depth", seq.depth);
+  step.Key("spans");
+  JsonArrayWriter spans(out);
+  for (const auto& [first, last] : seq.span) {
+    spans.Next();
+    JsonArrayWriter(out)
+        .Element(static_cast<uint64_t>(first))
+        .Element(static_cast<uint64_t>(last))
+        .Close();
   }
-  out += ']';
-  if (!corpus.StepNodesAreIdentity(k)) AppendArray(out, "node_ids", seq.node);
-  out += "}\n";
+  spans.Close();
+  if (!corpus.StepNodesAreIdentity(k)) array("node_ids", seq.node);
+  step.Close();
+  out += '\n';
 }
 
 Result<std::vector<StatsRow>> CompressionStats(const Corpus& corpus,

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "teller/core/json_writer.h"
 #include "teller/core/status.h"
@@ -76,6 +77,43 @@ TEST(JsonWriterTest, DoubleFormatsArraysNestingAndLines) {
       .Element(1e6)
       .Close();
   EXPECT_EQ(six, "[3.14159,2.5e-09,1e+06]");  // derived with Python: "%.6g" % x
+}
+
+TEST(JsonWriterTest, FixedDecimalsIntegerListsAndSharedFields) {
+  std::string fixed;
+  JsonArrayWriter(fixed, JsonDoubles::kFixed4)
+      .Element(0.91415)
+      .Element(1.0)
+      .Element(2.0 / 3)
+      .Element(-0.00004)
+      .Element(0.0 / 0.0)
+      .Close();
+  // Derived with Python: "%.4f" % x; NaN is null.
+  EXPECT_EQ(fixed, "[0.9142,1.0000,0.6667,-0.0000,null]");
+
+  std::string ints;
+  JsonArrayWriter(ints)
+      .Integers(std::vector<int32_t>{-1, 0, 7})
+      .Integers(std::vector<uint16_t>{65535})
+      .Close();
+  EXPECT_EQ(ints, "[-1,0,7,65535]");
+
+  // Fields written once and spliced into two objects; the second has its last fields
+  // appended by the caller after FieldsFollow.
+  std::string shared;
+  JsonObjectWriter fields(shared, JsonObjectWriter::FieldsOnly{});
+  fields.Field("seq", 3).FieldBool("truncated", false);
+  fields.Close();
+  EXPECT_EQ(shared, "\"seq\":3,\"truncated\":false");
+  std::string out;
+  JsonObjectWriter(out).Field("step", 0).RawFields(shared).RawFields("").Close();
+  EXPECT_EQ(out, "{\"step\":0,\"seq\":3,\"truncated\":false}");
+  out.clear();
+  JsonObjectWriter only(out);
+  only.RawFields(shared).FieldsFollow();
+  out += "\"n\":1";
+  only.Close();
+  EXPECT_EQ(out, "{\"seq\":3,\"truncated\":false,\"n\":1}");
 }
 
 TEST(StatusTest, CarriesMessagesAndValues) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace teller {
@@ -129,8 +131,33 @@ TEST(JsonContextTest, OffsetsCountFromTheStartOfTheFileForJsonLines) {
 TEST(JsonContextTest, LoadNamesTheFile) {
   const Result<simdjson::padded_string> r = LoadJsonFile("/nonexistent/teller.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message().rfind("/nonexistent/teller.json: cannot read (", 0), 0u)
-      << r.status().message();
+  EXPECT_EQ(r.status().message(),
+            std::string("/nonexistent/teller.json: cannot read (") + std::strerror(ENOENT) + ")");
+  const Result<simdjson::padded_string> dir = LoadJsonFile("/");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().message(), "/: cannot read (not a regular file)");
+}
+
+TEST(JsonContextTest, FirstStageErrorsAreLocatedByAScan) {
+  // simdjson reports an unclosed string and bad UTF-8 before parsing, without a position.
+  const std::string unclosed = R"({"a":1,"b":"no end)";
+  EXPECT_EQ(LocateStage1Error(unclosed, simdjson::UNCLOSED_STRING), unclosed.find("\"no end"));
+  const std::string bad = std::string(R"({"a":"ok","b":")") + "\xff" + R"("})";
+  EXPECT_EQ(LocateStage1Error(bad, simdjson::UTF8_ERROR), bad.find('\xff'));
+  EXPECT_EQ(LocateStage1Error(bad, simdjson::TAPE_ERROR), bad.size()) << "not a first-stage error";
+
+  const simdjson::padded_string json(unclosed);
+  od::parser parser;
+  od::document doc;
+  const simdjson::error_code e = parser.iterate(json).get(doc);
+  ASSERT_EQ(e, simdjson::UNCLOSED_STRING);
+  const JsonContext ctx("f.json", json, doc);
+  EXPECT_EQ(
+      ctx.Error(e, "not JSON")
+          .message()
+          .rfind("f.json: byte " + std::to_string(unclosed.find("\"no end")) + ": not JSON (", 0),
+      0u)
+      << ctx.Error(e, "not JSON").message();
 }
 
 }  // namespace

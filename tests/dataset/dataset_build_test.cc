@@ -15,6 +15,7 @@
 #include "simdjson.h"
 #include "teller/dataset/build.h"
 #include "teller/dataset/stats.h"
+#include "teller/format/dataset_node_reader.h"
 
 namespace teller::dataset {
 namespace {
@@ -306,6 +307,36 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
   EXPECT_EQ(names[3], "cuLaunchKernel");
   EXPECT_EQ(node_rank[11], 0);
   EXPECT_EQ(node_rank[12], 1);
+  {
+    // The same nodes through the schema's reader.
+    const simdjson::padded_string text(ReadText(root + "/a/trace.json"));
+    simdjson::ondemand::parser od_parser;
+    simdjson::ondemand::document doc;
+    ASSERT_EQ(od_parser.iterate(text).get(doc), simdjson::SUCCESS);
+    const JsonContext ctx(root + "/a/trace.json", text, doc);
+    simdjson::ondemand::array od_steps, od_nodes;
+    ASSERT_EQ(doc["steps"].get_array().get(od_steps), simdjson::SUCCESS);
+    for (auto od_step : od_steps) {
+      ASSERT_EQ(od_step["nodes"].get_array().get(od_nodes), simdjson::SUCCESS);
+      size_t i = 0;
+      for (auto element : od_nodes) {
+        simdjson::ondemand::value v;
+        ASSERT_EQ(element.get(v), simdjson::SUCCESS);
+        format::DatasetNode node;
+        std::string name;
+        const Status read = format::ReadDatasetNode(ctx, v, "nodes", &node, &name);
+        ASSERT_TRUE(read.ok()) << read.message();
+        ASSERT_LT(i, names.size());
+        EXPECT_EQ(node.id, static_cast<int64_t>(i));
+        EXPECT_EQ(name, names[i]);
+        EXPECT_TRUE(node.has_rank);
+        EXPECT_EQ(node.rank, node_rank[i]);
+        ++i;
+      }
+      EXPECT_EQ(i, names.size());
+      break;  // the one step
+    }
+  }
 
   // a's step: exactly the labelled nodes.
   auto ann_a = Json(root + "/a/annotation.json");
@@ -361,17 +392,26 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
     const std::string request{std::string_view(e["request"])};
     seen.push_back(request + "@" + std::to_string(uint64_t(e["seq"])));
     const uint64_t n = e["n"];
-    for (const char* col :
-         {"type", "layer", "name", "parent", "depth", "rank", "offset_ns", "dur_ns"}) {
-      EXPECT_EQ(e[col].get_array().size(), n) << col;
+    // The columns as every reader reads them: all of n entries, names inside names.json,
+    // parents before their nodes.
+    format::DatasetColumns columns;
+    {
+      const simdjson::padded_string padded(line);
+      simdjson::ondemand::parser od_parser;
+      simdjson::ondemand::document doc;
+      ASSERT_EQ(od_parser.iterate(padded).get(doc), simdjson::SUCCESS);
+      const Status read = format::ReadDatasetColumns(JsonContext("steps.jsonl", padded, doc), doc,
+                                                     name_table.size(), &columns);
+      ASSERT_TRUE(read.ok()) << read.message();
     }
+    EXPECT_EQ(columns.size(), n);
     EXPECT_EQ(bool(e["is_anomaly"]), request == "a");
     if (request == "a") {
       EXPECT_EQ(n, 23u);
       // Names resolve through names.json; type tags: STEP 0, RT 4, DRV 5, K 6, COMM 3.
-      std::vector<uint64_t> type, name;
-      for (auto v : e["type"].get_array()) type.push_back(v.get_uint64().value());
-      for (auto v : e["name"].get_array()) name.push_back(v.get_uint64().value());
+      const std::vector<uint8_t>& type = columns.type;
+      const std::vector<uint32_t>& name = columns.name;
+      EXPECT_EQ(columns.parent[12], -1) << "rank 1's step is a root";
       for (size_t i = 0; i < n; ++i)
         EXPECT_EQ(std::string_view(name_table.at(name[i])), names[i]) << i;
       EXPECT_EQ(type[0], 0u);

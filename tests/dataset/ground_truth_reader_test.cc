@@ -1,10 +1,12 @@
-// ground_truth.json reader (src/sim/ground_truth_reader.cc): round trip with the
+// ground_truth.json reader (src/format/ground_truth_reader.cc): round trip with the
 // simulator's writer, and errors that name the file, the field and the byte offset.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -211,8 +213,11 @@ TEST_F(GroundTruthReaderTest, MalformedJsonNamesFileAndOffset) {
   EXPECT_NE(ErrorOf("").find("empty file"), std::string::npos);
   auto missing = ReadGroundTruth(dir_ + "/none.json");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("cannot open " + dir_ + "/none.json"),
-            std::string::npos);
+  EXPECT_EQ(missing.status().message(),
+            dir_ + "/none.json: cannot read (" + std::strerror(ENOENT) + ")");
+  auto directory = ReadGroundTruth(dir_);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().message(), dir_ + ": cannot read (not a regular file)");
 }
 
 TEST_F(GroundTruthReaderTest, MissingFieldsAreNamed) {

@@ -80,14 +80,25 @@ TEST(RealTracesTest, ParamDlrmEightRanksWithTheirCollectives) {
   // 8 NCCL kernels, half of which are launched from the autograd thread, outside the
   // step's own thread tree.
   EXPECT_EQ(r.steps.size(), 8u);
-  const auto across = r.CommAcrossRanks(0);
-  ASSERT_EQ(across.size(), 8u);
-  for (const auto& per_rank : across) {
+  const HorizontalView across = r.CommAcrossRanks(0);
+  ASSERT_EQ(across.comm.size(), 8u);
+  for (const auto& per_rank : across.comm) {
     size_t comm_kernels = 0;
     for (uint32_t n : per_rank) {
       if (t.events.type[r.nodes.event[n]] == EventType::kKernel) ++comm_kernels;
     }
     EXPECT_EQ(comm_kernels, 8u);
+  }
+  // The 64 NCCL kernels are 8 collectives of all 8 ranks, one kernel of each rank each,
+  // all of the same name.
+  ASSERT_EQ(across.collectives.size(), 8u);
+  for (const uint32_t g : across.collectives) {
+    const std::vector<uint32_t>& members = r.collectives.groups[g];
+    ASSERT_EQ(members.size(), 8u);
+    for (size_t i = 1; i < members.size(); ++i) {
+      EXPECT_LT(r.nodes.process[members[i - 1]], r.nodes.process[members[i]]) << "by process";
+      EXPECT_EQ(t.events.name[r.nodes.event[members[i]]], t.events.name[r.nodes.event[members[0]]]);
+    }
   }
 }
 

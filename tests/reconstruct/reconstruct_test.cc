@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "teller/reconstruct/step_ranges.h"
 
 namespace teller::reconstruct {
 namespace {
@@ -105,9 +110,91 @@ TEST(ReconstructTest, PushPopNestingHostCallsAndKernels) {
   ASSERT_EQ(r.steps[0].requests.size(), 2u);
   EXPECT_EQ(t.strings.Get(r.steps[0].requests[1]), "cmpl-2");
   EXPECT_EQ(r.request_steps.size(), 2u);
-  const auto comm = r.CommAcrossRanks(0);
-  ASSERT_EQ(comm.size(), 1u);
-  EXPECT_EQ(comm[0].size(), 2u) << "the collective op and its kernel";
+  const HorizontalView view = r.CommAcrossRanks(0);
+  ASSERT_EQ(view.comm.size(), 1u);
+  EXPECT_EQ(view.comm[0].size(), 2u) << "the collective op and its kernel";
+  EXPECT_TRUE(view.collectives.empty()) << "one rank: no collective pairs it with another";
+}
+
+// Two ranks of one host, each with a step that launches two all-reduces and a GEMM; the
+// all-reduces end together on both ranks (their starts differ), so the k-th all-reduce of
+// one rank is one collective with the k-th of the other.
+void AddTwoRankSteps(TraceBuilder& b, std::string_view comm_kernel) {
+  Trace& t = b.trace();
+  const uint32_t second = t.ProcessIndex("node-1", 101);
+  for (uint32_t p : {0u, second}) {
+    const int64_t late = p == 0 ? 0 : 30'000;  // rank 1 enters each collective later
+    b.Add(EventType::kPush, "teller.step seq=1 kind=decode n=1 reqs=r1", 0, -1, 0, 1, p);
+    for (int k = 0; k < 2; ++k) {
+      const int64_t at = 100'000 + k * 400'000;
+      const uint64_t corr = 10 + static_cast<uint64_t>(k);
+      b.Add(EventType::kRuntime, "cudaLaunchKernel", at + late, at + late + 5'000, corr, 1, p);
+      b.Add(EventType::kKernel, comm_kernel, at + late + 10'000, at + 200'000 + k * 1'000, corr, 1,
+            p);
+    }
+    b.Add(EventType::kRuntime, "cudaLaunchKernel", 950'000, 955'000, 20, 1, p);
+    b.Add(EventType::kKernel, "sm90_xmma_gemm_bf16bf16", 960'000, 990'000, 20, 1, p);
+    b.Add(EventType::kPop, "", 1'000'000, -1, 0, 1, p);
+  }
+}
+
+// The nodes of the kernels with this name, by process and start.
+std::vector<uint32_t> KernelNodes(const Trace& t, const Reconstruction& r, std::string_view name) {
+  std::vector<uint32_t> out;
+  for (uint32_t n = 0; n < r.nodes.size(); ++n) {
+    if (t.events.type[r.nodes.event[n]] == EventType::kKernel && NameOf(t, r, n) == name)
+      out.push_back(n);
+  }
+  std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) {
+    if (r.nodes.process[a] != r.nodes.process[b]) return r.nodes.process[a] < r.nodes.process[b];
+    return r.nodes.start_ns[a] < r.nodes.start_ns[b];
+  });
+  return out;
+}
+
+TEST(CollectivesTest, ReconstructionKeepsTheCollectiveGroups) {
+  const std::string ar = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+  TraceBuilder b;
+  AddTwoRankSteps(b, ar);
+  const Trace& t = b.trace();
+  const Reconstruction r = Reconstruct(b.trace());
+  const std::vector<uint32_t> k = KernelNodes(t, r, ar);  // rank 0: k[0], k[1]; rank 1: k[2], k[3]
+  ASSERT_EQ(k.size(), 4u);
+  ASSERT_EQ(r.collectives.groups.size(), 2u);
+  EXPECT_EQ(r.CollectiveOf(k[0]), (std::vector<uint32_t>{k[0], k[2]}));
+  EXPECT_EQ(r.CollectiveOf(k[3]), (std::vector<uint32_t>{k[1], k[3]}));
+  EXPECT_EQ(r.collectives.cluster_of, (std::vector<int32_t>{0, 0}));
+  const std::vector<uint32_t> gemm = KernelNodes(t, r, "sm90_xmma_gemm_bf16bf16");
+  ASSERT_EQ(gemm.size(), 2u);
+  EXPECT_TRUE(r.CollectiveOf(gemm[0]).empty());
+  EXPECT_TRUE(r.CollectiveOf(NodeOf(t, r, "cudaLaunchKernel")).empty());
+
+  // The horizontal view: both ranks' steps, their all-reduce kernels, and the two
+  // collectives that pair them, in the order rank 0 issued them.
+  const HorizontalView view = r.CommAcrossRanks(0);
+  ASSERT_EQ(view.comm.size(), 2u);
+  EXPECT_EQ(view.comm[0], (std::vector<uint32_t>{k[0], k[1]}));
+  EXPECT_EQ(view.comm[1], (std::vector<uint32_t>{k[2], k[3]}));
+  ASSERT_EQ(view.collectives.size(), 2u);
+  EXPECT_EQ(r.collectives.groups[view.collectives[0]], (std::vector<uint32_t>{k[0], k[2]}));
+  EXPECT_EQ(r.collectives.groups[view.collectives[1]], (std::vector<uint32_t>{k[1], k[3]}));
+  EXPECT_TRUE(r.CommAcrossRanks(1).comm.empty()) << "no second step";
+}
+
+TEST(CollectivesTest, GroupsFollowTheReconstructionsClassifier) {
+  // A communication kernel the built-in rules do not know: only rules that call it COMM
+  // make it a collective.
+  const std::string kernel = "my_fabric_exchange_kernel";
+  TraceBuilder b;
+  AddTwoRankSteps(b, kernel);
+  EXPECT_TRUE(Reconstruct(b.trace()).collectives.groups.empty());
+  auto rules = Classifier::FromText("STEP * ^teller\\.step( |$)\nCOMM * ^my_fabric_", "test rules");
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  Options options;
+  options.classifier = rules.value();
+  const Reconstruction r = Reconstruct(b.trace(), options);
+  EXPECT_EQ(r.collectives.groups.size(), 2u);
+  ASSERT_EQ(r.CommAcrossRanks(0).collectives.size(), 2u);
 }
 
 TEST(ReconstructTest, UnmatchedPushesAndPopsAreCountedNotFatal) {
@@ -212,6 +299,63 @@ TEST(ClockAlignTest, HostsAreAlignedOnCollectiveEnds) {
   Reconstruct(lone.trace());
   EXPECT_EQ(lone.trace().counters.Get("reconstruct.clock_unaligned_hosts"), 1u);
   EXPECT_EQ(lone.trace().processes[1].clock_offset_ns, 0);
+}
+
+TEST(StepRangesTest, OutermostStepRangesOfEachProcess) {
+  TraceBuilder b;
+  Trace& t = b.trace();
+  const uint32_t second = t.ProcessIndex("node-1", 101);
+  // Process 0: a ProfilerStep (no kind) holding an engine marker that gives one, then a
+  // teller.step; a push never popped is no step.
+  const size_t outer = b.Add(EventType::kPush, "ProfilerStep#7", 100);
+  b.Add(EventType::kPush, "execute_new_0_cached_30", 110);  // decode
+  b.Add(EventType::kPop, "", 190);
+  b.Add(EventType::kPop, "", 200);
+  const size_t decode =
+      b.Add(EventType::kRange, "teller.step seq=2 kind=prefill n=1 reqs=a", 300, 400);
+  b.Add(EventType::kPush, "teller.step seq=3 kind=decode", 500);
+  // Process 1: a step on another thread inside process 1's first step is not a step of its
+  // own; an inner marker does not overwrite the outer's kind.
+  const size_t other = b.Add(EventType::kRange, "teller.step kind=mixed", 100, 300, 0, 1, second);
+  b.Add(EventType::kRange, "step[DECODE bs=4]", 150, 250, 0, 2, second);
+  b.Add(EventType::kRange, "aten::mm", 0, 1000, 0, 1, second);  // not a step
+  const std::vector<int64_t> ends = RangeEnds(t, t.events.start_ns, t.events.end_ns);
+  EXPECT_EQ(ends[outer], 200);
+  EXPECT_EQ(ends[outer + 1], 190) << "the inner push closes at the first pop";
+  EXPECT_EQ(ends[decode], 400);
+  EXPECT_EQ(ends[decode + 1], -1) << "never popped";
+  EXPECT_EQ(ends[outer + 2], -1) << "a pop has no end of its own";
+
+  const std::shared_ptr<Classifier> rules = Classifier::BuiltIn();
+  LayerCache layers(*rules, t);
+  const std::vector<StepRange> steps = FindStepRanges(t, layers, ends);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].event, outer);
+  EXPECT_EQ(steps[0].start, 100);
+  EXPECT_EQ(steps[0].end, 200);
+  EXPECT_EQ(steps[0].kind, "decode") << "lent by the engine marker inside";
+  EXPECT_EQ(steps[1].event, decode);
+  EXPECT_EQ(steps[1].kind, "prefill");
+  EXPECT_EQ(steps[2].event, other);
+  EXPECT_EQ(steps[2].process, second);
+  EXPECT_EQ(steps[2].thread, 1u);
+  EXPECT_EQ(steps[2].kind, "mixed");
+
+  // The reconstruction finds the same steps where each lies on one thread, and also keeps
+  // the unpopped push (closed at its thread's last event) and the other thread's marker.
+  const Reconstruction r = Reconstruct(t);
+  ASSERT_EQ(r.steps.size(), 5u);
+  EXPECT_EQ(r.nodes.event[r.steps[0].node], outer);
+  EXPECT_EQ(t.strings.Get(r.steps[0].kind), "decode");
+  EXPECT_EQ(r.nodes.event[r.steps[1].node], decode);
+  EXPECT_EQ(t.strings.Get(r.steps[1].kind), "prefill");
+}
+
+TEST(StepMessageTest, StepKindFromEitherMarker) {
+  EXPECT_EQ(StepKind("teller.step seq=1 kind=prefill reqs=a"), "prefill");
+  EXPECT_EQ(StepKind("step[DECODE bs=32]"), "decode");
+  EXPECT_EQ(StepKind("teller.step seq=1 reqs=a"), "");
+  EXPECT_EQ(StepKind("ProfilerStep#3"), "");
 }
 
 TEST(StepMessageTest, ParsesTheCollectorGrammar) {

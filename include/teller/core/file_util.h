@@ -39,6 +39,10 @@ struct WriteFileOptions {
 Status WriteFileAtomic(const std::string& path, std::string_view bytes,
                        const WriteFileOptions& options = {});
 
+// A fresh name for the temporary of a file written whole (".<name>.<pid>.<n>.tmp" beside
+// it), for writers that build a file in pieces and rename it at the end.
+std::string TempPathFor(const std::string& path);
+
 // The same for files too large to hold in memory: Append() as the data is produced,
 // Commit() at the end. Without a successful Commit() (an error, or destruction) the
 // temporary is removed and the target untouched. After the first error every call

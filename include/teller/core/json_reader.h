@@ -16,7 +16,13 @@
 
 namespace teller {
 
-// The whole file, padded for simdjson. Error: "<path>: cannot read (<why>)".
+// The byte offset of the first problem of `doc` that simdjson's first stage reports without
+// a position: the opening quote of an unclosed string (code UNCLOSED_STRING), the first
+// byte of invalid UTF-8 (UTF8_ERROR); doc.size() otherwise.
+size_t LocateStage1Error(std::string_view doc, simdjson::error_code code);
+
+// The whole file, padded for simdjson. Error: "<path>: cannot read (<why>)", <why> being
+// the system's reason or "not a regular file".
 Result<simdjson::padded_string> LoadJsonFile(const std::string& path);
 
 namespace json_internal {
@@ -75,6 +81,10 @@ class JsonContext {
   // Bytes from the start of the text to where the parser stands (the text's size when
   // it has run off the end).
   size_t Offset() const;
+  // Where error `e` lies: for the errors simdjson's first stage reports without a position
+  // (an unclosed string, invalid UTF-8) the offset a scan of the text finds (the string's
+  // opening quote, the first bad byte), else Offset().
+  size_t Offset(simdjson::error_code e) const;
   // "<where>: byte <offset>: <what> (<simdjson's message>)"
   Status Error(simdjson::error_code e, std::string_view what) const;
   // "<where>: byte <offset>: <what>"

@@ -28,14 +28,10 @@ struct ViewLabel {
 };
 
 // The columns of one step record (steps.jsonl), index = local node id.
-struct StepColumns {
+// The node columns (format::DatasetColumns, read without `depth`; names index
+// Setting::names) of one engine step.
+struct StepColumns : format::DatasetColumns {
   uint64_t seq = 0;
-  std::vector<uint8_t> type;   // type tag: 0 STEP, 1 FE, 2 BE, 3 COMM, 4 RT, 5 DRV, 6 K, 7 MEM, ...
-  std::vector<uint8_t> layer;  // Layer
-  std::vector<uint32_t> name;  // index into Setting::names
-  std::vector<int32_t> parent, rank;
-  std::vector<int64_t> offset_ns, dur_ns;
-  size_t size() const { return type.size(); }
 };
 inline constexpr int kTypeTags = format::kNumTypeTags;  // format::TypeTag 0..10
 inline constexpr int kLayers = kLayerCount;             // Layer 0..6

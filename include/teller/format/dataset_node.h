@@ -1,13 +1,15 @@
 // The dataset's node schema (docs/dataset-format.md): one node of a step's call tree as
 // trace.json writes it, and the node type tags of steps.jsonl's `type` column, which are
 // also the symbol classes of TPE (docs/method.md §5). One numbering and one serializer for
-// `teller dataset export`, `teller dataset build` and their readers.
+// `teller dataset export`, `teller dataset build` and their readers (the reader is in
+// dataset_node_reader.h).
 #ifndef TELLER_FORMAT_DATASET_NODE_H_
 #define TELLER_FORMAT_DATASET_NODE_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
@@ -67,6 +69,19 @@ void AppendDatasetNode(std::string& out, const DatasetNode& node);
 // The node of event `e` with the given tree position, for both writers.
 DatasetNode DatasetNodeOf(const Trace& trace, uint32_t e, Layer layer, int64_t start_ns,
                           int64_t end_ns, std::string_view name_json);
+
+// The node columns of one steps.jsonl line (docs/dataset-format.md): entry i of every
+// column is node i of the step record, in trace.json's order.
+struct DatasetColumns {
+  std::vector<uint8_t> type;   // TypeTag
+  std::vector<uint8_t> layer;  // Layer
+  std::vector<uint32_t> name;  // index into the setting's names.json
+  std::vector<int32_t> parent;
+  std::vector<uint16_t> depth;
+  std::vector<int32_t> rank;
+  std::vector<int64_t> offset_ns, dur_ns;
+  size_t size() const { return type.size(); }
+};
 
 }  // namespace teller::format
 

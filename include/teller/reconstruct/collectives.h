@@ -7,7 +7,8 @@
 // clock offset between them.
 //
 // One implementation serves cross-host clock alignment (AlignHostClocks), fault injection
-// (a collective waits for its last member) and the horizontal view.
+// (a collective waits for its last member), and, through the groups that Reconstruct keeps
+// (Reconstruction::collectives), the horizontal view, slices and localization.
 #ifndef TELLER_RECONSTRUCT_COLLECTIVES_H_
 #define TELLER_RECONSTRUCT_COLLECTIVES_H_
 
@@ -55,6 +56,11 @@ struct CollectiveGroups {
 // differences within kEndSpreadNs). A group is one key on two or more processes of a
 // cluster.
 CollectiveGroups FindCollectiveGroups(const Trace& trace, const CommKernelIndex& index);
+
+// AlignHostClocks (reconstruct.h) over an index of the trace's communication kernels; the
+// index stays valid afterwards (a host's events all move by the same amount, so no
+// process's kernels change their order).
+void AlignHostClocks(Trace& trace, const CommKernelIndex& index);
 
 }  // namespace teller::reconstruct
 

@@ -106,17 +106,44 @@ struct Stats {
   uint64_t log_lines = 0, log_lines_aligned = 0;
 };
 
+// Collective operations across processes: which communication kernels on different
+// processes are one operation (FindCollectiveGroups, collectives.h), found once per
+// reconstruction with its classifier, after clock alignment, in node indices.
+struct Collectives {
+  std::vector<std::vector<uint32_t>> groups;  // kernel nodes of each collective, by process
+  std::vector<int32_t> group_of;              // per node: its collective, -1 = none
+  std::vector<int32_t> cluster_of;            // per process: coupled set, -1 = no collectives
+  // Per process: the clock offset to the first process of its cluster, measured after
+  // clock alignment (what alignment left, e.g. on hosts it could not align), in ns.
+  std::vector<int64_t> proc_offset;
+};
+
+// Horizontal view of one engine step (docs/method.md §2.7).
+struct HorizontalView {
+  // For the step of each process with the ordinal, in step order: the COMM nodes of that
+  // process issued during the step (on any thread), ordered by start.
+  std::vector<std::vector<uint32_t>> comm;
+  // The collectives those COMM kernels belong to: indices into
+  // Reconstruction::collectives.groups (each group lists its members on every rank), in
+  // order of their first appearance in `comm`.
+  std::vector<uint32_t> collectives;
+};
+
 struct Reconstruction {
   Nodes nodes;
   std::vector<Step> steps;                                            // ordered by (process, start)
   std::unordered_map<StringId, std::vector<uint32_t>> request_steps;  // q -> step indices
   std::vector<StringId> request_order;  // requests in order of first step
   Stats stats;
+  Collectives collectives;
 
-  // Horizontal view (docs/method.md §2): for the step of each process with the given
-  // ordinal, the COMM nodes of that process issued during the step (on any thread),
-  // ordered by start; one vector per process.
-  std::vector<std::vector<uint32_t>> CommAcrossRanks(uint32_t ordinal) const;
+  // The members of the collective that node `node` is a kernel of (one per process, by
+  // process, `node` among them); empty when it is none.
+  const std::vector<uint32_t>& CollectiveOf(uint32_t node) const;
+
+  // Horizontal view (docs/method.md §2): the steps of every process with the given
+  // ordinal, their communication and the collectives that pair it across ranks.
+  HorizontalView CommAcrossRanks(uint32_t ordinal) const;
 };
 
 // Estimates each host's clock offset from the end times of matching communication
@@ -142,6 +169,10 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
 // vLLM "execute_new_2_cached_30" and "execute_32_context_0(..)_generation_32(..)".
 // These markers carry no request ids. "" when the name is not such a marker.
 std::string StepKindFromEngineMarker(std::string_view name);
+
+// The step kind a step marker gives: the `kind=` of a teller.step message, else what an
+// engine's own marker implies (StepKindFromEngineMarker); "" when it gives none.
+std::string StepKind(std::string_view name);
 
 // A step's own number: `seq` when it is a decimal number, else the N of a name that ends
 // in "#N" (PyTorch's "ProfilerStep#N"); -1 when neither.

@@ -6,8 +6,10 @@
 //        + gamma*max_u exp(-dt(u,v)/tau0) + eta*[v E_c-coupled to some u in I_s]
 // The slice keeps nodes with R_s(v) >= kappa plus up to `hops` ancestors of every
 // suspicious node. E_c couples a communication node with the GPU operation that precedes
-// it on its stream (the work that feeds it) and with the same collective (k-th of its name
-// in the step) on the other ranks of the step. docs/localization.md lists the defaults.
+// it on its stream (the work that feeds it) and with the same collective on the other ranks
+// of the step (Reconstruction::collectives; a COMM range or call through the kernels it
+// launched, with the node of its own name above them). docs/localization.md lists the
+// defaults.
 #ifndef TELLER_SLICE_SLICE_H_
 #define TELLER_SLICE_SLICE_H_
 

@@ -1,4 +1,4 @@
-// Tests of the realism report (src/sim/compare.cc): the building blocks on small inputs,
+// Tests of the realism report (src/eval/realism.cc): the building blocks on small inputs,
 // CompareRealism on hand-built traces and on real traces (tracelens in TELLER_REAL_DATA_DIR),
 // and the whole `simulate --compare` run when the simulator works.
 #include <gtest/gtest.h>

@@ -1,9 +1,12 @@
-// Host ranges and the outermost engine steps of a trace, before any change.
-#include "src/inject/inject_internal.h"
+// Engine steps from a trace's events (include/teller/reconstruct/step_ranges.h).
+#include "teller/reconstruct/step_ranges.h"
 
-namespace teller::inject::internal {
+#include <algorithm>
+#include <map>
+#include <utility>
 
-// Complete interval of each range row (kRange: its end; kPush: its pop), -1 when none.
+namespace teller::reconstruct {
+
 std::vector<int64_t> RangeEnds(const Trace& trace, const std::vector<int64_t>& start,
                                const std::vector<int64_t>& end) {
   const EventTable& ev = trace.events;
@@ -33,16 +36,15 @@ std::vector<int64_t> RangeEnds(const Trace& trace, const std::vector<int64_t>& s
   return out;
 }
 
-// Outermost STEP ranges (classifier rules), per process by start.
-std::vector<StepRange> OuterSteps(const Trace& trace, reconstruct::LayerCache& layers,
-                                  const std::vector<int64_t>& range_end) {
+std::vector<StepRange> FindStepRanges(const Trace& trace, LayerCache& layers,
+                                      const std::vector<int64_t>& range_end) {
   const EventTable& ev = trace.events;
   std::vector<StepRange> all;
   for (uint32_t i = 0; i < ev.size(); ++i) {
     if ((ev.type[i] != EventType::kRange && ev.type[i] != EventType::kPush) || range_end[i] < 0)
       continue;
     if (layers.Of(i) != Layer::kStep) continue;
-    all.push_back({i, ev.process[i], ev.thread[i], ev.start_ns[i], range_end[i]});
+    all.push_back({i, ev.process[i], ev.thread[i], ev.start_ns[i], range_end[i], {}});
   }
   std::sort(all.begin(), all.end(), [](const StepRange& a, const StepRange& b) {
     if (a.process != b.process) return a.process < b.process;
@@ -50,13 +52,19 @@ std::vector<StepRange> OuterSteps(const Trace& trace, reconstruct::LayerCache& l
     return a.end > b.end;
   });
   std::vector<StepRange> outer;
-  for (const StepRange& s : all) {
-    if (!outer.empty() && outer.back().process == s.process && s.start >= outer.back().start &&
-        s.end <= outer.back().end) {
+  for (StepRange& s : all) {
+    const bool inside = !outer.empty() && outer.back().process == s.process &&
+                        s.start >= outer.back().start && s.end <= outer.back().end;
+    if (inside && !outer.back().kind.empty()) continue;
+    const std::string kind = StepKind(trace.strings.Get(ev.name[s.event]));
+    if (inside) {
+      outer.back().kind = kind;
       continue;
     }
-    outer.push_back(s);
+    s.kind = kind;
+    outer.push_back(std::move(s));
   }
   return outer;
 }
-}  // namespace teller::inject::internal
+
+}  // namespace teller::reconstruct
