@@ -201,7 +201,8 @@ void Trainer::Load(const SymbolCorpusView& corpus) {
   size_t at = 0;
   for (size_t u = 0; u < unique.size(); ++u) {
     const auto s = unique[u];
-    std::memcpy(sym_.data() + at, s.data(), s.size() * sizeof(TokenId));
+    // An empty sequence may have no storage (data() null), which memcpy must not get.
+    if (!s.empty()) std::memcpy(sym_.data() + at, s.data(), s.size() * sizeof(TokenId));
     for (size_t i = 0; i < s.size(); ++i) {
       const size_t pos = at + i;
       prev_[pos] = i == 0 ? kNil : static_cast<uint32_t>(pos - 1);
