@@ -9,8 +9,6 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "teller/reconstruct/collectives.h"
-
 namespace teller::localize {
 
 using reconstruct::Nodes;
@@ -517,24 +515,10 @@ Waits CollectiveWaits(const Trace& t, const Reconstruction& r,
   w.late_process.assign(n.size(), -1);
   w.transfer_ns.assign(n.size(), -1);
   if (t.processes.size() < 2) return w;
-  std::vector<int64_t> node_of_event(t.events.size(), -1);
-  bool any_comm = false;
-  for (uint32_t i = 0; i < n.size(); ++i) {
-    if (IsGpuWork(t.events.type[n.event[i]])) {
-      node_of_event[n.event[i]] = i;
-      any_comm |= n.layer[i] == Layer::kComm;
-    }
-  }
-  if (!any_comm) return w;
-  const std::shared_ptr<reconstruct::Classifier> classifier = reconstruct::Classifier::BuiltIn();
-  reconstruct::LayerCache layers(*classifier, t);
-  const reconstruct::CommKernelIndex index = reconstruct::IndexCommKernels(t, layers);
-  const reconstruct::CollectiveGroups groups = reconstruct::FindCollectiveGroups(t, index);
-  for (const auto& g : groups.groups) {
-    std::vector<uint32_t> nodes;
-    for (uint32_t e : g) {
-      if (node_of_event[e] >= 0) nodes.push_back(static_cast<uint32_t>(node_of_event[e]));
-    }
+  // The collectives the reconstruction paired across processes (with the user's rules,
+  // on aligned clocks).
+  for (const auto& g : r.collectives.groups) {
+    std::vector<uint32_t> nodes(g.begin(), g.end());
     if (nodes.size() < 2) continue;
     bool parts = true;
     for (uint32_t x : nodes) parts &= all_to_all[x] != 0;
