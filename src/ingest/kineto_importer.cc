@@ -41,6 +41,7 @@
 #include "simdjson.h"
 #include "src/ingest/signature.h"
 #include "teller/core/gzip.h"
+#include "teller/core/json_reader.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
@@ -1207,43 +1208,6 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
   t.signature.resize(rows);
   state_ = std::move(saved);
   state_.unknown_per_category.resize(categories_.size(), 0);
-}
-
-// Byte offset of the first problem simdjson's stage 1 rejects without a position: an
-// unclosed string or bad UTF-8. Scalar, only on the error path.
-size_t LocateStage1Error(std::string_view doc, error_code code) {
-  if (code == simdjson::UNCLOSED_STRING) {
-    bool in_string = false;
-    size_t start = 0;
-    for (size_t i = 0; i < doc.size(); ++i) {
-      const char c = doc[i];
-      if (in_string) {
-        if (c == '\\') {
-          ++i;
-        } else if (c == '"') {
-          in_string = false;
-        }
-      } else if (c == '"') {
-        in_string = true;
-        start = i;
-      }
-    }
-    return start;
-  }
-  if (code == simdjson::UTF8_ERROR) {
-    const auto* p = reinterpret_cast<const unsigned char*>(doc.data());
-    size_t i = 0;
-    while (i < doc.size()) {
-      const unsigned char c = p[i];
-      size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-      if (n == 0 || i + n > doc.size()) return i;
-      for (size_t k = 1; k < n; ++k) {
-        if ((p[i + k] & 0xc0) != 0x80) return i;
-      }
-      i += n;
-    }
-  }
-  return 0;
 }
 
 Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const {

@@ -121,6 +121,13 @@ Spread RobustSpread(std::vector<double>& v) {
   return s;
 }
 
+// The noise an excess is measured in: the peers' spread, with the relative and absolute
+// floors of Options (docs/localization.md, "Evidence and its floors").
+double Noise(const Spread& s, const Options& o) {
+  return std::max(
+      {1.4826 * s.mad, o.noise_rel_floor * s.median, static_cast<double>(o.noise_abs_floor_ns)});
+}
+
 // One extracted instance before scoring. Identities are ids into Keys.
 struct Raw {
   uint32_t node = 0, unit = 0;
@@ -204,7 +211,7 @@ class Keys {
 };
 
 // The unit a step or a process timeline owns, and which engine step it belongs to.
-void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
+void BuildUnits(const Reconstruction& r, Result* out) {
   const Nodes& n = r.nodes;
   // Roots per process, by start.
   std::map<uint32_t, std::vector<uint32_t>> roots;
@@ -289,7 +296,6 @@ void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
       out->group_steps[g].push_back(static_cast<uint32_t>(out->units[u].step));
     for (uint32_t root : out->units[u].roots) out->group_roots[g].push_back(root);
   }
-  (void)t;
 }
 
 bool IsPointToPoint(std::string_view name) {
@@ -673,7 +679,7 @@ struct Prepared {
 
 Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   Prepared p;
-  BuildUnits(t, r, &p.res);
+  BuildUnits(r, &p.res);
   const std::vector<uint8_t> all_to_all = AllToAllParts(t, r);
   p.raw = Extract(t, r, p.res, all_to_all, &p.keys);
   p.waits = CollectiveWaits(t, r, all_to_all);
@@ -749,7 +755,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
 // instances: in a larger family a segment of a few dozen leaves the median alone.
 constexpr size_t kMinSegment = 3;
 constexpr size_t kMaxSegmentFamily = 96;
-void FindSlowSegments(const Trace& trace, const Reconstruction& r, const Options& o, Result* out) {
+void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> sequences;  // (family, process)
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
@@ -757,7 +763,6 @@ void FindSlowSegments(const Trace& trace, const Reconstruction& r, const Options
     if (f.measure != Measure::kGpuTime || in.source != PeerSource::kFamily || in.warmup) continue;
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
   }
-  (void)trace;
   std::vector<double> inside, rest;
   for (auto& [key, seq] : sequences) {
     const size_t n = seq.size();
@@ -777,8 +782,7 @@ void FindSlowSegments(const Trace& trace, const Reconstruction& r, const Options
         std::vector<double> in_copy = inside;
         const double m_in = RobustSpread(in_copy).median;
         const Spread sr = RobustSpread(rest);
-        const double noise = std::max({1.4826 * sr.mad, o.noise_rel_floor * sr.median,
-                                       static_cast<double>(o.noise_abs_floor_ns)});
+        const double noise = Noise(sr, o);
         if (m_in < o.min_ratio * sr.median || m_in - sr.median < o.min_excess_ns) continue;
         size_t slow = 0;
         for (double v : inside) slow += v >= o.min_ratio * sr.median;
@@ -908,12 +912,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
     if (!from_base) return peers.phase[p.pos[i]];
     auto it = base_phase.find(key);
     if (it == base_phase.end()) {
-      std::vector<double> typical(peers.period, 0);
-      for (uint32_t k = 0; k < peers.period; ++k) {
-        std::vector<double> l;
-        for (double x : peers.by_phase[k]) l.push_back(std::log(std::max(1.0, x)));
-        typical[k] = RobustSpread(l).median;
-      }
+      const std::vector<double> typical = PhaseTypical(peers.all, peers.phase, peers.period);
       it = base_phase.emplace(key, AlignPhases(p.peers[key].all, typical)).first;
     }
     return it->second[p.pos[i]];
@@ -1012,8 +1011,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
                        (ref.source == PeerSource::kFamily ||
                         (ref.source == PeerSource::kBaseline && !ref.positions));
     const double tail = loose ? (ref.q90 - ref.median) / 1.2816 : 0.0;
-    const double noise = std::max({1.4826 * ref.mad, o.noise_rel_floor * ref.median,
-                                   static_cast<double>(o.noise_abs_floor_ns), tail});
+    const double noise = std::max(Noise(Spread{ref.median, ref.mad}, o), tail);
     in.noise_ns = static_cast<int64_t>(std::llround(noise));
     const double excess = static_cast<double>(in.time_ns) - ref.median;
     in.z = static_cast<float>(excess / noise);
@@ -1032,7 +1030,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
   // instances, their median is the slowed time and no instance stands out from it. A
   // contiguous run of instances (in time, on one process) that is slower than the rest of
   // the family by the evidence margins is then the deviation, the rest its peers.
-  if (baseline == nullptr) FindSlowSegments(trace, r, o, &out);
+  if (baseline == nullptr) FindSlowSegments(r, o, &out);
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});
