@@ -11,7 +11,10 @@ then scores the reports. Cases (seeded, --seed):
              family (3 families per trace, one launched from a backward pass if any)
   launch     +20/+100 us on each launch call under one cpu_op family (all, or 10)
   straggler  param_dlrm_8rank: +200/+1000 us of one rank's compute before a collective;
-             the other ranks' collective kernels wait for it
+             every shared collective completes its own transfer time after its last
+             rank arrives, so the other ranks wait for the delayed one when it arrives
+             last (cases where it still arrives before the last rank are skipped), and
+             later collectives follow
   copy       x2/x4 on 3 and 10 consecutive copies of one kind and size
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
 launching cpu_op or the launch API in the top 3; straggler: top_operators[0] on the
@@ -40,7 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from planted import cases as C  # noqa: E402
 from planted.score import Report  # noqa: E402
-from planted.trace import Trace, micros_to_ns, load_with_texts  # noqa: E402
+from planted.trace import Trace, is_comm, micros_to_ns, load_with_texts  # noqa: E402
 
 QUICK = ("critical_path__alexnet", "h100__Qwen", "inference__sglang_decode", "param_dlrm_8rank")
 
@@ -98,6 +101,8 @@ def build_case(unit, case, files, dirpath):
         if case["cls"] == "straggler" and fi == case["file"]:
             names = set()
             for g in p["dur_extra"]:
+                if is_comm(t.name(g)):
+                    continue  # the collective it was late to, not its compute
                 names.add(t.name(g))
                 h = t.launch_of(g)
                 if h is not None:
@@ -107,6 +112,62 @@ def build_case(unit, case, files, dirpath):
     case["moved_events"] = sum(len(s[0]) for s in solved.values())
     case["sync_longer"] = sum(len(s[2]["sync_add"]) for s in solved.values())
     return plans, solved
+
+
+def solve_collectives(ranks, comms, r, plan, coll, max_rounds=20):
+    """Plans for every rank (in rank order) when rank r runs `plan`: every collective the
+    ranks share completes its own transfer time after its last rank arrives,
+        end_q = max_q' start_q' + (original end_q - original last start),
+    so that a rank arriving later waits less, and the others wait for the last one (the
+    ranks' clocks are one host's here). A rank's later collectives start later on their
+    streams, so the rounds repeat until no collective moves. Returns the plans and how
+    much later the collective `coll` (rank r's event) completes."""
+    n = len(ranks)
+    shared = sorted(set.intersection(*(set(m) for m in comms)))
+    # A collective whose ranks complete before its last one arrives is not a synchronizing
+    # one (a pairing the names do not hold): it keeps its kernels' own timing.
+    base = {}
+    for ck in shared:
+        last = max(ranks[q].ts[comms[q][ck]] for q in range(n))
+        transfer = [ranks[q].end(comms[q][ck]) - last for q in range(n)]
+        if min(transfer) >= 0:
+            base[ck] = (last, transfer)
+    planted = dict(plan.get("dur_extra", {}))
+    plans = [{} for _ in range(n)]
+    plans[r] = dict(plan)
+    extra = [dict() for _ in range(n)]
+    shift = 0
+    for _ in range(max_rounds):
+        starts = []
+        for q in range(n):
+            p = dict(plans[q])
+            p["dur_extra"] = {**(planted if q == r else {}), **extra[q]}
+            nts, _, _ = ranks[q].solve(**p)
+            starts.append(nts)
+        changed = False
+        for ck, (last, transfer) in base.items():
+            new_last = max(starts[q].get(comms[q][ck], ranks[q].ts[comms[q][ck]]) for q in range(n))
+            for q in range(n):
+                g = comms[q][ck]
+                start = starts[q].get(g, ranks[q].ts[g])
+                d = new_last + transfer[q] - start - ranks[q].dur[g]
+                if extra[q].get(g, 0) != d:
+                    changed = True
+                    if d:
+                        extra[q][g] = d
+                    else:
+                        extra[q].pop(g, None)
+            if comms[r][ck] == coll:
+                shift = new_last - last
+        if not changed:
+            break
+    else:
+        raise RuntimeError("collective timing did not converge")
+    for q in range(n):
+        d = {**(planted if q == r else {}), **extra[q]}
+        if d:
+            plans[q] = dict(plans[q], dur_extra=d)
+    return plans, shift
 
 
 def gen_cases(label, files, rng, quick):
@@ -128,21 +189,18 @@ def gen_cases(label, files, rng, quick):
     if len(unit) > 1:
         order = sorted(range(len(unit)), key=lambda i: unit[i].rank if unit[i].rank is not None else i)
         ranks = [unit[i] for i in order]
+        comms = [C.comm_kernels(t) for t in ranks]
         tried = [0, 5] if quick else None
         for c in C.straggler_cases(ranks, rng, tried, 1 if quick else C.STRAGGLER_COLLECTIVES):
             r = c["rank"]
-            plan = c.pop("plan")
             fi_r = order[r]
-            nts, nend, _ = unit[fi_r].solve(**plan)
             cidx = c.pop("coll")
-            delta = nend.get(cidx, unit[fi_r].end(cidx)) - unit[fi_r].end(cidx)
-            if delta <= 0:
-                continue
-            plans = {fi_r: plan}
-            for q, g in enumerate(c.pop("coll_by_rank")):
-                if q != r:
-                    plans[order[q]] = {"min_end": {g: ranks[q].end(g) + delta}}
-            c["plans"], c["file"], c["wait_us"] = plans, fi_r, delta / 1000
+            c.pop("coll_by_rank")
+            plans_by_rank, shift = solve_collectives(ranks, comms, r, c.pop("plan"), cidx)
+            if shift <= 0:
+                continue  # the delayed rank still arrives before the last one: nobody waits
+            plans = {order[q]: p for q, p in enumerate(plans_by_rank) if p}
+            c["plans"], c["file"], c["wait_us"] = plans, fi_r, shift / 1000
             out.append(c)
     return unit, out, None
 

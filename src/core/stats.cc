@@ -96,4 +96,26 @@ double RunTailLog10(uint64_t n, uint64_t run, double p) {
   return lambda < 1e-300 ? lambda_log / std::log(10.0) : std::log10(prob);
 }
 
+double RunTailLog10(uint64_t n, uint64_t run, double p, double c) {
+  if (run == 0) return 0;
+  if (run > n || p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return 0;
+  c = std::clamp(c, 0.0, 1.0);
+  if (run == n) return std::log10(p) + static_cast<double>(n - 1) * std::log10(c);
+  if (run == 1) {
+    // 1 - P(no success): the first fails (1 - p), every later one fails after a failure.
+    const double start = std::min(1.0, p * (1 - c) / (1 - p));  // P(success | failure)
+    return std::log10(
+        -std::expm1(std::log1p(-p) + static_cast<double>(n - 1) * std::log1p(-start)));
+  }
+  // Runs begin at the start (p) or after a failure (P(failure, success) = p (1 - c) by
+  // stationarity), and continue run - 1 times.
+  const double starts = p + static_cast<double>(n - run) * p * (1 - c);
+  if (starts <= 0 || c <= 0) return -std::numeric_limits<double>::infinity();
+  const double lambda_log = std::log(starts) + static_cast<double>(run - 1) * std::log(c);
+  const double lambda = std::exp(lambda_log);
+  const double prob = lambda < 1e-8 ? lambda : -std::expm1(-lambda);
+  return lambda < 1e-300 ? lambda_log / std::log(10.0) : std::log10(std::min(1.0, prob));
+}
+
 }  // namespace teller

@@ -137,8 +137,8 @@ uint32_t DeviationClass(const Trace& t, const reconstruct::Reconstruction& r,
 // measure and the operator that makes host calls, most suspicious first (docs/diagnose.md,
 // "Top operators").
 std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Reconstruction& r,
-                                      const localize::Result& loc,
-                                      const localize::Options& options) {
+                                      const localize::Result& loc, const localize::Options& options,
+                                      const localize::Model* baseline) {
   const reconstruct::Nodes& n = r.nodes;
   using Key = std::tuple<std::string, Layer, localize::Measure, std::string>;
   struct Agg {
@@ -152,6 +152,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     Deviations deviations;           // of its instances scored against peers (not warm-up)
     // Per process, the scored instances: (start, ratio when evidence else 0).
     std::map<uint32_t, std::vector<std::pair<int64_t, double>>> sequence;
+    const localize::Family* family = nullptr;
   };
   std::map<Key, Agg> agg;
   std::map<Key, uint32_t> instances;
@@ -185,6 +186,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     Agg* a = &agg[key];
     a->cls = cls;
     a->deviations.Add(ratio, min_ratio);
+    a->family = &f;
     a->sequence[n.process[in.node]].push_back({n.start_ns[in.node], ratio});
     if (!root[k]) continue;
     a->op.family = f.pattern;
@@ -228,9 +230,24 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       family.sequences.emplace_back();
       for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
     }
+    const ClassRate rate(classes[a.cls], family.total, min_ratio);
+    double suspicion = SuspicionAt(family, rate);
+    // With a baseline, judged against its own habit there too (suspicion.h): an operator
+    // deviating as it usually does is not suspicious, however rare that is for its class.
+    if (baseline != nullptr) {
+      FamilyDeviations habit;
+      if (const localize::Habit* h = baseline->HabitOf(*a.family)) {
+        habit.sequences = h->sequences;
+        for (const auto& seq : h->sequences) {
+          for (double ratio : seq) habit.total.Add(ratio, min_ratio);
+        }
+      }
+      habit.total.Finish();
+      suspicion = std::min(suspicion, HabitualSuspicion(family, rate, habit));
+    }
     // Deviating right before a rank made every other rank wait is a second, independent
     // sign: the two suspicions add (their chances multiply).
-    a.op.suspicion = Suspicion(family, classes[a.cls], min_ratio) + a.straggler_suspicion;
+    a.op.suspicion = suspicion + a.straggler_suspicion;
     a.op.straggling_ns = a.straggling;
     out.push_back(std::move(a.op));
   }
@@ -422,7 +439,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     sr.waiting = s.waiting;
     d.stragglers.push_back(std::move(sr));
   }
-  d.top_operators = TopOperators(trace, r, loc, lo);
+  d.top_operators = TopOperators(trace, r, loc, lo, baseline);
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

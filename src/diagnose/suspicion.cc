@@ -39,27 +39,36 @@ uint64_t Deviations::AtLeast(double x) const {
   return static_cast<uint64_t>(ratios.end() - std::lower_bound(ratios.begin(), ratios.end(), x));
 }
 
-double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio) {
-  const Deviations& f = family.total;
-  if (f.ratios.empty() || f.scored == 0) return 0;
-  const double others = static_cast<double>(klass.scored - std::min(klass.scored, f.scored));
-  const double others_deviating =
-      static_cast<double>(klass.ratios.size() - std::min(klass.ratios.size(), f.ratios.size()));
-  const double others_size = std::max(0.0, klass.log_size - f.log_size);
-  const double scale =
-      (others_size + kPriorScale * kPriorScaleCount) / (others_deviating + kPriorScaleCount);
+ClassRate::ClassRate(const Deviations& klass, const Deviations& family, double min_ratio)
+    : klass_(klass), family_(family) {
+  others_ = static_cast<double>(klass.scored - std::min(klass.scored, family.scored));
+  const double others_deviating = static_cast<double>(
+      klass.ratios.size() - std::min(klass.ratios.size(), family.ratios.size()));
+  const double others_size = std::max(0.0, klass.log_size - family.log_size);
+  scale_ = (others_size + kPriorScale * kPriorScaleCount) / (others_deviating + kPriorScaleCount);
   // The tail starts where the rest's own deviations end: below their largest one their
   // frequency speaks for itself (with half an instance of prior), beyond it the chance
   // falls by e for every `scale` of log ratio.
-  double top = min_ratio;
+  top_ = min_ratio;
   for (auto it = klass.ratios.rbegin(); it != klass.ratios.rend(); ++it) {
     // The largest ratio of the rest: skip the family's own largest ones.
-    const uint64_t own = f.AtLeast(*it), all = klass.AtLeast(*it);
-    if (all > own) {
-      top = std::max(top, *it);
+    if (klass.AtLeast(*it) > family.AtLeast(*it)) {
+      top_ = std::max(top_, *it);
       break;
     }
   }
+}
+
+double ClassRate::operator()(double x) const {
+  const double rest =
+      static_cast<double>(klass_.AtLeast(x) - std::min(klass_.AtLeast(x), family_.AtLeast(x)));
+  const double tail = kPriorDeviating * std::exp(-std::max(0.0, std::log(x / top_)) / scale_);
+  return std::min(1.0, (rest + tail) / (others_ + 1.0));
+}
+
+namespace {
+// The sizes a family's evidence reaches: its distinct ratios, at most kMaxSizes of them.
+std::vector<double> Sizes(const Deviations& f) {
   std::vector<double> sizes = f.ratios;
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   if (sizes.size() > kMaxSizes) {
@@ -68,23 +77,61 @@ double Suspicion(const FamilyDeviations& family, const Deviations& klass, double
       chosen.push_back(sizes[(sizes.size() - 1) * i / (kMaxSizes - 1)]);
     sizes = std::move(chosen);
   }
-  double best = 0;  // log10 of the smallest chance
-  for (double x : sizes) {
-    const double rest =
-        static_cast<double>(klass.AtLeast(x) - std::min(klass.AtLeast(x), f.AtLeast(x)));
-    const double tail = kPriorDeviating * std::exp(-std::max(0.0, std::log(x / top)) / scale);
-    const double q = std::min(1.0, (rest + tail) / (others + 1.0));
-    for (const auto& seq : family.sequences) {
-      uint64_t run = 0, longest = 0;
-      for (double r : seq) {
-        run = r >= x ? run + 1 : 0;
-        longest = std::max(longest, run);
-      }
-      if (longest > 0) best = std::min(best, RunTailLog10(seq.size(), longest, q));
+  return sizes;
+}
+
+// log10 of the smallest chance at size x: k(x) of the tested instances (binomial at p),
+// and the longest run of them per process (a chain that continues at c).
+double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, double c) {
+  double best = BinomialTailLog10(tested.total.scored, tested.total.AtLeast(x), p);
+  for (const auto& seq : tested.sequences) {
+    uint64_t run = 0, longest = 0;
+    for (double r : seq) {
+      run = r >= x ? run + 1 : 0;
+      longest = std::max(longest, run);
     }
-    best = std::min(best, BinomialTailLog10(f.scored, f.AtLeast(x), q));
+    if (longest > 0)
+      best = std::min(best, c == p ? RunTailLog10(seq.size(), longest, p)
+                                   : RunTailLog10(seq.size(), longest, p, c));
+  }
+  return best;
+}
+}  // namespace
+
+double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q) {
+  if (tested.total.ratios.empty() || tested.total.scored == 0) return 0;
+  double best = 0;
+  for (double x : Sizes(tested.total)) {
+    const double p = q(x);
+    best = std::min(best, LeastChanceLog10(tested, x, p, p));
   }
   return -best;
+}
+
+double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
+                         const FamilyDeviations& habit) {
+  if (tested.total.ratios.empty() || tested.total.scored == 0) return 0;
+  double best = 0;
+  for (double x : Sizes(tested.total)) {
+    const double prior = kHabitPrior * q(x);
+    double firsts = 0, pairs = 0;
+    for (const auto& seq : habit.sequences) {
+      for (size_t i = 0; i + 1 < seq.size(); ++i) {
+        if (seq[i] < x) continue;
+        ++firsts;
+        pairs += seq[i + 1] >= x;
+      }
+    }
+    const double p = std::min(1.0, (static_cast<double>(habit.total.AtLeast(x)) + prior) /
+                                       (static_cast<double>(habit.total.scored) + kHabitPrior));
+    const double c = std::min(1.0, (pairs + prior) / (firsts + kHabitPrior));
+    best = std::min(best, LeastChanceLog10(tested, x, p, c));
+  }
+  return -best;
+}
+
+double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio) {
+  return SuspicionAt(family, ClassRate(klass, family.total, min_ratio));
 }
 
 }  // namespace teller::diagnose

@@ -50,6 +50,42 @@ struct FamilyDeviations {
 // evidence.
 double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio);
 
+// q(x) of the rest of a class: `klass` less `family` (both Finish()ed), as Suspicion
+// describes.
+class ClassRate {
+ public:
+  // Both are kept by reference: they must outlive it.
+  ClassRate(const Deviations& klass, const Deviations& family, double min_ratio);
+  ClassRate(Deviations&&, const Deviations&, double) = delete;
+  ClassRate(const Deviations&, Deviations&&, double) = delete;
+  double operator()(double x) const;
+
+ private:
+  const Deviations& klass_;
+  const Deviations& family_;
+  double others_ = 0, top_ = 0, scale_ = 0;
+};
+
+// The suspicion of `tested` (some or all of a family's instances) at chance q(x) per
+// instance, as Suspicion computes it.
+double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q);
+
+// A family's own habit: how its instances deviated where no fault is suspected (a
+// baseline's instances, or the family in the other engine steps), one sequence per process
+// in time order. Some operators deviate far more often than their class (a kernel sharing
+// the GPU with a concurrent stream, an op whose work depends on data), and in runs: their
+// deviations in a trace are then their habit, not a fault. The chance per instance is the
+// habit's own frequency, with the class rate as a prior worth kHabitPrior instances,
+//   q_h(x) = (habit.AtLeast(x) + kHabitPrior q(x)) / (habit.scored + kHabitPrior),
+// and a deviation follows one with the habit's own frequency of that, with the same prior,
+//   c_h(x) = (pairs(x) + kHabitPrior q(x)) / (firsts(x) + kHabitPrior)
+// (firsts: its deviations of x or more that have a successor; pairs: those whose successor
+// deviated too); runs are judged as a chain that clumps at c_h (core/stats.h). A family
+// without a record gets about the class rate.
+inline constexpr double kHabitPrior = 10.0;
+double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
+                         const FamilyDeviations& habit);
+
 }  // namespace teller::diagnose
 
 #endif  // TELLER_SRC_DIAGNOSE_SUSPICION_H_

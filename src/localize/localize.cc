@@ -28,6 +28,8 @@ const char* PeerSourceName(PeerSource s) {
       return "layers";
     case PeerSource::kRest:
       return "rest";
+    case PeerSource::kCallers:
+      return "callers";
   }
   return "?";
 }
@@ -135,6 +137,7 @@ struct Raw {
   int64_t time_ns = 0;
   uint32_t coarse = 0;           // identity without context
   uint32_t fine = 0;             // identity with the preceding operator
+  uint32_t bare = 0;             // host calls: the call whoever makes it (else coarse)
   uint32_t within = UINT32_MAX;  // pattern id of the operator that makes a host call
   bool unpaired_collective = false;
 };
@@ -166,6 +169,7 @@ class Keys {
     return it->second;
   }
   const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
+  uint32_t WithinOf(uint32_t key) const { return tuples_[key].within; }
   std::string KeyText(const Trace& t, uint32_t key) const {
     const Tuple& x = tuples_[key];
     std::string out = patterns_[x.pattern];
@@ -462,6 +466,9 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         const StringId signature = EventSignature(ev, e);
         x.coarse = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone);
         x.fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, context);
+        x.bare = x.within == Keys::kNone ? x.coarse
+                                         : keys->Key(self, n.layer[i], kind, size_class, signature,
+                                                     Keys::kNone, Keys::kNone);
         out.push_back(x);
       }
       const int64_t inner_op = op_range ? static_cast<int64_t>(i) : op;
@@ -476,13 +483,22 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
 }
 
 // Which identity each raw instance uses: its fine key when that family is large enough,
-// else the coarse one.
+// else the coarse one; a host call whose operator makes it too rarely to have peers there
+// (one launch of an op that runs once) is compared with the same call made by any
+// operator.
 std::vector<uint32_t> ChooseKeys(const std::vector<Raw>& raw, size_t keys, const Options& o) {
-  std::vector<uint32_t> fine_count(keys, 0);
-  for (const Raw& x : raw) ++fine_count[x.fine];
+  std::vector<uint32_t> count(keys, 0);
+  for (const Raw& x : raw) {
+    ++count[x.fine];
+    if (x.coarse != x.fine) ++count[x.coarse];
+  }
   std::vector<uint32_t> key(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i)
-    key[i] = fine_count[raw[i].fine] >= o.min_context_family ? raw[i].fine : raw[i].coarse;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const Raw& x = raw[i];
+    key[i] = count[x.fine] >= o.min_context_family ? x.fine
+             : count[x.coarse] >= o.min_peers      ? x.coarse
+                                                   : x.bare;
+  }
   return key;
 }
 
@@ -697,16 +713,18 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
     }
   }
   p.key = ChooseKeys(p.raw, p.keys.size(), o);
-  // Peers are kept under both identities: an instance that uses the coarse one (its
+  // Peers are kept under every identity: an instance that uses the coarse one (its
   // context is rare, e.g. the first kernel on a stream) is compared with every instance of
   // its operator, not only with the few that share its rare context.
-  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size());
+  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size()), bare(p.raw.size());
   for (size_t i = 0; i < p.raw.size(); ++i) {
     fine[i] = p.raw[i].fine;
     coarse[i] = p.raw[i].coarse;
+    bare[i] = p.raw[i].bare;
   }
   const std::vector<uint32_t> occ_fine = Occurrences(p.raw, fine, p.keys.size());
   const std::vector<uint32_t> occ_coarse = Occurrences(p.raw, coarse, p.keys.size());
+  const std::vector<uint32_t> occ_bare = Occurrences(p.raw, bare, p.keys.size());
   p.occ.resize(p.raw.size());
   p.pos.resize(p.raw.size());
   p.peers.resize(p.keys.size());
@@ -723,8 +741,17 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
     const double v = static_cast<double>(p.raw[i].time_ns);
     const uint32_t at_fine = add(fine[i], occ_fine[i], v);
     const uint32_t at_coarse = coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v) : at_fine;
-    p.occ[i] = p.key[i] == fine[i] ? occ_fine[i] : occ_coarse[i];
-    p.pos[i] = p.key[i] == fine[i] ? at_fine : at_coarse;
+    const uint32_t at_bare = bare[i] != coarse[i] ? add(bare[i], occ_bare[i], v) : at_coarse;
+    if (p.key[i] == fine[i]) {
+      p.occ[i] = occ_fine[i];
+      p.pos[i] = at_fine;
+    } else if (p.key[i] == coarse[i]) {
+      p.occ[i] = occ_coarse[i];
+      p.pos[i] = at_coarse;
+    } else {
+      p.occ[i] = occ_bare[i];
+      p.pos[i] = at_bare;
+    }
   }
   for (FamilyPeers& f : p.peers) FinishPeers(f);
   const size_t groups = p.res.group_units.size();
@@ -815,17 +842,96 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   }
 }
 
+// The launch calls of each operator compared with the same call made by the other
+// operators (self-fit only): a launch costs the host about the same whoever makes it, so
+// when every launch of one operator got slower (a slow path in its launch code, a lock, a
+// hook), its own instances have no faster peers left, but the other operators' launches
+// still show the usual cost. Per launch call name (and layer), each operator's median
+// call time is compared with the other operators' medians: at least min_peers of them,
+// their median as the expected time and their spread (with the noise floors) as the
+// noise. An operator whose median is above that by the evidence margins has its
+// instances that clear them on their own made evidence (PeerSource::kCallers). Only
+// instances compared with their own family so far, and not yet evidence, are moved.
+void FindSlowCallers(const Trace& t, const Reconstruction& r, const Options& o, Result* out) {
+  // (call pattern, layer) -> family -> its scored instances
+  std::map<std::pair<std::string, Layer>, std::map<uint32_t, std::vector<uint32_t>>> calls;
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    const Family& f = out->families[in.family];
+    if (f.measure != Measure::kCallTime || f.within.empty() || in.warmup) continue;
+    if (ClassifyCall(t.strings.Get(t.events.name[r.nodes.event[in.node]])) != CallKind::kLaunch)
+      continue;
+    calls[{f.pattern, f.layer}][in.family].push_back(k);
+  }
+  std::vector<double> v;
+  for (const auto& [call, families] : calls) {
+    if (families.size() < o.min_peers + 1) continue;
+    std::map<uint32_t, double> median;
+    for (const auto& [fam, list] : families) {
+      v.clear();
+      for (uint32_t k : list) v.push_back(static_cast<double>(out->instances[k].time_ns));
+      median[fam] = RobustSpread(v).median;
+    }
+    for (const auto& [fam, list] : families) {
+      v.clear();
+      for (const auto& [other, m] : median) {
+        if (other != fam) v.push_back(m);
+      }
+      const Spread others = RobustSpread(v);
+      const double noise = Noise(others, o);
+      const double m = median[fam];
+      if (m < o.min_ratio * others.median || m - others.median < o.min_excess_ns ||
+          m - others.median < o.min_z * noise)
+        continue;
+      for (uint32_t k : list) {
+        Instance& in = out->instances[k];
+        if (in.evidence || in.source == PeerSource::kNone) continue;
+        const double excess = static_cast<double>(in.time_ns) - others.median;
+        if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * others.median ||
+            excess < o.min_z * noise)
+          continue;
+        in.source = PeerSource::kCallers;
+        in.peers = static_cast<uint32_t>(v.size());
+        in.expected_ns = static_cast<int64_t>(std::llround(others.median));
+        in.noise_ns = static_cast<int64_t>(std::llround(noise));
+        in.z = static_cast<float>(excess / noise);
+        in.evidence = true;
+        in.excess_ns = in.time_ns - in.expected_ns;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+// Operators as the top operators group families: pattern, layer, measure, maker.
+std::string OperatorKey(const Family& f) {
+  std::string k = f.pattern;
+  k += '\x1f';
+  k += LayerName(f.layer);
+  k += '\x1f';
+  k += MeasureName(f.measure);
+  k += '\x1f';
+  k += f.within;
+  return k;
+}
 }  // namespace
 
 struct Model::Impl {
   std::unordered_map<std::string, FamilyPeers> families;  // by key text
   StepPeers steps;
+  std::unordered_map<std::string, Habit> habits;  // by OperatorKey
 };
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 size_t Model::families() const { return impl_->families.size(); }
+const Habit* Model::HabitOf(const Family& f) const {
+  const auto it = impl_->habits.find(OperatorKey(f));
+  return it == impl_->habits.end() ? nullptr : &it->second;
+}
 
 Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
                   const Options& options) {
@@ -848,6 +954,27 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
     }
   }
   for (auto& [key, f] : model.impl().families) FinishPeers(f);
+  // The baseline's habits: its own instances scored against it.
+  for (const auto& [t, r] : traces) {
+    const Result res = Localize(*t, *r, options, &model);
+    // (operator, process) -> (start, ratio or 0)
+    std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<int64_t, double>>> seq;
+    for (const Instance& in : res.instances) {
+      if (in.source == PeerSource::kNone || in.warmup || in.consequence) continue;
+      const double ratio =
+          in.evidence && in.expected_ns > 0
+              ? static_cast<double>(in.time_ns) / static_cast<double>(in.expected_ns)
+              : 0.0;
+      seq[{OperatorKey(res.families[in.family]), r->nodes.process[in.node]}].push_back(
+          {r->nodes.start_ns[in.node], ratio});
+    }
+    for (auto& [where, list] : seq) {
+      std::sort(list.begin(), list.end());
+      auto& out = model.impl().habits[where.first].sequences;
+      out.emplace_back();
+      for (const auto& [start, ratio] : list) out.back().push_back(ratio);
+    }
+  }
   return model;
 }
 
@@ -870,7 +997,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
       family.pattern = family.key.substr(0, family.key.find('\x1f'));
       family.layer = r.nodes.layer[node];
       family.measure = p.raw[i].measure;
-      if (p.raw[i].within != Keys::kNone) family.within = p.keys.PatternText(p.raw[i].within);
+      const uint32_t within = p.keys.WithinOf(p.key[i]);
+      if (within != Keys::kNone) family.within = p.keys.PatternText(within);
       if (baseline != nullptr) {
         const auto it = baseline->impl().families.find(family.key);
         if (it != baseline->impl().families.end()) {
@@ -1030,7 +1158,10 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
   // instances, their median is the slowed time and no instance stands out from it. A
   // contiguous run of instances (in time, on one process) that is slower than the rest of
   // the family by the evidence margins is then the deviation, the rest its peers.
-  if (baseline == nullptr) FindSlowSegments(r, o, &out);
+  if (baseline == nullptr) {
+    FindSlowSegments(r, o, &out);
+    FindSlowCallers(trace, r, o, &out);
+  }
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});

@@ -77,5 +77,51 @@ TEST(RunTail, ExactForTheWholeSequenceAndEdges) {
   EXPECT_LT(RunTailLog10(70, 3, 0.003), BinomialTailLog10(70, 3, 0.003) - 2);
 }
 
+// P(a run of >= run successes) for the stationary Markov chain of RunTailLog10's clumping
+// overload, by enumerating every sequence.
+double EnumerateMarkov(int n, int run, double p, double c) {
+  const double start = p * (1 - c) / (1 - p);  // P(success | failure)
+  double total = 0;
+  for (uint32_t bits = 0; bits < (1u << n); ++bits) {
+    double w = 1;
+    int current = 0, longest = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool one = (bits >> i) & 1u;
+      const double p1 = i == 0 ? p : (((bits >> (i - 1)) & 1u) ? c : start);
+      w *= one ? p1 : 1 - p1;
+      current = one ? current + 1 : 0;
+      longest = std::max(longest, current);
+    }
+    if (longest >= run) total += w;
+  }
+  return total;
+}
+
+TEST(RunTailClumped, CloseToEnumeration) {
+  for (int n : {4, 10, 16}) {
+    for (double p : {0.002, 0.01, 0.05}) {
+      for (double c : {0.05, 0.3, 0.7}) {
+        for (int run = 1; run <= std::min(n, 6); ++run) {
+          const double want = EnumerateMarkov(n, run, p, c);
+          const double got = std::pow(10.0, RunTailLog10(n, run, p, c));
+          // Long clumps overlap more: a looser bound where runs continue often.
+          EXPECT_NEAR(got / want, 1.0, c <= 0.3 ? 0.06 : 0.25)
+              << "n=" << n << " run=" << run << " p=" << p << " c=" << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(RunTailClumped, IndependentTrialsAndEdges) {
+  // c = p: the independent case.
+  for (int run : {2, 3, 5})
+    EXPECT_NEAR(RunTailLog10(40, run, 0.02, 0.02), RunTailLog10(40, run, 0.02), 1e-9);
+  EXPECT_NEAR(RunTailLog10(6, 6, 0.1, 0.5), std::log10(0.1 * std::pow(0.5, 5)), 1e-12);
+  EXPECT_EQ(RunTailLog10(6, 0, 0.1, 0.5), 0.0);
+  // Clumping makes a long run far less surprising.
+  EXPECT_GT(RunTailLog10(200, 10, 0.05, 0.9), RunTailLog10(200, 10, 0.05) + 5);
+}
+
 }  // namespace
 }  // namespace teller

@@ -32,6 +32,17 @@ struct Builder {
     r.end_ns = end;
     t.events.Append(r);
   }
+  void Call(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end) {
+    EventRow r;
+    r.type = EventType::kRuntime;
+    r.name = t.strings.Intern(name);
+    r.category = t.strings.Intern("cuda_runtime");
+    r.process = p;
+    r.thread = thread;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  }
   void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end,
               uint32_t stream = 7) {
     EventRow r;
@@ -381,6 +392,142 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   const auto with_empty_baseline = localize::Localize(b.t, rec, {}, &none);
   for (const localize::Instance& in : with_empty_baseline.instances)
     EXPECT_NE(in.source, localize::PeerSource::kRest);
+}
+
+// Operator ranges that each make one kernel launch, laid out one after another (no step
+// markers): `launch_ns[i]` is the launch call's time inside op `ops[i]`.
+void Launches(Builder& b, const std::vector<std::string>& ops,
+              const std::vector<int64_t>& launch_ns) {
+  const uint32_t p = b.Process("h", 1);
+  int64_t at = kT0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    b.Range(p, 1, ops[i], at, at + 200'000);
+    b.Call(p, 1, "cudaLaunchKernel", at + 10'000, at + 10'000 + launch_ns[i]);
+    at += 300'000;
+  }
+}
+
+// A launch made by an operator that runs twice has too few peers under that operator: it
+// is compared with the same call made by every operator ("family" peers of the call
+// itself, its maker left out of the identity). Twenty launches of five ops (four each, the
+// first the warm-up) take 5 us; aten::arange, which runs twice, launches in 5 us and then
+// in 30 us. Peers: the 22 launches, median 5 us, MAD 0, noise = max(0, 2% x 5, 0.25) =
+// 0.25 us; 30 us is 6x with z = 100: evidence, and its family names no maker.
+TEST(Localize, ARareCallerIsComparedWithTheCallMadeByEveryOperator) {
+  std::vector<std::string> ops;
+  std::vector<int64_t> ns;
+  for (int k = 0; k < 4; ++k) {
+    for (const char* op : {"aten::mm", "aten::add", "aten::mul", "aten::copy_", "aten::cat"}) {
+      ops.push_back(op);
+      ns.push_back(5'000);
+    }
+  }
+  ops.insert(ops.begin() + 7, "aten::arange");
+  ns.insert(ns.begin() + 7, 5'000);
+  ops.push_back("aten::arange");
+  ns.push_back(30'000);
+  Builder b;
+  Launches(b, ops, ns);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  const auto* slow = Find(r, rec, "cudaLaunchKernel", 30'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_TRUE(slow->evidence);
+  EXPECT_EQ(slow->source, localize::PeerSource::kFamily);
+  EXPECT_EQ(slow->peers, 22u);
+  EXPECT_EQ(slow->expected_ns, 5'000);
+  EXPECT_EQ(slow->noise_ns, 250);
+  EXPECT_EQ(r.families[slow->family].within, "");
+  // The ops that launch four times keep their own identity.
+  for (const localize::Instance& in : r.instances) {
+    const localize::Family& f = r.families[in.family];
+    if (f.measure != localize::Measure::kCallTime || in.node == slow->node) continue;
+    EXPECT_FALSE(in.evidence);
+    if (f.within != "") EXPECT_EQ(f.count, 4u) << f.within;
+  }
+}
+
+// Every launch of one operator slower: its own family has no faster instance, but the
+// other operators' launches show the usual cost. Six ops launch 8 times each at 5.0, 5.2,
+// 4.8, 5.1, 4.9 and 25 us (aten::div_, slowed). For aten::div_, the other five medians are
+// 4.8 4.9 5.0 5.1 5.2 us: median 5.0, MAD 0.1, noise = max(1.4826 x 0.1, 2% x 5.0, 0.25)
+// = 0.25 us, so 25 us is 5x with z = 80: its seven scored launches (the first is warm-up)
+// are evidence against the callers, expected 5 us. No other op's median (at most 5.2 us
+// against others' 4.9-5.0) clears 1.2x. A healthy spread of launch costs (4 to 6 us) has
+// nothing.
+TEST(Localize, AnOperatorWhoseLaunchesAreAllSlowerIsComparedWithTheOtherCallers) {
+  const std::vector<std::pair<std::string, int64_t>> cost = {
+      {"aten::mm", 5'000},  {"aten::add", 5'200}, {"aten::mul", 4'800},
+      {"aten::cat", 5'100}, {"aten::neg", 4'900}, {"aten::div_", 25'000}};
+  auto build = [&](Builder& b, bool slowed) {
+    std::vector<std::string> ops;
+    std::vector<int64_t> ns;
+    for (int k = 0; k < 8; ++k) {
+      for (size_t o = 0; o < cost.size(); ++o) {
+        ops.push_back(cost[o].first);
+        ns.push_back(slowed ? cost[o].second : 4'000 + static_cast<int64_t>(o) * 400);
+      }
+    }
+    Launches(b, ops, ns);
+  };
+  Builder b;
+  build(b, true);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(r.families[in.family].within, "aten::div_");
+    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
+    EXPECT_EQ(in.expected_ns, 5'000);
+    EXPECT_EQ(in.noise_ns, 250);
+    EXPECT_EQ(in.peers, 5u);
+  }
+  EXPECT_EQ(evidence, 7u);
+  // With a baseline, the baseline's own instances of each family are the peers.
+  const localize::Model model = localize::FitBaseline({{&b.t, &rec}});
+  for (const localize::Instance& in : localize::Localize(b.t, rec, {}, &model).instances)
+    EXPECT_NE(in.source, localize::PeerSource::kCallers);
+  Builder healthy;
+  build(healthy, false);
+  const auto hrec = reconstruct::Reconstruct(healthy.t);
+  for (const localize::Instance& in : localize::Localize(healthy.t, hrec).instances)
+    EXPECT_FALSE(in.evidence);
+}
+
+// A baseline records each operator's habit: its own instances scored against it, per
+// process in time order, each as its ratio when evidence and 0 when not. Seven decode
+// steps of aten::mm and aten::add as in PositionPeersSlowerIsEvidenceFasterNever: the
+// 150 us mm is 1.5x its position peers (median 100 us), the 150 us add 3x (median 50 us);
+// every other instance is within its peers. Warm-up: the first of each family.
+TEST(Localize, ABaselineRecordsEachOperatorsHabit) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  const std::vector<int> mm = {100, 104, 96, 40, 98, 100, 150};
+  const std::vector<int> add = {50, 51, 49, 50, 52, 48, 150};
+  for (size_t s = 0; s < mm.size(); ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
+    const int64_t mm_end = at + 10'000 + mm[s] * 1000;
+    b.Range(p, 1, "aten::mm", at + 10'000, mm_end);
+    b.Range(p, 1, "aten::add", mm_end + 1000, mm_end + 1000 + add[s] * 1000);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const localize::Model model = localize::FitBaseline({{&b.t, &rec}});
+  const auto r = localize::Localize(b.t, rec, {}, &model);
+  for (const localize::Family& f : r.families) {
+    const localize::Habit* h = model.HabitOf(f);
+    if (f.pattern != "aten::mm" && f.pattern != "aten::add") continue;
+    ASSERT_NE(h, nullptr) << f.pattern;
+    ASSERT_EQ(h->sequences.size(), 1u);
+    const std::vector<double> want = f.pattern == "aten::mm"
+                                         ? std::vector<double>{0, 0, 0, 0, 0, 1.5}
+                                         : std::vector<double>{0, 0, 0, 0, 0, 3.0};
+    ASSERT_EQ(h->sequences[0].size(), want.size()) << f.pattern;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(h->sequences[0][i], want[i], 1e-9) << f.pattern << " " << i;
+  }
 }
 
 }  // namespace

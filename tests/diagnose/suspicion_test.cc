@@ -92,5 +92,68 @@ TEST(Suspicion, EveryProcessRunsOnItsOwn) {
   EXPECT_NEAR(Suspicion(one, With(klass, one), kMin), Suspicion(two, With(klass, two), kMin), 0.01);
 }
 
+// A habit: one process's sequence of n instances, those at `at` deviating by `ratio`.
+FamilyDeviations Habit(size_t n, const std::vector<size_t>& at, double ratio) {
+  return Family(n, at, ratio);
+}
+
+TEST(HabitualSuspicion, OneInstanceByHand) {
+  // The class as in OneInstanceAtTheLeastRatioByHand: q(1.2) = 9.5 / 1000. The habit: 90
+  // instances, 9 of them deviating, none right after another. q_h = (9 + 10 q) / (90 + 10)
+  // = 0.090950; one instance of one deviating has exactly that chance: -log10(0.090950) =
+  // 1.041200.
+  const FamilyDeviations f = Family(1, {0}, kMin);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  const FamilyDeviations habit = Habit(90, {3, 13, 23, 33, 43, 53, 63, 73, 83}, 1.5);
+  EXPECT_NEAR(HabitualSuspicion(f, q, habit), 1.041200, 1e-5);
+}
+
+TEST(HabitualSuspicion, WithoutARecordItIsTheClassSuspicion) {
+  // No habit: q_h = 10 q / 10 = q, and c_h = q (independent trials).
+  const FamilyDeviations f = Family(70, {30, 31, 32}, 2.0);
+  const Deviations klass = With(Class(5000, 15, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  FamilyDeviations none;
+  none.total.Finish();
+  EXPECT_NEAR(HabitualSuspicion(f, q, none), SuspicionAt(f, q), 1e-9);
+  EXPECT_NEAR(SuspicionAt(f, q), Suspicion(f, klass, kMin), 1e-12);
+}
+
+TEST(HabitualSuspicion, DeviatingAsUsualIsNotSuspicious) {
+  // An operator that deviates in runs (a kernel that shares its GPU with another stream):
+  // 20 of 200 instances at 3x, in two runs of 10. The trace shows the same: rare for its
+  // class (a 10-run at 3x), its habit.
+  std::vector<size_t> runs;
+  for (size_t i = 0; i < 10; ++i) {
+    runs.push_back(40 + i);
+    runs.push_back(140 + i);
+  }
+  const FamilyDeviations f = Family(200, runs, 3.0);
+  const Deviations klass = With(Class(20000, 40, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_GT(SuspicionAt(f, q), 20.0);
+  EXPECT_LT(HabitualSuspicion(f, q, Habit(200, runs, 3.0)), 1.5);
+  // A run of its usual size but twice as long as any in its habit is news again, though
+  // less than without the record.
+  std::vector<size_t> longer;
+  for (size_t i = 0; i < 20; ++i) longer.push_back(60 + i);
+  const FamilyDeviations g = Family(200, longer, 3.0);
+  const Deviations klass_g = With(Class(20000, 40, 1.5), g);
+  const ClassRate qg(klass_g, g.total, kMin);
+  const double habitual = HabitualSuspicion(g, qg, Habit(200, runs, 3.0));
+  EXPECT_GT(habitual, 3.0);
+  EXPECT_LT(habitual, SuspicionAt(g, qg));
+}
+
+TEST(HabitualSuspicion, ACleanRecordKeepsAFaultSuspicious) {
+  // A family that never deviated in its baseline: three in a row at 2x stay as suspicious
+  // as against the class alone (its record makes it, if anything, less likely to deviate).
+  const FamilyDeviations f = Family(70, {30, 31, 32}, 2.0);
+  const Deviations klass = With(Class(5000, 15, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_GE(HabitualSuspicion(f, q, Habit(70, {}, 0.0)), SuspicionAt(f, q));
+}
+
 }  // namespace
 }  // namespace teller::diagnose

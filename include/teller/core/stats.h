@@ -26,6 +26,12 @@ double BinomialTailLog10(uint64_t n, uint64_t k, double p);
 // run n.
 double RunTailLog10(uint64_t n, uint64_t run, double p);
 
+// The same for trials that clump: a stationary two-state Markov chain in which a trial
+// succeeds with probability p, and follows a success with one with probability c (c = p:
+// independent trials, as above). Expected runs of at least `run`: (p + (n - run) p (1 - c))
+// c^(run - 1), then 1 - exp(-lambda); exact for run 1 and run n.
+double RunTailLog10(uint64_t n, uint64_t run, double p, double c);
+
 }  // namespace teller
 
 #endif  // TELLER_CORE_STATS_H_

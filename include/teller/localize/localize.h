@@ -73,8 +73,9 @@ enum class PeerSource : uint8_t {
   kBaseline,   // the baseline's instances (positions when they repeat, else the family)
   kLayers,     // the same phase of a family that repeats with a period (repeated layers)
   kRest,       // the rest of a small family, outside a sustained slower run of it
+  kCallers,    // the same launch call made by the other operators
 };
-// "none", "positions", "family", "baseline", "layers", "rest"
+// "none", "positions", "family", "baseline", "layers", "rest", "callers"
 const char* PeerSourceName(PeerSource s);
 
 // What an instance's time measures.
@@ -165,8 +166,15 @@ struct Result {
   bool whole_trace = false;  // no step markers: each process's timeline is one unit
 };
 
-// A baseline: per family the times of its instances, overall and per position, and the
-// healthy durations of its steps per kind.
+// How an operator's instances deviated in a baseline scored against itself: per process,
+// its instances scored against peers (not warm-up, not waits for unseen ranks) in time
+// order, each as time / expected when it was evidence and 0 when it was not.
+struct Habit {
+  std::vector<std::vector<double>> sequences;
+};
+
+// A baseline: per family the times of its instances, overall and per position, the
+// healthy durations of its steps per kind, and per operator its habit.
 class Model {
  public:
   Model();
@@ -177,6 +185,9 @@ class Model {
   Impl& impl() { return *impl_; }
   const Impl& impl() const { return *impl_; }
   size_t families() const;
+  // The habit of the operator a family of a trace belongs to (its pattern, layer, measure
+  // and the operator that makes it), nullptr when the baseline has none of it.
+  const Habit* HabitOf(const Family& f) const;
 
  private:
   std::unique_ptr<Impl> impl_;
