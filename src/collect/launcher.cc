@@ -20,9 +20,11 @@
 
 #include "teller/collect/process_info.h"
 #include "teller/core/clock.h"
+#include "teller/core/counter_registry.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/raw_format.h"
+#include "teller/format/raw_reader.h"
 
 extern char** environ;
 
@@ -250,6 +252,31 @@ Status WriteManifest(const std::string& dir, const RunRecord& r) {
   return WriteFileAtomic(dir + "/" + kManifestName, json);
 }
 
+// The injected collector writes nothing to the program's descriptors (stderr included):
+// losses it counted in the trace files are reported here, once per file.
+void ReportCollectorLosses(const std::string& dir) {
+  auto files = raw::ListRawFiles(dir);
+  if (!files.ok()) return;
+  for (const std::string& file : files.value()) {
+    auto counters = raw::ReadRawCounters(file);
+    if (!counters.ok()) continue;
+    std::string losses;
+    for (const auto& [name, value] : counters.value()) {
+      const auto id = FindCounter(name);
+      if (!id || CounterInfoOf(*id).severity != CounterSeverity::kDataLoss) continue;
+      losses += (losses.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+    }
+    if (!losses.empty()) {
+      const size_t slash = file.rfind('/');
+      std::fprintf(stderr, "teller run: %s: the collector lost data (%s)%s\n",
+                   file.substr(slash + 1).c_str(), losses.c_str(),
+                   losses.find("space_errors") != std::string::npos
+                       ? "; the trace directory may be full"
+                       : "");
+    }
+  }
+}
+
 std::string SignalName(int sig) {
   const char* desc = strsignal(sig);
   return std::to_string(sig) + (desc ? std::string(" (") + desc + ")" : std::string());
@@ -456,8 +483,12 @@ Result<int> RunTraced(const RunOptions& options) {
     std::fprintf(stderr, "teller run: command terminated by signal %s%s\n",
                  SignalName(record.signal).c_str(), WCOREDUMP(status) ? ", core dumped" : "");
   }
+  ReportCollectorLosses(dir);
+  // A failed write (a full disk) leaves the previous manifest in place: it is replaced
+  // only by a complete new one.
   if (Status st = WriteManifest(dir, record); !st.ok()) {
-    std::fprintf(stderr, "teller run: %s\n", st.message().c_str());
+    std::fprintf(stderr, "teller run: %s; the manifest written at the start is kept\n",
+                 st.message().c_str());
   }
   std::fprintf(stderr, "teller run: trace written to %s\n", dir.c_str());
   return code;

@@ -2,7 +2,7 @@
 // library named by NVTX_INJECTION64_PATH at the first NVTX call and call
 // InitializeInjectionNvtx2 once per NVTX instance (every binary or .so that compiled
 // nvtx3 in). We fill that instance's CORE and CORE2 callback slots with functions that
-// record into the calling thread's ring (recorder.h).
+// record into the calling thread's block of the trace file (recorder.h).
 //
 // Handles we return to the program are our string ids: a domain handle is the id of
 // the domain's name, a registered-string handle the id of the string. Neither is ever
@@ -58,12 +58,12 @@ size_t WideToUtf8(const wchar_t* text, char* out, size_t cap) {
 }
 
 inline uint32_t InternAscii(ThreadBuffer* b, const char* text) {
-  return text == nullptr ? 0 : InternLocal(b, text, std::strlen(text));
+  return text == nullptr ? 0 : InternHeld(b, text, std::strlen(text));
 }
 
 uint32_t InternWide(ThreadBuffer* b, const wchar_t* text) {
   char buf[kMaxStringBytes];
-  return InternLocal(b, buf, WideToUtf8(text, buf, sizeof(buf)));
+  return InternHeld(b, buf, WideToUtf8(text, buf, sizeof(buf)));
 }
 
 uint32_t InternWideGlobal(const wchar_t* text) {
@@ -110,13 +110,35 @@ inline EventRecord Make(ThreadBuffer* b, EventKind kind, uint32_t domain) {
 std::atomic<uint64_t> g_next_range_id{1};
 
 // ---- push / pop (the hot pair) ----
+// Every entry point enters the recorder (EnterRecorder) for its whole body: a signal
+// handler that records while the thread is inside has its events dropped and counted.
+// A push dropped that way has its pop dropped too, wherever that pop comes.
+inline int ReentrantPush(ThreadBuffer* b) {
+  b->reentrant_open.fetch_add(1, std::memory_order_relaxed);
+  return b->depth;
+}
+
+inline int ReentrantPop(ThreadBuffer* b) {
+  uint32_t open = b->reentrant_open.load(std::memory_order_relaxed);
+  while (open != 0 && !b->reentrant_open.compare_exchange_weak(open, open - 1)) {
+  }
+  return b->depth - 1;
+}
+
+inline int FinishPush(ThreadBuffer* b, const EventRecord& e) {
+  RecordPushHeld(b, e);
+  const int depth = b->depth++;
+  LeaveRecorder(b);
+  return depth;
+}
+
 int PushWith(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return 0;
+  if (!EnterRecorder(b)) return ReentrantPush(b);
   EventRecord e = Make(b, EventKind::kNvtxPush, DomainId(domain));
   ApplyAttributes(b, a, e);
-  PushEvent(b, e);
-  return b->depth++;
+  return FinishPush(b, e);
 }
 
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return PushWith(nullptr, a); }
@@ -124,68 +146,77 @@ int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return PushWith(nullp
 int NVTX_API RangePushA(const char* message) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return 0;
+  if (!EnterRecorder(b)) return ReentrantPush(b);
   EventRecord e = Make(b, EventKind::kNvtxPush, 0);
   e.name = InternAscii(b, message);
-  PushEvent(b, e);
-  return b->depth++;
+  return FinishPush(b, e);
 }
 
 int NVTX_API RangePushW(const wchar_t* message) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return 0;
+  if (!EnterRecorder(b)) return ReentrantPush(b);
   EventRecord e = Make(b, EventKind::kNvtxPush, 0);
   e.name = InternWide(b, message);
-  PushEvent(b, e);
-  return b->depth++;
+  return FinishPush(b, e);
 }
 
 int PopWith(nvtxDomainHandle_t domain) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return -1;
-  PushEvent(b, Make(b, EventKind::kNvtxPop, DomainId(domain)));
-  if (b->depth == 0) return -1;  // unmatched pop: NVTX's documented return value
-  return --b->depth;
+  if (!EnterRecorder(b)) return ReentrantPop(b);
+  RecordPopHeld(b, Make(b, EventKind::kNvtxPop, DomainId(domain)));
+  const int depth = b->depth == 0 ? -1 : --b->depth;  // -1: NVTX's unmatched pop
+  LeaveRecorder(b);
+  return depth;
 }
 
 int NVTX_API RangePop() { return PopWith(nullptr); }
 
+// A single event (mark, start, end, naming) of the calling thread.
+inline void Single(ThreadBuffer* b, const EventRecord& e) {
+  RecordSingleHeld(b, e);
+  LeaveRecorder(b);
+}
+
 // ---- marks ----
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, EventKind::kNvtxMark, 0);
   ApplyAttributes(b, a, e);
-  PushEvent(b, e);
+  Single(b, e);
 }
 
 void NVTX_API MarkA(const char* message) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, EventKind::kNvtxMark, 0);
   e.name = InternAscii(b, message);
-  PushEvent(b, e);
+  Single(b, e);
 }
 
 void NVTX_API MarkW(const wchar_t* message) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, EventKind::kNvtxMark, 0);
   e.name = InternWide(b, message);
-  PushEvent(b, e);
+  Single(b, e);
 }
 
 // ---- start / end ----
 nvtxRangeId_t StartWith(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a,
                         const char* ascii, const wchar_t* wide) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return 0;
+  const uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (b == nullptr || !EnterRecorder(b)) return id;
   EventRecord e = Make(b, EventKind::kNvtxStart, DomainId(domain));
   if (a != nullptr) ApplyAttributes(b, a, e);
   if (ascii != nullptr) e.name = InternAscii(b, ascii);
   if (wide != nullptr) e.name = InternWide(b, wide);
-  e.correlation = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
-  PushEvent(b, e);
-  return e.correlation;
+  e.correlation = id;
+  Single(b, e);
+  return id;
 }
 
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
@@ -200,10 +231,10 @@ nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
 
 void EndWith(nvtxDomainHandle_t domain, nvtxRangeId_t id) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, EventKind::kNvtxEnd, DomainId(domain));
   e.correlation = id;
-  PushEvent(b, e);
+  Single(b, e);
 }
 
 void NVTX_API RangeEnd(nvtxRangeId_t id) { EndWith(nullptr, id); }
@@ -211,11 +242,11 @@ void NVTX_API RangeEnd(nvtxRangeId_t id) { EndWith(nullptr, id); }
 // ---- naming ----
 void RecordName(EventKind kind, uint32_t domain, uint32_t name, uint64_t value) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, kind, domain);
   e.name = name;
   e.value = value;
-  PushEvent(b, e);
+  Single(b, e);
 }
 
 void NVTX_API NameCategoryA(uint32_t category, const char* name) {
@@ -234,10 +265,10 @@ void NVTX_API NameOsThreadW(uint32_t thread_id, const wchar_t* name) {
 // ---- domains (CORE2) ----
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   ThreadBuffer* b = CurrentBuffer();
-  if (b == nullptr) return;
+  if (b == nullptr || !EnterRecorder(b)) return;
   EventRecord e = Make(b, EventKind::kNvtxMark, DomainId(domain));
   ApplyAttributes(b, a, e);
-  PushEvent(b, e);
+  Single(b, e);
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain,
                                           const nvtxEventAttributes_t* a) {

@@ -15,29 +15,47 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
-#include <vector>
 
 #include "teller/collect/process_info.h"
 #include "teller/core/counter_registry.h"
 #include "teller/format/raw_writer.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace teller::collect {
 
 thread_local ThreadBuffer* tls_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<bool> g_recorder_enabled{false};
+std::atomic<uint32_t> g_generation{1};
 uint8_t g_timestamp_flags = 0;
 
 namespace {
 
-constexpr uint64_t kStringRingBytes = 256 * 1024;
-constexpr uint64_t kCacheEntries = 4096;
-constexpr size_t kCacheArenaBytes = 256 * 1024;
-constexpr uint32_t kPadMarker = 0xFFFFFFFFu;
-constexpr int64_t kAnchorPeriodNs = 1000000000;  // clock anchor + counters every second
-constexpr int64_t kMinCalibrationNs = 50000000;  // baseline of the TSC slope
+using raw::BlockHeader;
+using raw::FileHeaderBlock;
+
+// A thread's first block is small (10,000 threads that record a few ranges each take
+// 80 MiB of file, not 640); later ones are large (one claim per 680 events).
+constexpr uint32_t kFirstBlockBytes = 8192;
+constexpr uint32_t kBlockBytes = 65536;
+constexpr uint32_t kSlotBytes = sizeof(Slot);
+constexpr uint64_t kClosedBit = 1ull << 63;
+constexpr uint64_t kInitialReserve = 1u << 20;
+constexpr uint64_t kGrowStep = 1u << 20;
+constexpr uint64_t kMaxHeadroom = 64u << 20;
+constexpr int64_t kSpaceRetryNs = 100000000;  // after a failed extension, retry in 100 ms
+constexpr size_t kParkSlots = 256;
+constexpr uint32_t kMinParkedSlots = 64;  // blocks with less room left are not worth it
+constexpr size_t kFreeBufferSlots = 256;
+constexpr uint64_t kCacheEntries = 512;
+constexpr size_t kBufferBytes = 16384;  // ThreadBuffer + its string cache, lazily touched
+static_assert(sizeof(ThreadBuffer) + kCacheEntries * sizeof(ThreadBuffer::CacheEntry) <=
+              kBufferBytes);
 
 #if defined(__x86_64__)
 // The TSC is a usable clock only when it ticks at a constant rate in every power state
@@ -49,54 +67,74 @@ bool CpuHasInvariantTsc() {
   __cpuid(0x80000007, eax, ebx, ecx, edx);
   return (edx & (1u << 8)) != 0;
 }
+#endif
 
 // A (TSC, CLOCK_MONOTONIC) pair read back to back; the TSC is read between two clock
 // reads and paired with their midpoint.
 void ReadTscPair(int64_t& tsc, int64_t& mono) {
-  const int64_t before = EventClockNs();
-  tsc = static_cast<int64_t>(__rdtsc());
-  const int64_t after = EventClockNs();
-  mono = before + (after - before) / 2;
-}
+#if defined(__x86_64__)
+  if (g_timestamp_flags != 0) {
+    const int64_t before = EventClockNs();
+    tsc = static_cast<int64_t>(__rdtsc());
+    const int64_t after = EventClockNs();
+    mono = before + (after - before) / 2;
+    return;
+  }
 #endif
+  tsc = 0;
+  mono = EventClockNs();
+}
 
-// A counter whose name is not a row of the counter registry (none of ours today).
-struct NamedCounter {
-  std::string name;
-  std::atomic<uint64_t> value{0};
+// A global string, kept for the life of the process so that a forked child writes it
+// into its own file. Nodes are only ever pushed (never removed), so the list needs no
+// lock.
+struct GlobalString {
+  GlobalString* next;
+  uint32_t id;
+  uint32_t length;
+  char text[1];
 };
 
 // Process-wide state. Deliberately leaked: late NVTX calls from other threads during
 // exit must never touch destroyed objects.
 struct Global {
-  std::mutex mu;  // guards everything below except the atomics; held while writing
+  // --- set once per file (under create_mu), read by everyone afterwards ---
+  std::mutex create_mu;  // taken only to create the file (a thread's first event)
+  std::atomic<char*> base{nullptr};
+  std::atomic<FileHeaderBlock*> header{nullptr};
+  uint64_t map_bytes = 0;
+  std::string path;
+  uint32_t file_generation = 0;
+  std::atomic<bool> create_failed{false};
+
+  // --- the pool: lock-free ---
+  std::atomic<uint64_t> next{0};      // first unclaimed byte (| kClosedBit once closed)
+  std::atomic<uint64_t> reserved{0};  // bytes of the file allocated on disk
+  std::atomic<uint64_t> sequence{0};  // claim order of blocks and segments
+  std::atomic<int64_t> space_retry_ns{0};
+  std::array<std::atomic<uint64_t>, kParkSlots> parked{};  // offsets of blocks with room
+  std::atomic<int> parked_count{0};
+  std::array<std::atomic<ThreadBuffer*>, kFreeBufferSlots> free_buffers{};
+  std::atomic<uint64_t> next_serial{1};
+  std::atomic<GlobalString*> globals{nullptr};
+  std::atomic<bool> globals_pending{false};  // a new file still lacks the global strings
+
+  // --- configuration ---
   bool initialized = false;
   std::string dir;
-  int flush_ms = 100;
-  uint64_t ring_events = 32768;
-  std::unique_ptr<raw::RawFileWriter> writer;
-  bool write_error_reported = false;
-  std::vector<ThreadBuffer*> active;
-  std::vector<ThreadBuffer*> free_pool;
-  std::vector<std::pair<uint32_t, std::string>> global_strings;
-  size_t global_strings_written = 0;
-  // The registry's collector counters by CounterId: adding needs no lock.
-  std::array<std::atomic<uint64_t>, kCounterCount> counters{};
-  std::vector<std::unique_ptr<NamedCounter>> other_counters;
-  pthread_t flusher{};
-  bool flusher_running = false;
-  std::atomic<bool> stop{false};
-  bool shutting_down = false;
-  int64_t last_anchor_ns = 0;
-  void (*pre_close_hook)() = nullptr;
-  // TSC calibration (see HotTimestamp): events are converted with the line through the
-  // base point (at least kMinCalibrationNs old) and the newest point.
-  int64_t tsc_base = 0, mono_base = 0;
-  int64_t tsc_now = 0, mono_now = 0;
+  int anchor_ms = 1000;
+  uint64_t buffer_bytes = 32ull << 30;
   double ns_per_tick = 0;
+
+  // --- the helper thread (clock anchors, extends the file ahead of the threads) ---
+  pthread_t helper{};
+  bool helper_running = false;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> closed{false};
   sem_t wake;
   pthread_key_t thread_key;
-  std::vector<char> string_scratch;  // reused payload buffer for string chunks
+  void (*pre_close_hook)() = nullptr;
+  std::mutex named_mu;  // non-registry counter names (cold)
 };
 
 Global& G() {
@@ -105,335 +143,571 @@ Global& G() {
 }
 
 std::atomic<uint32_t> g_next_string_id{1};
+thread_local bool tls_registering __attribute__((tls_model("initial-exec"))) = false;
 
-uint64_t RoundUpPow2(uint64_t v) {
-  uint64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-
-void* MapPopulated(size_t bytes) {
-  // MAP_POPULATE: touching fresh pages costs microseconds each on these VMs; pay it
-  // once, at registration, not on the hot path.
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                 -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-std::atomic<uint64_t>& Counter(CounterId id) { return G().counters[static_cast<size_t>(id)]; }
-
-NamedCounter* OtherCounterLocked(std::string_view name) {
-  Global& g = G();
-  for (auto& c : g.other_counters) {
-    if (c->name == name) return c.get();
-  }
-  g.other_counters.push_back(std::make_unique<NamedCounter>());
-  g.other_counters.back()->name = std::string(name);
-  return g.other_counters.back().get();
-}
-
-void ReportWriteError(const Status& status) {
-  Global& g = G();
-  Counter(CounterId::kWriteErrors).fetch_add(1, std::memory_order_relaxed);
-  if (!g.write_error_reported) {
-    g.write_error_reported = true;
-    std::fprintf(stderr, "teller: %s (further trace data of this process may be lost)\n",
-                 status.message().c_str());
-  }
-}
-
-void WriteLocked(const Status& status) {
-  if (!status.ok()) ReportWriteError(status);
-}
-
-bool OpenFileLocked() {
-  Global& g = G();
-  if (g.writer) return true;
-  const ProcessIdentity id = ReadProcessIdentity();
-  for (int n = 0; n < 1000; ++n) {
-    const std::string path = g.dir + "/" + RawFileName(id.host, id.pid, n);
-    auto created = raw::RawFileWriter::Create(path);
-    if (created.ok()) {
-      g.writer = std::move(created).value();
-      break;
-    }
-    if (access(path.c_str(), F_OK) != 0) {  // a real error, not a name clash
-      std::fprintf(stderr, "teller: %s; tracing disabled in this process\n",
-                   created.status().message().c_str());
-      return false;
+// Slot of each collector counter of the registry in the file header: the same layout
+// in every file.
+struct CounterSlots {
+  std::array<int16_t, kCounterCount> slot_of{};
+  uint32_t used = 0;
+  constexpr CounterSlots() {
+    for (auto& s : slot_of) s = -1;
+    for (const CounterInfo& c : kCounterTable) {
+      if (c.stage == CounterStage::kCollector) slot_of[static_cast<size_t>(c.id)] = used++;
     }
   }
-  if (!g.writer) return false;
-  raw::PayloadBuilder info;
-  for (const auto& [key, value] : id.fields) info.AddKeyValue(key, value);
-  info.AddKeyValue("flush_ms", std::to_string(g.flush_ms));
-  info.AddKeyValue("ring_events", std::to_string(g.ring_events));
-  WriteLocked(g.writer->WritePayload(raw::ChunkType::kProcessInfo, info));
-  WriteLocked(g.writer->WriteClockAnchor(ReadClockPair()));
-  g.last_anchor_ns = EventClockNs();
-  g.global_strings_written = 0;  // (re)emit every shared string into this file
+};
+constexpr CounterSlots kSlots;
+static_assert(kSlots.used < raw::kMaxCounterSlots);
+
+void CounterAdd(CounterId id, uint64_t delta) {
+  FileHeaderBlock* h = G().header.load(std::memory_order_acquire);
+  const int slot = kSlots.slot_of[static_cast<size_t>(id)];
+  if (h == nullptr || slot < 0) return;
+  std::atomic_ref<uint64_t>(h->counters[slot].value).fetch_add(delta, std::memory_order_relaxed);
+}
+
+uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+void WakeHelper() { sem_post(&G().wake); }
+
+// Makes sure bytes [0, end) of the file are allocated, so that stores into the mapping
+// never meet a hole on a full disk (which would be a SIGBUS in the program). The file is
+// opened by path for the call and closed again: the collector holds no descriptor the
+// program could close or reuse. No lock: concurrent callers allocate overlapping ranges,
+// which is harmless.
+bool EnsureReserved(uint64_t end, bool populate) {
+  Global& g = G();
+  uint64_t cur = g.reserved.load(std::memory_order_acquire);
+  end = std::min(end, g.map_bytes);
+  if (end <= cur) return true;
+  const int64_t now = EventClockNs();
+  if (now < g.space_retry_ns.load(std::memory_order_relaxed)) return false;
+  const uint64_t target = std::min(RoundUp(end, kGrowStep), g.map_bytes);
+  int fd = open(g.path.c_str(), O_RDWR | O_CLOEXEC);
+  // A program at its descriptor limit: the one free descriptor may be the helper's for a
+  // moment (it extends the file too); wait for it, or for the helper's extension.
+  for (int attempt = 0; fd < 0 && (errno == EMFILE || errno == ENFILE) && attempt < 100;
+       ++attempt) {
+    usleep(20);
+    if (g.reserved.load(std::memory_order_acquire) >= end) return true;
+    fd = open(g.path.c_str(), O_RDWR | O_CLOEXEC);
+  }
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    cur = g.reserved.load(std::memory_order_acquire);
+    err = cur >= target
+              ? 0
+              : posix_fallocate(fd, static_cast<off_t>(cur), static_cast<off_t>(target - cur));
+    close(fd);
+  }
+  if (err != 0) {
+    g.space_retry_ns.store(now + kSpaceRetryNs, std::memory_order_relaxed);
+    CounterAdd(CounterId::kSpaceErrors, 1);
+    return false;
+  }
+  while (cur < target && !g.reserved.compare_exchange_weak(cur, target)) {
+  }
+  if (populate) {
+    // Fault the pages in here, on the helper thread, rather than on the first store of
+    // an application thread.
+    madvise(g.base.load() + cur, target - cur, MADV_POPULATE_WRITE);
+  }
   return true;
 }
 
-ThreadBuffer* AllocateBuffer(uint64_t ring_events) {
-  auto* b = new ThreadBuffer();
-  b->capacity = ring_events;
-  b->mask = ring_events - 1;
-  b->wake_mask = ring_events / 4 - 1;
-  b->events = static_cast<raw::EventRecord*>(MapPopulated(ring_events * sizeof(raw::EventRecord)));
-  b->strings = static_cast<char*>(MapPopulated(kStringRingBytes));
-  b->string_capacity = kStringRingBytes;
-  b->cache = static_cast<ThreadBuffer::CacheEntry*>(
-      MapPopulated(kCacheEntries * sizeof(ThreadBuffer::CacheEntry)));
-  b->cache_mask = kCacheEntries - 1;
-  b->cache_arena = static_cast<char*>(MapPopulated(kCacheArenaBytes));
-  b->cache_arena_size = kCacheArenaBytes;
-  if (!b->events || !b->strings || !b->cache || !b->cache_arena) return nullptr;  // OOM: stay off
-  return b;
+uint64_t Headroom() {
+  const uint64_t used = G().next.load(std::memory_order_relaxed) & ~kClosedBit;
+  return std::clamp<uint64_t>(used / 8, kInitialReserve, kMaxHeadroom);
 }
 
-void ResetBuffer(ThreadBuffer* b) {
-  b->head.store(0, std::memory_order_relaxed);
-  b->tail.store(0, std::memory_order_relaxed);
-  b->string_head.store(0, std::memory_order_relaxed);
-  b->string_tail.store(0, std::memory_order_relaxed);
-  b->cached_tail = 0;
-  b->cached_string_tail = 0;
-  b->dropped_events.store(0, std::memory_order_relaxed);
-  b->dropped_strings.store(0, std::memory_order_relaxed);
-  b->flushed_dropped = 0;
-  b->last_converted_ns = 0;
-  b->depth = 0;
-  b->api_depth = 0;
-  b->retired.store(false, std::memory_order_relaxed);
-  std::memset(b->cache, 0, (b->cache_mask + 1) * sizeof(ThreadBuffer::CacheEntry));
-  b->cache_arena_used = 0;
-}
-
-// Writes the strings in [tail, head) of a buffer's string ring as one chunk.
-void WriteStringRange(ThreadBuffer* b, uint64_t tail, uint64_t head) {
+// Claims `bytes` (a multiple of kBlockAlign) of the pool; returns the offset, or 0.
+uint64_t ClaimBlock(uint64_t bytes) {
   Global& g = G();
-  if (tail == head) return;
-  auto& out = g.string_scratch;
-  out.clear();
-  uint32_t count = 0;
-  const uint64_t mask = b->string_capacity - 1;
-  while (tail < head) {
-    const char* p = b->strings + (tail & mask);
-    uint32_t id, len;
-    std::memcpy(&id, p, 4);
-    if (id == kPadMarker) {
-      tail += b->string_capacity - (tail & mask);  // skip to the ring start
+  uint64_t v = g.next.load(std::memory_order_acquire);
+  for (;;) {
+    if (v & kClosedBit) return 0;
+    const uint64_t end = v + bytes;
+    if (end > g.map_bytes) {
+      CounterAdd(CounterId::kBufferLimitReached, 1);
+      return 0;
+    }
+    if (end > g.reserved.load(std::memory_order_acquire)) {
+      WakeHelper();
+      if (!EnsureReserved(end, false)) return 0;
+      v = g.next.load(std::memory_order_acquire);
       continue;
     }
-    std::memcpy(&len, p + 4, 4);
-    out.insert(out.end(), p, p + 8 + len);
-    ++count;
-    tail += (8 + len + 7) & ~uint64_t{7};
-  }
-  const raw::PayloadPart part{out.data(), out.size()};
-  WriteLocked(g.writer->WriteChunk(raw::ChunkType::kStrings, 0, count, &part, 1));
-}
-
-void WriteCountersLocked(raw::ChunkType type) {
-  Global& g = G();
-  uint64_t dropped_events = 0, dropped_strings = 0;
-  for (ThreadBuffer* b : g.active) {
-    dropped_events += b->dropped_events.load(std::memory_order_relaxed);
-    dropped_strings += b->dropped_strings.load(std::memory_order_relaxed);
-  }
-  raw::PayloadBuilder payload;
-  // Counters of retired threads were folded into the named counters when recycled.
-  dropped_events += Counter(CounterId::kEventsDropped).load();
-  dropped_strings += Counter(CounterId::kStringsDropped).load();
-  for (const CounterInfo& c : kCounterTable) {
-    if (c.stage != CounterStage::kCollector || c.id == CounterId::kEventsDropped ||
-        c.id == CounterId::kStringsDropped) {
-      continue;
+    if (g.next.compare_exchange_weak(v, end, std::memory_order_acq_rel)) {
+      if (g.reserved.load(std::memory_order_relaxed) - end < Headroom() / 2) WakeHelper();
+      return v;
     }
-    const uint64_t value = Counter(c.id).load(std::memory_order_relaxed);
-    if (value != 0) payload.AddKeyValue(c.name, std::to_string(value));
-  }
-  for (auto& c : g.other_counters) {
-    payload.AddKeyValue(c->name, std::to_string(c->value.load(std::memory_order_relaxed)));
-  }
-  // Always written, so that a reader can tell "nothing dropped" from "not counted".
-  payload.AddKeyValue(CounterName(CounterId::kEventsDropped), std::to_string(dropped_events));
-  payload.AddKeyValue(CounterName(CounterId::kStringsDropped), std::to_string(dropped_strings));
-  WriteLocked(g.writer->WritePayload(type, payload));
-}
-
-// Rewrites raw TSC timestamps of the events in [tail, head) of each buffer to the event
-// clock, in place (the flusher owns that part of the ring until it advances the tail).
-// A thread's timestamps never go backwards after conversion.
-template <typename Snapshot>
-void ConvertTimestampsLocked(Snapshot* snaps, size_t count) {
-#if defined(__x86_64__)
-  Global& g = G();
-  ReadTscPair(g.tsc_now, g.mono_now);
-  if (g.mono_now - g.mono_base >= kMinCalibrationNs && g.tsc_now > g.tsc_base) {
-    g.ns_per_tick =
-        static_cast<double>(g.mono_now - g.mono_base) / static_cast<double>(g.tsc_now - g.tsc_base);
-    if (g.mono_now - g.mono_base >= 20 * kMinCalibrationNs) {
-      g.tsc_base = g.tsc_now;  // keep the baseline recent so NTP slewing is followed
-      g.mono_base = g.mono_now;
-    }
-  } else if (g.ns_per_tick == 0) {
-    // A flush soon after start (a short program): calibrate over what has elapsed,
-    // waiting until at least a millisecond has (slope error about 3e-5).
-    while (g.mono_now - g.mono_base < 1000000) {
-      usleep(200);
-      ReadTscPair(g.tsc_now, g.mono_now);
-    }
-    g.ns_per_tick =
-        static_cast<double>(g.mono_now - g.mono_base) / static_cast<double>(g.tsc_now - g.tsc_base);
-  }
-  for (size_t k = 0; k < count; ++k) {
-    ThreadBuffer* b = snaps[k].b;
-    for (uint64_t i = b->tail.load(std::memory_order_relaxed); i < snaps[k].head; ++i) {
-      raw::EventRecord& e = b->events[i & b->mask];
-      if ((e.flags & raw::kFlagRawTsc) == 0) continue;
-      int64_t ns = g.mono_now + static_cast<int64_t>(static_cast<double>(e.start_ns - g.tsc_now) *
-                                                     g.ns_per_tick);
-      if (ns < b->last_converted_ns) ns = b->last_converted_ns;
-      b->last_converted_ns = ns;
-      e.start_ns = ns;
-      e.flags &= static_cast<uint8_t>(~raw::kFlagRawTsc);
-    }
-  }
-#endif
-}
-
-void FlushCycleLocked() {
-  Global& g = G();
-  if (!g.writer) return;
-  struct Snapshot {
-    ThreadBuffer* b;
-    uint64_t head, string_head;
-  };
-  std::vector<Snapshot> snaps;
-  snaps.reserve(g.active.size());
-  // Event heads first, then string heads: every string an included event refers to was
-  // published before that event, so it is included too.
-  for (ThreadBuffer* b : g.active) {
-    const uint64_t head = b->head.load(std::memory_order_acquire);
-    snaps.push_back({b, head, 0});
-  }
-  for (auto& s : snaps) s.string_head = s.b->string_head.load(std::memory_order_acquire);
-  if (g_timestamp_flags != 0) ConvertTimestampsLocked(snaps.data(), snaps.size());
-
-  if (g.global_strings_written < g.global_strings.size()) {
-    raw::PayloadBuilder payload;
-    for (size_t i = g.global_strings_written; i < g.global_strings.size(); ++i) {
-      payload.AddString(g.global_strings[i].first, g.global_strings[i].second);
-    }
-    WriteLocked(g.writer->WritePayload(raw::ChunkType::kStrings, payload));
-    g.global_strings_written = g.global_strings.size();
-  }
-
-  for (auto& s : snaps) {
-    ThreadBuffer* b = s.b;
-    WriteStringRange(b, b->string_tail.load(std::memory_order_relaxed), s.string_head);
-    b->string_tail.store(s.string_head, std::memory_order_release);
-    const uint64_t tail = b->tail.load(std::memory_order_relaxed);
-    if (s.head > tail) {
-      const uint64_t begin = tail & b->mask;
-      const uint64_t count = s.head - tail;
-      const uint64_t first = std::min(count, b->capacity - begin);
-      WriteLocked(g.writer->WriteEvents(b->events + begin, first, b->events, count - first));
-      b->tail.store(s.head, std::memory_order_release);
-    }
-  }
-
-  // Recycle buffers of exited threads once drained (their pages stay warm).
-  for (size_t i = 0; i < g.active.size();) {
-    ThreadBuffer* b = g.active[i];
-    if (b->retired.load(std::memory_order_acquire) &&
-        b->head.load(std::memory_order_acquire) == b->tail.load(std::memory_order_relaxed)) {
-      Counter(CounterId::kEventsDropped).fetch_add(b->dropped_events.load());
-      Counter(CounterId::kStringsDropped).fetch_add(b->dropped_strings.load());
-      g.active[i] = g.active.back();
-      g.active.pop_back();
-      g.free_pool.push_back(b);
-    } else {
-      ++i;
-    }
-  }
-
-  const int64_t now = EventClockNs();
-  if (now - g.last_anchor_ns >= kAnchorPeriodNs) {
-    WriteLocked(g.writer->WriteClockAnchor(ReadClockPair()));
-    WriteCountersLocked(raw::ChunkType::kCounters);
-    g.last_anchor_ns = now;
   }
 }
 
-void* FlusherMain(void*) {
+void SetOwner(BlockHeader* h, const ThreadBuffer* b) {
+  std::atomic_ref<uint32_t>(h->owner_tid).store(b->tid, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(h->owner_serial).store(b->serial, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(h->dropped_events).store(b->dropped_events, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(h->dropped_ranges).store(b->dropped_ranges, std::memory_order_relaxed);
+}
+
+void UseBlock(ThreadBuffer* b, BlockHeader* h, uint32_t used) {
+  b->block = h;
+  b->slots = reinterpret_cast<Slot*>(reinterpret_cast<char*>(h) + raw::kBlockHeaderBytes);
+  b->committed = reinterpret_cast<std::atomic<uint32_t>*>(&h->committed);
+  b->used = used;
+  b->capacity = (h->block_bytes - raw::kBlockHeaderBytes) / kSlotBytes;
+}
+
+void Park(BlockHeader* h) {
   Global& g = G();
-  // The flusher must never record into the trace it writes.
-  pthread_setname_np(pthread_self(), "teller-flush");
+  const uint64_t offset = static_cast<uint64_t>(reinterpret_cast<char*>(h) - g.base.load());
+  for (auto& slot : g.parked) {
+    uint64_t empty = 0;
+    if (slot.compare_exchange_strong(empty, offset)) {
+      g.parked_count.fetch_add(1, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+// Takes a parked block with at least `min_free` free slots (a block an exited thread
+// left, or one a thread moved on from).
+BlockHeader* Adopt(uint32_t min_free) {
+  Global& g = G();
+  if (g.parked_count.load(std::memory_order_acquire) <= 0) return nullptr;
+  char* base = g.base.load();
+  for (auto& slot : g.parked) {
+    if (slot.load(std::memory_order_relaxed) == 0) continue;
+    const uint64_t offset = slot.exchange(0, std::memory_order_acq_rel);
+    if (offset == 0) continue;
+    g.parked_count.fetch_sub(1, std::memory_order_relaxed);
+    auto* h = reinterpret_cast<BlockHeader*>(base + offset);
+    const uint32_t capacity = (h->block_bytes - raw::kBlockHeaderBytes) / kSlotBytes;
+    const uint32_t used = std::atomic_ref<uint32_t>(h->committed).load(std::memory_order_acquire);
+    if (capacity >= used + min_free) return h;
+    Park(h);  // too small for this request; keep it for a smaller one
+    return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void NoteReentrant() {
+  CounterAdd(CounterId::kEventsDropped, 1);
+  CounterAdd(CounterId::kEventsDroppedReentrant, 1);
+}
+
+void NoteDropped(ThreadBuffer* b, bool range) {
+  b->dropped_events += 1;
+  if (range) b->dropped_ranges += 1;
+  b->gap_pending = true;
+  if (b->block != nullptr) SetOwner(b->block, b);  // the tally survives a kill
+  CounterAdd(CounterId::kEventsDropped, 1);
+  if (range) CounterAdd(CounterId::kRangesDropped, 1);
+}
+
+void WriteGap(ThreadBuffer* b, raw::GapReason reason) {
+  Slot s{};
+  s.kind = raw::kSlotGap;
+  s.flags = g_timestamp_flags;
+  s.aux = static_cast<uint16_t>(reason);
+  s.tid = b->tid;
+  s.start_ns = HotTimestamp();
+  s.value = b->dropped_events;
+  s.correlation = b->dropped_ranges;
+  s.end_ns = static_cast<int64_t>(b->serial);
+  WriteSlot(b, s);
+  b->gap_pending = false;
+}
+
+bool MoreSpace(ThreadBuffer* b, uint32_t need) {
+  Global& g = G();
+  if (g.base.load(std::memory_order_acquire) == nullptr) return false;
+  const uint32_t min_free = need + b->open_recorded + kReservedSlots;
+  BlockHeader* h = Adopt(min_free + 1);  // +1: the segment record
+  if (h != nullptr) {
+    BlockHeader* old = b->block;
+    UseBlock(b, h, std::atomic_ref<uint32_t>(h->committed).load(std::memory_order_acquire));
+    SetOwner(h, b);
+    Slot s{};
+    s.kind = raw::kSlotSegment;
+    s.flags = g_timestamp_flags;
+    s.tid = b->tid;
+    s.start_ns = HotTimestamp();
+    s.value = g.sequence.fetch_add(1, std::memory_order_relaxed);
+    s.end_ns = static_cast<int64_t>(b->serial);
+    WriteSlot(b, s);
+    if (old != nullptr && old != h) {
+      const uint32_t old_free = (old->block_bytes - raw::kBlockHeaderBytes) / kSlotBytes -
+                                std::atomic_ref<uint32_t>(old->committed).load();
+      if (old_free >= kMinParkedSlots) Park(old);
+    }
+    return true;
+  }
+  uint64_t bytes = b->block == nullptr ? kFirstBlockBytes : kBlockBytes;
+  const uint64_t min_bytes = raw::kBlockHeaderBytes + static_cast<uint64_t>(min_free) * kSlotBytes;
+  if (bytes < min_bytes) bytes = RoundUp(min_bytes + kBlockBytes / 2, raw::kBlockAlign);
+  const uint64_t offset = ClaimBlock(bytes);
+  if (offset == 0) return false;
+  h = reinterpret_cast<BlockHeader*>(g.base.load() + offset);
+  BlockHeader init{};
+  init.magic = raw::kBlockMagic;
+  init.type = static_cast<uint16_t>(raw::BlockType::kEvents);
+  init.version = raw::kBlockFormatVersion;
+  init.block_bytes = static_cast<uint32_t>(bytes);
+  init.sequence = g.sequence.fetch_add(1, std::memory_order_relaxed);
+  init.header_crc = raw::BlockHeaderCrc(init);
+  ReadTscPair(init.claim_tsc, init.claim_mono);
+  // The magic goes last: a process killed while claiming leaves a header without it,
+  // which readers skip as unclaimed space (nothing was recorded there yet).
+  std::memcpy(reinterpret_cast<char*>(h) + 4, reinterpret_cast<const char*>(&init) + 4,
+              sizeof(init) - 4);
+  SetOwner(h, b);
+  std::atomic_ref<uint32_t>(h->magic).store(raw::kBlockMagic, std::memory_order_release);
+  BlockHeader* old = b->block;
+  UseBlock(b, h, 0);
+  b->committed->store(0, std::memory_order_release);
+  if (old != nullptr) {
+    const uint32_t old_free = (old->block_bytes - raw::kBlockHeaderBytes) / kSlotBytes -
+                              std::atomic_ref<uint32_t>(old->committed).load();
+    if (old_free >= kMinParkedSlots) Park(old);
+  }
+  return true;
+}
+
+namespace {
+
+// Writes a string definition into the thread's block; false when there is no room.
+bool WriteStringDef(ThreadBuffer* b, uint32_t id, const char* text, uint32_t length,
+                    const char** stored) {
+  const uint32_t slots = 1 + (length + kSlotBytes - 1) / kSlotBytes;
+  // Room for the string and for the event that needs it (a push and its pop).
+  const uint32_t need = slots + 2 + (b->gap_pending ? 1 : 0);
+  if (!Fits(b, need) && !MoreSpace(b, need)) return false;
+  if (b->gap_pending) WriteGap(b, raw::GapReason::kResumed);
+  Slot* s = b->slots + b->used;
+  Slot def{};
+  def.kind = raw::kSlotString;
+  def.name = id;
+  def.value = length;
+  *s = def;
+  char* dst = reinterpret_cast<char*>(s + 1);
+  std::memcpy(dst, text, length);
+  const uint32_t tail = (slots - 1) * kSlotBytes - length;
+  if (tail > 0) std::memset(dst + length, 0, tail);
+  b->used += slots;
+  b->committed->store(b->used, std::memory_order_release);
+  if (stored != nullptr) *stored = dst;
+  return true;
+}
+
+void WriteAnchor() {
+  Global& g = G();
+  FileHeaderBlock* h = g.header.load(std::memory_order_acquire);
+  if (h == nullptr) return;
+  raw::TscAnchor a{};
+  const ClockPair pair = ReadClockPair();
+  ReadTscPair(a.tsc, a.monotonic_ns);
+  a.realtime_ns = pair.realtime_ns + (a.monotonic_ns - pair.monotonic_ns);
+  a.uncertainty_ns = static_cast<uint32_t>(std::min<int64_t>(pair.uncertainty_ns, UINT32_MAX));
+  a.crc = raw::TscAnchorCrc(a);
+  const uint32_t n = std::atomic_ref<uint32_t>(h->anchor_count).load(std::memory_order_relaxed);
+  if (n < raw::kMaxTscAnchors) {
+    h->anchors[n] = a;
+    std::atomic_ref<uint32_t>(h->anchor_count).store(n + 1, std::memory_order_release);
+  } else {
+    // Full: alternate between the last two entries, so that one intact recent anchor
+    // survives a kill in the middle of rewriting the other.
+    static uint32_t toggle = 0;
+    h->anchors[raw::kMaxTscAnchors - 1 - (toggle++ & 1)] = a;
+  }
+}
+
+void* HelperMain(void*) {
+  Global& g = G();
+  // The helper never records into the trace: it only keeps anchors and space.
+  pthread_setname_np(pthread_self(), "teller-helper");
+  int64_t interval_ms = 1;  // anchors at 1, 2, 4, ... ms, then every anchor_ms
+  int64_t next_anchor = EventClockNs() + interval_ms * 1000000;
   while (!g.stop.load(std::memory_order_acquire)) {
+    const int64_t now = EventClockNs();
+    if (now >= next_anchor) {
+      WriteAnchor();
+      interval_ms = std::min<int64_t>(interval_ms * 2, g.anchor_ms);
+      next_anchor = now + interval_ms * 1000000;
+    }
+    const uint64_t used = g.next.load(std::memory_order_relaxed);
+    if ((used & kClosedBit) == 0) EnsureReserved(used + Headroom(), true);
     timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    const int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g.flush_ms) * 1000000;
+    const int64_t wait_ns = std::max<int64_t>(next_anchor - EventClockNs(), 100000);
+    const int64_t ns = deadline.tv_nsec + wait_ns;
     deadline.tv_sec += ns / 1000000000;
     deadline.tv_nsec = ns % 1000000000;
     while (sem_timedwait(&g.wake, &deadline) != 0 && errno == EINTR) {
     }
     while (sem_trywait(&g.wake) == 0) {  // coalesce wake-ups
     }
-    std::lock_guard<std::mutex> lock(g.mu);
-    FlushCycleLocked();
   }
   return nullptr;
 }
 
-void StartFlusherLocked() {
+void StartHelperLocked() {
   Global& g = G();
-  if (g.flusher_running || g.shutting_down) return;
-  // Block all signals in the flusher so the application's handlers run on its threads.
+  if (g.helper_running || g.closed.load()) return;
+  // Block all signals in the helper so the application's handlers run on its threads.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   g.stop.store(false);
-  g.flusher_running = pthread_create(&g.flusher, nullptr, FlusherMain, nullptr) == 0;
+  g.helper_running = pthread_create(&g.helper, nullptr, HelperMain, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void* MapFile(int fd, uint64_t& bytes) {
+  // The whole pool is mapped once (address space only; pages exist where the file is
+  // allocated and are touched lazily), so blocks never move and no thread ever remaps.
+  while (bytes >= 2 * kInitialReserve) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (p != MAP_FAILED) return p;
+    bytes /= 2;  // an address-space limit (ulimit -v): take less
+  }
+  return nullptr;
+}
+
+bool CreateFileLocked() {
+  Global& g = G();
+  const ProcessIdentity id = ReadProcessIdentity();
+  int fd = -1;
+  std::string path;
+  for (int n = 0; n < 1000 && fd < 0; ++n) {
+    path = g.dir + "/" + RawFileName(id.host, id.pid, n);
+    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) return false;
+  uint64_t map_bytes = g.buffer_bytes;
+  void* map = nullptr;
+  if (posix_fallocate(fd, 0, static_cast<off_t>(kInitialReserve)) == 0) {
+    map = MapFile(fd, map_bytes);
+  }
+  close(fd);
+  if (map == nullptr) {
+    unlink(path.c_str());  // no room even for the header: leave nothing half-made
+    return false;
+  }
+  char* base = static_cast<char*>(map);
+  g.path = path;
+  g.map_bytes = map_bytes;
+  g.reserved.store(kInitialReserve);
+  g.space_retry_ns.store(0);
+  for (auto& p : g.parked) p.store(0);
+  g.parked_count.store(0);
+
+  auto* h = reinterpret_cast<FileHeaderBlock*>(base);
+  std::memcpy(h->signature, raw::kFileSignature.data(), raw::kFileSignature.size());
+  h->record_bytes = sizeof(raw::EventRecord);
+  h->ns_per_tick = g.ns_per_tick;
+  for (const CounterInfo& c : kCounterTable) {
+    const int slot = kSlots.slot_of[static_cast<size_t>(c.id)];
+    if (slot < 0) continue;
+    std::memcpy(h->counters[slot].name, c.name.data(),
+                std::min<size_t>(c.name.size(), sizeof(h->counters[slot].name) - 1));
+  }
+  BlockHeader init{};
+  init.magic = raw::kBlockMagic;
+  init.type = static_cast<uint16_t>(raw::BlockType::kFileHeader);
+  init.version = raw::kBlockFormatVersion;
+  init.block_bytes = raw::kFileHeaderBlockBytes;
+  init.header_crc = raw::BlockHeaderCrc(init);
+  // Everything but the magic now; the magic once the file is complete (a process killed
+  // in between leaves a file that reads as an empty trace).
+  std::memcpy(reinterpret_cast<char*>(&h->header) + 4, reinterpret_cast<const char*>(&init) + 4,
+              sizeof(init) - 4);
+
+  // Process identity: one block after the header.
+  raw::PayloadBuilder info;
+  for (const auto& [key, value] : id.fields) info.AddKeyValue(key, value);
+  info.AddKeyValue("anchor_ms", std::to_string(g.anchor_ms));
+  info.AddKeyValue("buffer_mb", std::to_string(map_bytes >> 20));
+  const uint64_t info_bytes =
+      RoundUp(raw::kBlockHeaderBytes + 4 + info.bytes().size(), raw::kBlockAlign);
+  g.next.store(raw::kFileHeaderBlockBytes + info_bytes);
+  g.sequence.store(2);
+  if (g.next.load() > kInitialReserve) {
+    g.base.store(base);
+    if (!EnsureReserved(g.next.load(), false)) g.next.store(raw::kFileHeaderBlockBytes);
+  }
+  if (g.next.load() > raw::kFileHeaderBlockBytes) {
+    auto* ib = reinterpret_cast<BlockHeader*>(base + raw::kFileHeaderBlockBytes);
+    const uint32_t count = info.count();
+    std::memcpy(reinterpret_cast<char*>(ib) + raw::kBlockHeaderBytes, &count, 4);
+    std::memcpy(reinterpret_cast<char*>(ib) + raw::kBlockHeaderBytes + 4, info.bytes().data(),
+                info.bytes().size());
+    ib->magic = raw::kBlockMagic;
+    ib->type = static_cast<uint16_t>(raw::BlockType::kProcessInfo);
+    ib->version = raw::kBlockFormatVersion;
+    ib->block_bytes = static_cast<uint32_t>(info_bytes);
+    ib->sequence = 1;
+    ib->header_crc = raw::BlockHeaderCrc(*ib);
+    std::atomic_ref<uint32_t>(ib->committed)
+        .store(static_cast<uint32_t>(4 + info.bytes().size()), std::memory_order_release);
+  }
+  g.base.store(base, std::memory_order_release);
+  g.header.store(h, std::memory_order_release);
+  WriteAnchor();
+  std::atomic_ref<uint32_t>(h->header.magic).store(raw::kBlockMagic, std::memory_order_release);
+  g.file_generation = g_generation.load();
+  g.globals_pending.store(g.globals.load() != nullptr);
+  StartHelperLocked();
+  return true;
+}
+
+// The file of this process generation, created at the first event.
+bool EnsureFile() {
+  Global& g = G();
+  if (g.header.load(std::memory_order_acquire) != nullptr &&
+      g.file_generation == g_generation.load(std::memory_order_relaxed)) {
+    return true;
+  }
+  if (g.create_failed.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(g.create_mu);
+  if (g.header.load() != nullptr && g.file_generation == g_generation.load()) return true;
+  if (g.create_failed.load() || g.closed.load()) return false;
+  if (!CreateFileLocked()) {
+    g.create_failed.store(true);
+    return false;
+  }
+  return true;
+}
+
+void ResetBuffer(ThreadBuffer* b) {
+  b->slots = nullptr;
+  b->committed = nullptr;
+  b->block = nullptr;
+  b->used = 0;
+  b->capacity = 0;
+  b->open_recorded = 0;
+  b->skip_depth = 0;
+  b->gap_pending = false;
+  b->dropped_events = 0;
+  b->dropped_ranges = 0;
+  b->reentrant_open.store(0, std::memory_order_relaxed);
+  b->busy = 0;
+  b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  b->serial = G().next_serial.fetch_add(1, std::memory_order_relaxed);
+  if (b->generation != g_generation.load()) {
+    // Cached texts point into another process's file (this is a forked child).
+    std::memset(static_cast<void*>(b->cache), 0,
+                (b->cache_mask + 1) * sizeof(ThreadBuffer::CacheEntry));
+    b->generation = g_generation.load();
+  }
+}
+
+ThreadBuffer* NewBuffer() {
+  Global& g = G();
+  for (auto& slot : g.free_buffers) {
+    if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+    if (ThreadBuffer* b = slot.exchange(nullptr, std::memory_order_acq_rel)) return b;
+  }
+  // No MAP_POPULATE: a thread touches the pages of its cache that its strings hash to.
+  void* p = mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* b = new (p) ThreadBuffer();
+  b->cache = reinterpret_cast<ThreadBuffer::CacheEntry*>(static_cast<char*>(p) +
+                                                         RoundUp(sizeof(ThreadBuffer), 64));
+  b->cache_mask = kCacheEntries - 1;
+  b->generation = g_generation.load();  // fresh pages are zero: an empty cache
+  return b;
+}
+
+void ReleaseBuffer(ThreadBuffer* b) {
+  Global& g = G();
+  for (auto& slot : g.free_buffers) {
+    ThreadBuffer* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, b)) return;
+  }
+  munmap(b, kBufferBytes);
+}
+
+// Writes every global string into the calling thread's blocks (a new file of a forked
+// child, whose program still holds the parent's handles).
+void EmitGlobals(ThreadBuffer* b) {
+  Global& g = G();
+  bool expected = true;
+  if (!g.globals_pending.load(std::memory_order_relaxed) ||
+      !g.globals_pending.compare_exchange_strong(expected, false) || !EnterRecorder(b)) {
+    return;
+  }
+  for (GlobalString* s = g.globals.load(std::memory_order_acquire); s != nullptr; s = s->next) {
+    if (!WriteStringDef(b, s->id, s->text, s->length, nullptr)) {
+      CounterAdd(CounterId::kStringsDropped, 1);
+    }
+  }
+  LeaveRecorder(b);
 }
 
 void ThreadExit(void* arg) {
   auto* b = static_cast<ThreadBuffer*>(arg);
   if (tls_buffer == b) tls_buffer = nullptr;
-  b->retired.store(true, std::memory_order_release);
+  b->busy = 1;  // a late signal handler must not write while the block is handed over
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (b->generation == g_generation.load() && b->block != nullptr) {
+    if (b->gap_pending) WriteGap(b, raw::GapReason::kThreadExit);  // the reserved slot
+    const uint32_t free_slots = b->capacity - b->used;
+    if (free_slots >= kMinParkedSlots) Park(b->block);
+  }
+  ReleaseBuffer(b);
 }
 
-void AtForkPrepare() { G().mu.lock(); }
-void AtForkParent() { G().mu.unlock(); }
 void AtForkChild() {
   Global& g = G();
-  // Only the forking thread exists now. Its buffered events belong to the parent (which
-  // flushes them); everything restarts empty, and the file opens at the first event.
-  for (ThreadBuffer* b : g.active) g.free_pool.push_back(b);
-  g.active.clear();
-  if (tls_buffer != nullptr) pthread_setspecific(g.thread_key, nullptr);
-  tls_buffer = nullptr;
-  if (g.writer) g.writer->Abandon();
-  g.writer.reset();
-  g.flusher_running = false;
-  g.write_error_reported = false;
-  for (auto& c : g.counters) c.store(0);
-  for (auto& c : g.other_counters) c->value.store(0);
+  // Only the forking thread exists now. The parent's file stays the parent's: unmap it
+  // here, and let the child create its own at its first event.
+  g_generation.fetch_add(1);
+  char* base = g.base.exchange(nullptr);
+  g.header.store(nullptr);
+  if (base != nullptr) munmap(base, g.map_bytes);
+  g.next.store(0);
+  g.reserved.store(0);
+  for (auto& p : g.parked) p.store(0);
+  g.parked_count.store(0);
+  g.helper_running = false;
+  g.create_failed.store(false);
+  new (&g.create_mu) std::mutex();
+  new (&g.named_mu) std::mutex();
   sem_destroy(&g.wake);
   sem_init(&g.wake, 0, 0);
-  g.mu.unlock();
+  tls_registering = false;
+  if (ThreadBuffer* b = tls_buffer) {
+    // Ranges open across the fork close in the child without being its own.
+    b->inherited_depth += b->open_recorded + b->skip_depth;
+  }
 }
 
 void AtExit() { FlushAndClose(); }
+
+#if defined(__x86_64__)
+// TSC rate over a short busy wait: readers use it only when a file has a single anchor
+// (a process killed within a millisecond of its first event).
+double MeasureNsPerTick() {
+  int64_t t0, m0, t1, m1;
+  ReadTscPair(t0, m0);
+  do {
+    ReadTscPair(t1, m1);
+  } while (m1 - m0 < 200000);
+  return t1 > t0 ? static_cast<double>(m1 - m0) / static_cast<double>(t1 - t0) : 0;
+}
+#endif
 
 }  // namespace
 
 bool InitRecorder() {
   Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
+  std::lock_guard<std::mutex> lock(g.create_mu);
   if (g.initialized) return g_recorder_enabled.load();
   g.initialized = true;
   const char* dir = std::getenv("TELLER_TRACE_DIR");
@@ -441,170 +715,164 @@ bool InitRecorder() {
   g.dir = dir;
   if (const char* ms = std::getenv("TELLER_FLUSH_MS")) {
     const int v = std::atoi(ms);
-    if (v > 0) g.flush_ms = v;
+    if (v > 0) g.anchor_ms = std::max(v, 10);
   }
-  if (const char* n = std::getenv("TELLER_RING_EVENTS")) {
-    const long v = std::atol(n);
-    if (v >= 1024 && v <= (1L << 24)) g.ring_events = RoundUpPow2(static_cast<uint64_t>(v));
+  if (const char* mb = std::getenv("TELLER_BUFFER_MB")) {
+    const long long v = std::atoll(mb);
+    if (v >= 1 && v <= (1LL << 26)) g.buffer_bytes = static_cast<uint64_t>(v) << 20;
   }
+  if (g.buffer_bytes < 2 * kInitialReserve) g.buffer_bytes = 2 * kInitialReserve;
 #if defined(__x86_64__)
   const char* clock = std::getenv("TELLER_CLOCK");
   const bool want_tsc = clock == nullptr || std::string_view(clock) != "monotonic";
   if (want_tsc && CpuHasInvariantTsc()) {
-    ReadTscPair(g.tsc_base, g.mono_base);
     g_timestamp_flags = raw::kFlagRawTsc;
+    g.ns_per_tick = MeasureNsPerTick();
   }
 #endif
   sem_init(&g.wake, 0, 0);
   pthread_key_create(&g.thread_key, ThreadExit);
-  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
   std::atexit(AtExit);
-  if (!OpenFileLocked()) return false;
-  StartFlusherLocked();
+  if (!CreateFileLocked()) return false;
   g_recorder_enabled.store(true, std::memory_order_release);
   return true;
 }
 
 ThreadBuffer* RegisterThread() {
   if (!g_recorder_enabled.load(std::memory_order_acquire)) return nullptr;
-  Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
-  if (g.shutting_down) return nullptr;
-  if (!g.writer && !OpenFileLocked()) return nullptr;
-  StartFlusherLocked();
-  ThreadBuffer* b = nullptr;
-  if (!g.free_pool.empty()) {
-    b = g.free_pool.back();
-    g.free_pool.pop_back();
-  } else {
-    b = AllocateBuffer(g.ring_events);
-    if (b == nullptr) return nullptr;
+  if (tls_registering) {  // a signal handler interrupted this thread's registration
+    NoteReentrant();
+    return nullptr;
   }
-  ResetBuffer(b);
-  b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  g.active.push_back(b);
-  pthread_setspecific(g.thread_key, b);
-  tls_buffer = b;
+  tls_registering = true;
+  ThreadBuffer* b = nullptr;
+  if (EnsureFile() && (b = NewBuffer()) != nullptr) {
+    ResetBuffer(b);
+    b->inherited_depth = 0;
+    b->depth = 0;
+    b->api_depth = 0;
+    pthread_setspecific(G().thread_key, b);
+    tls_buffer = b;
+    EmitGlobals(b);
+    CounterAdd(CounterId::kThreads, 1);
+  }
+  tls_registering = false;
   return b;
 }
 
-void WakeFlusher() { sem_post(&G().wake); }
+ThreadBuffer* RenewThread(ThreadBuffer* b) {
+  if (tls_registering || b->busy) return nullptr;
+  tls_registering = true;
+  ThreadBuffer* result = nullptr;
+  if (EnsureFile()) {
+    ResetBuffer(b);
+    EmitGlobals(b);
+    CounterAdd(CounterId::kThreads, 1);
+    result = b;
+  }
+  tls_registering = false;
+  return result;
+}
 
 uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length, uint64_t hash) {
+  if (b->skip_depth != 0) return kInternFailed;  // the event is dropped anyway
   const uint32_t id = g_next_string_id.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t need = (8 + length + 7) & ~uint64_t{7};
-  const uint64_t cap = b->string_capacity;
-  uint64_t sh = b->string_head.load(std::memory_order_relaxed);
-  uint64_t pos = sh & (cap - 1);
-  const uint64_t to_end = cap - pos;
-  const uint64_t total = need + (need > to_end ? to_end : 0);
-  if (sh + total - b->cached_string_tail > cap) {
-    b->cached_string_tail = b->string_tail.load(std::memory_order_acquire);
-    if (sh + total - b->cached_string_tail > cap) {
-      b->dropped_strings.fetch_add(1, std::memory_order_relaxed);
-      WakeFlusher();
-      return 0;
-    }
+  const char* stored = nullptr;
+  if (!WriteStringDef(b, id, text, length, &stored)) {
+    CounterAdd(CounterId::kStringsDropped, 1);
+    return kInternFailed;
   }
-  if (need > to_end) {
-    std::memcpy(b->strings + pos, &kPadMarker, 4);
-    sh += to_end;
-    pos = 0;
-  }
-  std::memcpy(b->strings + pos, &id, 4);
-  std::memcpy(b->strings + pos + 4, &length, 4);
-  std::memcpy(b->strings + pos + 8, text, length);
-  b->string_head.store(sh + need, std::memory_order_release);
-
-  if (b->cache_arena_used + length > b->cache_arena_size) {
-    std::memset(b->cache, 0, (b->cache_mask + 1) * sizeof(ThreadBuffer::CacheEntry));
-    b->cache_arena_used = 0;
-  }
-  char* copy = b->cache_arena + b->cache_arena_used;
-  std::memcpy(copy, text, length);
-  b->cache_arena_used += length;
-  b->cache[hash & b->cache_mask] = {hash, copy, length, id};
+  b->cache[hash & b->cache_mask] = {hash, stored, length, id};
   return id;
 }
 
 uint32_t InternGlobal(std::string_view text) {
   if (text.size() > kMaxStringBytes) text = text.substr(0, kMaxStringBytes);
+  ThreadBuffer* b = CurrentBuffer();
+  if (b == nullptr) return 0;
   Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
-  for (const auto& [id, s] : g.global_strings) {
-    if (s == text) return id;
+  // Registration calls repeat (a handle per call site): reuse the id of equal text.
+  int scanned = 0;
+  for (GlobalString* s = g.globals.load(std::memory_order_acquire); s != nullptr && scanned < 4096;
+       s = s->next, ++scanned) {
+    if (s->length == text.size() && std::memcmp(s->text, text.data(), text.size()) == 0) {
+      return s->id;
+    }
   }
+  if (!EnterRecorder(b)) return 0;
   const uint32_t id = g_next_string_id.fetch_add(1, std::memory_order_relaxed);
-  g.global_strings.emplace_back(id, std::string(text));
+  const size_t bytes = RoundUp(sizeof(GlobalString) + text.size(), 4096);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) {
+    auto* s = static_cast<GlobalString*>(p);
+    s->id = id;
+    s->length = static_cast<uint32_t>(text.size());
+    std::memcpy(s->text, text.data(), text.size());
+    s->next = g.globals.load(std::memory_order_relaxed);
+    while (!g.globals.compare_exchange_weak(s->next, s, std::memory_order_release)) {
+    }
+  }
+  if (!WriteStringDef(b, id, text.data(), static_cast<uint32_t>(text.size()), nullptr)) {
+    CounterAdd(CounterId::kStringsDropped, 1);
+  }
+  LeaveRecorder(b);
   return id;
 }
 
 void AddCounter(std::string_view name, uint64_t delta) {
   // Callers pass the registry's names (CounterName(id)): a compile-time sorted lookup and
-  // a relaxed add, no lock and no allocation.
-  if (const auto id = FindCounter(name)) {
-    Counter(*id).fetch_add(delta, std::memory_order_relaxed);
+  // a relaxed add into the file header, no lock and no allocation.
+  if (const auto id = FindCounter(name); id && kSlots.slot_of[static_cast<size_t>(*id)] >= 0) {
+    CounterAdd(*id, delta);
     return;
   }
   Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
-  OtherCounterLocked(name)->value.fetch_add(delta, std::memory_order_relaxed);
-}
-
-void SetPreCloseHook(void (*hook)()) {
-  Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
-  g.pre_close_hook = hook;
-}
-
-void PushEventWaiting(ThreadBuffer* b, const raw::EventRecord& event) {
-  // Up to ~5 s of waiting for the flusher, then drop (and count) like PushEvent.
-  for (int attempt = 0; attempt < 5000; ++attempt) {
-    const uint64_t h = b->head.load(std::memory_order_relaxed);
-    b->cached_tail = b->tail.load(std::memory_order_acquire);
-    if (h - b->cached_tail < b->capacity) {
-      PushEvent(b, event);
-      return;
+  std::lock_guard<std::mutex> lock(g.named_mu);
+  FileHeaderBlock* h = g.header.load(std::memory_order_acquire);
+  if (h == nullptr) return;
+  const size_t len = std::min(name.size(), sizeof(h->counters[0].name) - 1);
+  for (uint32_t i = kSlots.used; i < raw::kMaxCounterSlots; ++i) {
+    raw::CounterSlot& c = h->counters[i];
+    if (c.name[0] == '\0') {
+      std::memcpy(c.name, name.data(), len);
+    } else if (std::string_view(c.name) != name.substr(0, len)) {
+      continue;
     }
-    WakeFlusher();
-    usleep(1000);
+    std::atomic_ref<uint64_t>(c.value).fetch_add(delta, std::memory_order_relaxed);
+    return;
   }
-  PushEvent(b, event);
 }
 
-void FlushNow() {
-  Global& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
-  FlushCycleLocked();
-}
+void SetPreCloseHook(void (*hook)()) { G().pre_close_hook = hook; }
+
+void PushEventWaiting(ThreadBuffer* b, const raw::EventRecord& event) { PushEvent(b, event); }
+
+void FlushNow() {}
 
 void FlushAndClose() {
   Global& g = G();
-  void (*hook)() = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    if (g.shutting_down || !g_recorder_enabled.load()) return;
-    hook = g.pre_close_hook;
-  }
-  if (hook != nullptr) hook();  // e.g. CUPTI's final activity flush, outside our lock
-  bool join = false;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    g.shutting_down = true;
-    join = g.flusher_running;
-    g.flusher_running = false;
-  }
-  if (join) {
+  if (!g_recorder_enabled.load() || g.closed.exchange(true)) return;
+  if (g.pre_close_hook != nullptr) g.pre_close_hook();  // e.g. CUPTI's final activity flush
+  if (g.helper_running) {
     g.stop.store(true, std::memory_order_release);
     sem_post(&g.wake);
-    pthread_join(g.flusher, nullptr);
+    pthread_join(g.helper, nullptr);
+    g.helper_running = false;
   }
-  std::lock_guard<std::mutex> lock(g.mu);
-  if (!g.writer) return;
-  FlushCycleLocked();
-  WriteLocked(g.writer->WriteClockAnchor(ReadClockPair()));
-  WriteCountersLocked(raw::ChunkType::kEnd);
-  g.writer.reset();
+  FileHeaderBlock* h = g.header.load(std::memory_order_acquire);
+  if (h == nullptr || g.file_generation != g_generation.load()) return;
+  if (ThreadBuffer* b = tls_buffer; b != nullptr && b->block != nullptr && b->gap_pending &&
+                                    b->generation == g_generation.load() && EnterRecorder(b)) {
+    WriteGap(b, raw::GapReason::kThreadExit);
+    LeaveRecorder(b);
+  }
+  WriteAnchor();
+  std::atomic_ref<uint32_t>(h->clean_end).store(1, std::memory_order_release);
+  // No block can be claimed from here on; trim the space allocated ahead. Threads that
+  // still record do so into blocks below the cut.
+  const uint64_t end = g.next.fetch_or(kClosedBit) & ~kClosedBit;
+  if (truncate(g.path.c_str(), static_cast<off_t>(end)) == 0) g.reserved.store(end);
 }
 
 }  // namespace teller::collect

@@ -1,23 +1,24 @@
-// The in-process recorder of the injection library: per-thread preallocated event
-// rings, per-thread string interning, and one flusher thread that writes the process's
-// raw trace file (format: include/teller/format/raw_format.h).
+// The in-process recorder of the injection library. Every recording thread writes its
+// events straight into a block of the process's trace file, which is mapped into memory
+// (MAP_SHARED; layout: the block layout of include/teller/format/raw_format.h). What a
+// thread recorded is in the file's pages the moment the call returns, so _exit, exec,
+// SIGKILL, abort and crashes lose nothing, and nothing is ever flushed. Design and
+// guarantees: docs/collector.md.
 //
-// Hot path (RecordEvent, InternLocal): a thread-local pointer load, a few stores into
-// the calling thread's ring and one release store; no locks, no allocation, no system
-// call. A ring that is full drops the event and counts it (the application is never
-// blocked); the flusher is woken when a ring is a quarter full and otherwise runs every
-// TELLER_FLUSH_MS (default 100 ms).
+// Hot path (PushEvent, InternLocal): a thread-local pointer load, a re-entrancy flag, a
+// bounds check, a 96-byte store into the thread's block and a release store of the
+// block's committed count; no locks, no allocation, no system call. A thread takes a new
+// block (a lock-free bump of the pool's offset) every few hundred events.
 //
 // Environment (set by `teller run`):
-//   TELLER_TRACE_DIR    where to write; without it the recorder stays disabled.
-//   TELLER_FLUSH_MS     flush period in milliseconds (default 100).
-//   TELLER_RING_EVENTS  events per thread ring (power of two, default 32768).
-//
-// Fork: the child starts a new file of its own lazily, at its first event; events the
-// parent had buffered stay the parent's. Exec: the new image loads the injection again
-// through the inherited environment. Exit: an atexit handler drains every ring.
+//   TELLER_TRACE_DIR   where to write; without it the recorder stays disabled.
+//   TELLER_BUFFER_MB   most bytes of one process's trace file (default 32768). Beyond
+//                      it, events are dropped whole-range and counted.
+//   TELLER_FLUSH_MS    period of the clock anchors in milliseconds (default 1000).
 #ifndef TELLER_COLLECT_RECORDER_H_
 #define TELLER_COLLECT_RECORDER_H_
+
+#include <signal.h>
 
 #include <atomic>
 #include <cstdint>
@@ -32,32 +33,44 @@
 #include "teller/format/raw_format.h"
 
 // The recorder lives in libteller_inject.so; these symbols are exported from it so that
-// libteller_cupti.so (linked against it) records into the same rings and file.
+// libteller_cupti.so (linked against it) records into the same blocks and file.
 #define TELLER_RECORDER_API __attribute__((visibility("default")))
 
 namespace teller::collect {
 
-// Producer/consumer state of one recording thread. The owning thread writes `head`
-// and the rings; the flusher writes `tail`/`string_tail`. Padding keeps the two sides
-// on separate cache lines.
-struct ThreadBuffer {
-  // --- producer side ---
-  raw::EventRecord* events = nullptr;
-  uint64_t capacity = 0;  // power of two
-  uint64_t mask = 0;
-  uint64_t wake_mask = 0;  // wake the flusher every (wake_mask + 1) events
-  uint64_t cached_tail = 0;
-  uint64_t cached_string_tail = 0;
-  uint32_t tid = 0;
-  int32_t depth = 0;      // NVTX push/pop nesting of this thread
-  int32_t api_depth = 0;  // CUDA API callback nesting (driver calls inside runtime calls)
-  alignas(64) std::atomic<uint64_t> head{0};
-  std::atomic<uint64_t> string_head{0};
-  std::atomic<uint64_t> dropped_events{0};
-  std::atomic<uint64_t> dropped_strings{0};
+// Slots (96 bytes, one EventRecord) of an event block.
+using Slot = raw::EventRecord;
 
-  // Per-thread string cache: direct-mapped, keyed by hash, verified by content. The
-  // copies live in `cache_arena`, which is reset (with the cache) when full.
+// State of one recording thread. Only the owning thread touches it (a signal handler
+// running on that thread included, which is what `busy` is for); it lives in process
+// memory, while everything it records lives in the mapped file.
+struct ThreadBuffer {
+  Slot* slots = nullptr;                       // first slot of the current block
+  std::atomic<uint32_t>* committed = nullptr;  // the block's committed count
+  raw::BlockHeader* block = nullptr;
+  uint32_t used = 0;      // slots written (and committed) in the current block
+  uint32_t capacity = 0;  // slots of the current block
+  // NVTX push/pop bookkeeping that keeps trees whole when space runs out: a pop is
+  // recorded only when its push was, so every recorded push keeps a slot reserved for
+  // its pop in the current block.
+  uint32_t open_recorded = 0;    // recorded pushes whose pop is still to come
+  uint32_t skip_depth = 0;       // dropped pushes whose pop is still to come
+  uint32_t inherited_depth = 0;  // ranges a forked child inherited open (not its own)
+  uint32_t tid = 0;
+  int32_t depth = 0;               // NVTX nesting as the program sees it (the API's return values)
+  int32_t api_depth = 0;           // CUDA API callback nesting (driver calls inside runtime calls)
+  volatile sig_atomic_t busy = 0;  // inside the recorder: a signal handler must not enter
+  bool gap_pending = false;        // events were dropped since the last gap record
+  uint32_t generation = 0;         // process generation (bumped in a forked child)
+  uint64_t serial = 0;             // thread serial in the process (gap records)
+  uint64_t dropped_events = 0;     // cumulative, space exhaustion only
+  uint64_t dropped_ranges = 0;
+  // Pushes dropped because they arrived while the thread was inside the recorder (from
+  // a signal handler); their pops, when they come outside it, are dropped too.
+  std::atomic<uint32_t> reentrant_open{0};
+
+  // Direct-mapped string cache, keyed by hash, verified by content. `text` points at
+  // the string's slots in the mapped file, which stay valid for the process's life.
   struct CacheEntry {
     uint64_t hash;
     const char* text;
@@ -66,59 +79,59 @@ struct ThreadBuffer {
   };
   CacheEntry* cache = nullptr;
   uint64_t cache_mask = 0;
-  char* cache_arena = nullptr;
-  size_t cache_arena_size = 0;
-  size_t cache_arena_used = 0;
-
-  // New strings for the file: a byte ring of [u32 id][u32 len][bytes, padded to 8].
-  char* strings = nullptr;
-  uint64_t string_capacity = 0;  // power of two
-
-  // --- consumer side ---
-  alignas(64) std::atomic<uint64_t> tail{0};
-  std::atomic<uint64_t> string_tail{0};
-  std::atomic<bool> retired{false};  // the thread exited; recycle once drained
-  uint64_t flushed_dropped = 0;
-  int64_t last_converted_ns = 0;  // last event-clock time written for this thread
 };
 
-// Longest string kept; longer NVTX messages are truncated (and counted).
+// Longest string kept; longer NVTX messages are truncated.
 inline constexpr size_t kMaxStringBytes = 4096;
+// Returned by the interning functions when the string could not be written (no space,
+// or the thread is inside the recorder already): the event that needed it is dropped.
+inline constexpr uint32_t kInternFailed = 0xFFFFFFFFu;
 
 TELLER_RECORDER_API extern thread_local ThreadBuffer* tls_buffer
     __attribute__((tls_model("initial-exec")));
 
-// Slow paths (recorder.cc).
-TELLER_RECORDER_API ThreadBuffer* RegisterThread();  // nullptr when the recorder is disabled
-TELLER_RECORDER_API void WakeFlusher();
-TELLER_RECORDER_API uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length,
-                                        uint64_t hash);
-
 // True once InitRecorder() found a trace directory; the hot paths check it first.
 TELLER_RECORDER_API extern std::atomic<bool> g_recorder_enabled;
 
-// Reads the environment, opens the trace file and starts the flusher. Idempotent and
-// safe to call from every injection entry point.
+// Slow paths (recorder.cc).
+TELLER_RECORDER_API ThreadBuffer* RegisterThread();  // nullptr when disabled or re-entered
+// The thread's buffer when it belongs to a file of an earlier generation (a forked
+// child): re-attaches it to this process's file. nullptr when that fails.
+TELLER_RECORDER_API ThreadBuffer* RenewThread(ThreadBuffer* b);
+// Gets a block with room for `need` more slots (besides the reserved ones); false when
+// none can be had (the caller drops and counts).
+TELLER_RECORDER_API bool MoreSpace(ThreadBuffer* b, uint32_t need);
+// Counts an event dropped for want of space; `range` when it was a push.
+TELLER_RECORDER_API void NoteDropped(ThreadBuffer* b, bool range);
+// Counts an event dropped because the thread was inside the recorder.
+TELLER_RECORDER_API void NoteReentrant();
+TELLER_RECORDER_API uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length,
+                                        uint64_t hash);
+TELLER_RECORDER_API void WriteGap(ThreadBuffer* b, raw::GapReason reason);
+TELLER_RECORDER_API extern std::atomic<uint32_t> g_generation;
+
+// Reads the environment and creates the trace file. Idempotent and safe to call from
+// every injection entry point.
 TELLER_RECORDER_API bool InitRecorder();
-// Interns a string shared by all threads (NVTX domains, registered strings, CUDA API
-// names); takes a lock, so never call it on a hot path.
+// Interns a string shared by all threads (NVTX domains, registered strings, category
+// and thread names): kept for the process so that a forked child's file has it too.
 TELLER_RECORDER_API uint32_t InternGlobal(std::string_view text);
-// Named counter written to the trace file (e.g. "cupti_records_dropped").
+// Adds to a named counter kept in the trace file's header (e.g. "cupti_records").
 TELLER_RECORDER_API void AddCounter(std::string_view name, uint64_t delta);
-// Runs first in FlushAndClose, outside the recorder's lock (CUPTI's final activity
-// flush, which calls back into the recorder).
+// Runs first in FlushAndClose (CUPTI's final activity flush, which records).
 TELLER_RECORDER_API void SetPreCloseHook(void (*hook)());
-// Drains every ring and writes the end chunk (called at exit; exposed for tests).
+// Writes the final clock anchor, marks the file closed and trims its unused tail
+// (called at exit; exposed for tests). Events recorded afterwards into blocks that
+// threads already hold still land in the file.
 TELLER_RECORDER_API void FlushAndClose();
-// Flushes everything recorded so far (blocks until written). For tests and benches.
+// Nothing is buffered any more; kept for callers of the earlier recorder.
 TELLER_RECORDER_API void FlushNow();
 
 // Hot-path timestamps. On x86-64 with an invariant TSC (constant_tsc and nonstop_tsc),
 // events store raw TSC ticks (about 7 ns to read, against about 25 ns for
-// clock_gettime) flagged kFlagRawTsc, and the flusher converts them to the event clock
-// with a calibration taken at every flush. Elsewhere, or with TELLER_CLOCK=monotonic,
-// events read CLOCK_MONOTONIC directly. `g_timestamp_flags` is kFlagRawTsc or 0 and is
-// fixed before the first event.
+// clock_gettime) flagged kFlagRawTsc; readers convert them with the TSC anchors of the
+// file. Elsewhere, or with TELLER_CLOCK=monotonic, events read CLOCK_MONOTONIC.
+// `g_timestamp_flags` is kFlagRawTsc or 0 and is fixed before the first event.
 TELLER_RECORDER_API extern uint8_t g_timestamp_flags;
 
 inline int64_t HotTimestamp() {
@@ -130,8 +143,43 @@ inline int64_t HotTimestamp() {
 
 inline ThreadBuffer* CurrentBuffer() {
   ThreadBuffer* b = tls_buffer;
-  if (__builtin_expect(b == nullptr, 0)) b = RegisterThread();
+  if (__builtin_expect(b == nullptr, 0)) return RegisterThread();
+  if (__builtin_expect(b->generation != g_generation.load(std::memory_order_relaxed), 0)) {
+    return RenewThread(b);
+  }
   return b;
+}
+
+// Re-entrancy guard: an event that arrives (from a signal handler) while its thread is
+// inside the recorder is dropped and counted, never mixed into the interrupted write.
+inline bool EnterRecorder(ThreadBuffer* b) {
+  if (__builtin_expect(b->busy != 0, 0)) {
+    NoteReentrant();
+    return false;
+  }
+  b->busy = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return true;
+}
+
+inline void LeaveRecorder(ThreadBuffer* b) {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  b->busy = 0;
+}
+
+// One slot stays reserved for the thread's final gap record.
+inline constexpr uint32_t kReservedSlots = 1;
+
+// True when `need` slots fit besides the reserved ones (pops of recorded pushes and the
+// final gap record).
+inline bool Fits(const ThreadBuffer* b, uint32_t need) {
+  return b->used + need + b->open_recorded + kReservedSlots <= b->capacity;
+}
+
+inline void WriteSlot(ThreadBuffer* b, const Slot& s) {
+  b->slots[b->used] = s;
+  b->used += 1;
+  b->committed->store(b->used, std::memory_order_release);
 }
 
 // 64-bit FNV-1a variant on 8-byte words: strings here are short names.
@@ -151,8 +199,8 @@ inline uint64_t HashBytes(const char* p, size_t n) {
   return h ^ (h >> 32);
 }
 
-// Id of `text` for events of the calling thread's buffer `b`.
-inline uint32_t InternLocal(ThreadBuffer* b, const char* text, size_t length) {
+// Id of `text` for events of the calling thread, whose recorder it has entered.
+inline uint32_t InternHeld(ThreadBuffer* b, const char* text, size_t length) {
   if (length > kMaxStringBytes) length = kMaxStringBytes;
   const uint64_t hash = HashBytes(text, length);
   const ThreadBuffer::CacheEntry& e = b->cache[hash & b->cache_mask];
@@ -162,24 +210,80 @@ inline uint32_t InternLocal(ThreadBuffer* b, const char* text, size_t length) {
   return InternSlow(b, text, static_cast<uint32_t>(length), hash);
 }
 
-// Appends one event to the calling thread's ring; drops (and counts) when full.
-inline void PushEvent(ThreadBuffer* b, const raw::EventRecord& event) {
-  const uint64_t h = b->head.load(std::memory_order_relaxed);
-  if (__builtin_expect(h - b->cached_tail >= b->capacity, 0)) {
-    b->cached_tail = b->tail.load(std::memory_order_acquire);
-    if (h - b->cached_tail >= b->capacity) {
-      b->dropped_events.fetch_add(1, std::memory_order_relaxed);
-      WakeFlusher();
-      return;
-    }
+// Records a single event (not a push or pop) of a thread inside the recorder.
+inline void RecordSingleHeld(ThreadBuffer* b, const Slot& e) {
+  if (b->skip_depth != 0 || e.name == kInternFailed) {  // inside a dropped range
+    NoteDropped(b, false);
+    return;
   }
-  b->events[h & b->mask] = event;
-  b->head.store(h + 1, std::memory_order_release);
-  if (__builtin_expect(((h + 1) & b->wake_mask) == 0, 0)) WakeFlusher();
+  const uint32_t need = 1 + (b->gap_pending ? 1 : 0);
+  if (__builtin_expect(!Fits(b, need), 0) && !MoreSpace(b, need)) {
+    NoteDropped(b, false);
+    return;
+  }
+  if (__builtin_expect(b->gap_pending, 0)) WriteGap(b, raw::GapReason::kResumed);
+  WriteSlot(b, e);
 }
 
-// Like PushEvent, but waits for the flusher instead of dropping. Only for threads that
-// are not the application's (CUPTI's buffer-completion thread).
+// A push: recorded together with the reservation of its pop, or dropped with everything
+// up to its pop.
+inline void RecordPushHeld(ThreadBuffer* b, const Slot& e) {
+  if (b->skip_depth != 0 || e.name == kInternFailed) {
+    b->skip_depth += 1;
+    NoteDropped(b, true);
+    return;
+  }
+  const uint32_t need = 2 + (b->gap_pending ? 1 : 0);  // the push and its pop
+  if (__builtin_expect(!Fits(b, need), 0) && !MoreSpace(b, need)) {
+    b->skip_depth = 1;
+    NoteDropped(b, true);
+    return;
+  }
+  if (__builtin_expect(b->gap_pending, 0)) WriteGap(b, raw::GapReason::kResumed);
+  WriteSlot(b, e);
+  b->open_recorded += 1;
+}
+
+inline void RecordPopHeld(ThreadBuffer* b, const Slot& e) {
+  if (b->reentrant_open.load(std::memory_order_relaxed) != 0) {
+    // The pop of a push dropped inside the recorder (a handler that pops outside it).
+    b->reentrant_open.fetch_sub(1, std::memory_order_relaxed);
+    NoteReentrant();
+    return;
+  }
+  if (b->skip_depth != 0) {
+    b->skip_depth -= 1;
+    NoteDropped(b, false);
+    return;
+  }
+  if (b->open_recorded != 0) {
+    WriteSlot(b, e);  // its slot was reserved with the push
+    b->open_recorded -= 1;
+    return;
+  }
+  if (b->inherited_depth != 0) {  // closes a range of the parent process
+    b->inherited_depth -= 1;
+    return;
+  }
+  RecordSingleHeld(b, e);  // a pop without any push: the program's own imbalance
+}
+
+// Public entry points for other collectors (CUPTI): each enters the recorder itself.
+inline uint32_t InternLocal(ThreadBuffer* b, const char* text, size_t length) {
+  if (!EnterRecorder(b)) return kInternFailed;
+  const uint32_t id = InternHeld(b, text, length);
+  LeaveRecorder(b);
+  return id;
+}
+
+inline void PushEvent(ThreadBuffer* b, const raw::EventRecord& event) {
+  if (!EnterRecorder(b)) return;
+  RecordSingleHeld(b, event);
+  LeaveRecorder(b);
+}
+
+// Same as PushEvent: nothing is waited for any more (there is no flusher); kept for
+// CUPTI's buffer-completion thread.
 TELLER_RECORDER_API void PushEventWaiting(ThreadBuffer* b, const raw::EventRecord& event);
 
 }  // namespace teller::collect

@@ -1,5 +1,7 @@
 #include "teller/format/raw_format.h"
 
+#include "teller/core/crc32c.h"
+
 namespace teller::raw {
 
 std::string_view KindName(EventKind kind) {
@@ -36,10 +38,19 @@ std::string_view KindName(EventKind kind) {
       return "sync";
     case EventKind::kOverhead:
       return "overhead";
+    case EventKind::kCollectorGap:
+      return "collector_gap";
     case EventKind::kInvalid:
       break;
   }
   return "unknown";
 }
+
+uint32_t BlockHeaderCrc(const BlockHeader& h) {
+  const uint32_t crc = Crc32c(&h, 12);
+  return Crc32c(&h.sequence, sizeof(h.sequence), crc);
+}
+
+uint32_t TscAnchorCrc(const TscAnchor& a) { return Crc32c(&a, offsetof(TscAnchor, crc)); }
 
 }  // namespace teller::raw

@@ -126,6 +126,9 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
                      t.Counter(CounterName(CounterId::kEventsDropped)));
   trace.counters.Add(CounterId::kRawStringsDroppedByCollector,
                      t.Counter(CounterName(CounterId::kStringsDropped)));
+  trace.counters.Add(CounterId::kRawRangesDroppedByCollector,
+                     t.Counter(CounterName(CounterId::kRangesDropped)));
+  trace.counters.Add(CounterId::kRawUncommittedRecords, t.stats.uncommitted_records);
   if (t.anchors.empty()) trace.counters.Add(CounterId::kRawNoClockAnchor);
   // The collector's other counters are read with `teller dump --stats`; one this version
   // does not know (a newer collector wrote it) is kept, so that no report hides it.
@@ -218,6 +221,13 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
         if (e.flags & raw::kFlagInGraph) row.flags |= kEventInGraph;
         row.signature = RecordSignature(e, trace.strings.Get(row.name), trace.strings, signature);
         break;
+      case EventKind::kCollectorGap:
+        // The collector dropped events of this thread before this point (whole ranges:
+        // the tree stays well formed). Reports show where, per thread.
+        trace.counters.Add(CounterId::kRawCollectorGaps);
+        trace.counters.AddNamed(
+            "raw.collector_gap:" + std::to_string(t.pid()) + "/" + std::to_string(e.tid), e.value);
+        continue;
       default:
         continue;  // naming, domains and overhead records carry no timeline events
     }

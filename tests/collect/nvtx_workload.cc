@@ -94,8 +94,8 @@ int RunExecChild() {
   return 0;
 }
 
-// Marks "tick <i>" every millisecond, then sleeps well past the flush interval, marks
-// once more and dies by SIGKILL: every tick must survive, the last mark may not.
+// Marks "tick <i>" every millisecond, sleeps a little, marks once more and dies by
+// SIGKILL: every mark must survive.
 int RunKilled() {
   char name[32];
   for (int i = 0; i < kTicks; ++i) {

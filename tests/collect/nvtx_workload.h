@@ -7,6 +7,6 @@ inline constexpr int kIterations = 200;
 inline constexpr int kChildRanges = 50;
 inline constexpr int kExitCode = 7;
 inline constexpr int kTicks = 300;
-inline constexpr int kSleepAfterTicksMs = 400;  // the test runs with --flush-ms 50
+inline constexpr int kSleepAfterTicksMs = 50;
 
 #endif  // TELLER_TESTS_COLLECT_NVTX_WORKLOAD_H_

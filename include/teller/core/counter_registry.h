@@ -44,11 +44,24 @@ enum class CounterStage : uint8_t {
 #define TELLER_COUNTER_TABLE(X)                                                                    \
   /* Collector (raw trace counter chunks; `teller dump --stats`). */                               \
   X(kEventsDropped, "events_dropped", kCollector, kDataLoss,                                       \
-    "events dropped because a thread's ring was full")                                             \
+    "events dropped: no room in the trace file (see ranges_dropped), or recorded from a "          \
+    "signal handler while the thread was inside the recorder")                                     \
   X(kStringsDropped, "strings_dropped", kCollector, kDataLoss,                                     \
-    "strings dropped because a thread's string ring was full")                                     \
+    "strings that could not be written (no room); the events that used them are dropped")          \
   X(kWriteErrors, "write_errors", kCollector, kDataLoss,                                           \
     "failed writes of the trace file (the data of that write is lost)")                            \
+  X(kRangesDropped, "ranges_dropped", kCollector, kDataLoss,                                       \
+    "NVTX ranges dropped whole (push, pop and everything between) for want of room; a gap "        \
+    "record marks where the thread resumed")                                                       \
+  X(kEventsDroppedReentrant, "events_dropped_reentrant", kCollector, kDataLoss,                    \
+    "events (in events_dropped) that arrived from a signal handler while their thread was "        \
+    "inside the recorder")                                                                         \
+  X(kSpaceErrors, "space_errors", kCollector, kDataLoss,                                           \
+    "times the trace file could not be extended (disk full, descriptor limit, directory "          \
+    "gone); recording resumes when it can")                                                        \
+  X(kBufferLimitReached, "buffer_limit_reached", kCollector, kDataLoss,                            \
+    "block claims refused because the trace file reached TELLER_BUFFER_MB")                        \
+  X(kThreads, "threads", kCollector, kInfo, "threads that recorded into the trace file")           \
   X(kCuptiActive, "cupti_active", kCollector, kInfo, "1 when CUPTI collection started")            \
   X(kCuptiUnavailable, "cupti_unavailable", kCollector, kWarning,                                  \
     "1 when CUPTI could not be started (no driver, no GPU, another subscriber)")                   \
@@ -89,6 +102,13 @@ enum class CounterStage : uint8_t {
   X(kRawUnknownCollectorCounters, "raw.unknown_collector_counters", kRaw, kWarning,                \
     "collector counters this version does not know; each kept as "                                 \
     "raw.unknown_collector_counters:NAME with its value")                                          \
+  X(kRawCollectorGaps, "raw.collector_gaps", kRaw, kDataLoss,                                      \
+    "places where a thread's recording resumed (or the thread ended) after the collector "         \
+    "dropped events; each kept as raw.collector_gap:PID/TID with the events dropped")              \
+  X(kRawRangesDroppedByCollector, "raw.ranges_dropped_by_collector", kRaw, kDataLoss,              \
+    "NVTX ranges the collector dropped whole (counted per thread in the file)")                    \
+  X(kRawUncommittedRecords, "raw.uncommitted_records", kRaw, kDataLoss,                            \
+    "records written into a trace block but not committed when the process died (not used)")       \
   /* Kineto (PyTorch profiler) JSON import. */                                                     \
   X(kKinetoFlowEvents, "kineto.flow_events", kKineto, kInfo,                                       \
     "s/f/t flow events seen (not stored; binding is by correlation id)")                           \

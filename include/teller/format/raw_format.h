@@ -85,6 +85,16 @@ enum class EventKind : uint8_t {
   kMemset = 34,            // device, context, stream, correlation, value = bytes
   kSync = 35,              // device, context, stream, correlation, aux = sync type
   kOverhead = 36,          // collector overhead intervals (CUPTI buffer flushes, ...)
+  // Where a thread's recording resumed after the collector dropped events (or where the
+  // thread ended while dropping): value = events dropped since the previous gap of the
+  // thread, correlation = whole NVTX ranges among them, aux = GapReason. Readers of the
+  // block layout (below) produce these from the gap records of the file.
+  kCollectorGap = 40,
+};
+
+enum class GapReason : uint16_t {
+  kResumed = 0,     // recording resumed here
+  kThreadExit = 1,  // the thread ended (or the process exited) while events were dropped
 };
 
 // Flag bits of EventRecord::flags.
@@ -93,8 +103,9 @@ enum EventFlags : uint8_t {
   kFlagMessageRegistered = 1 << 0,  // the name came from a registered NVTX string
   kFlagInGraph = 1 << 1,            // GPU work launched as part of a CUDA graph
   kFlagNested = 1 << 2,             // API call made from inside another API call
-  // In-process only, never on disk: start_ns still holds raw TSC ticks that the
-  // collector's flusher converts to the event clock before writing.
+  // start_ns holds raw TSC ticks, not event-clock ns. Only in files of the block layout
+  // (version 2), whose readers convert them with the file's TSC anchors; a reader
+  // returns event-clock times with the flag cleared.
   kFlagRawTsc = 1 << 7,
 };
 
@@ -136,6 +147,100 @@ struct EventRecord {
 static_assert(sizeof(EventRecord) == 96);
 static_assert(offsetof(EventRecord, start_ns) == 16);
 static_assert(offsetof(EventRecord, grid) == 72);
+
+// ---------------------------------------------------------------------------------
+// Version 2: the block layout written by the collector (docs/raw-format.md).
+//
+// The collector maps its file into memory (MAP_SHARED) and every recording thread
+// writes its events straight into a block of the file that it owns, so that what was
+// recorded is in the file (the kernel's page cache) the moment it was recorded: a
+// SIGKILL, _exit, exec or crash loses nothing. A file is a sequence of blocks at
+// kBlockAlign-aligned offsets, each starting with a BlockHeader; space that no block
+// claimed reads as zeros.
+//
+// An event block holds 96-byte slots after its header; `committed` (stored with
+// release ordering after the slots it covers) says how many are valid. Slots carry
+// EventRecords and three kinds that only this layout uses (kSlot*, below).
+inline constexpr uint32_t kBlockMagic = 0x42524C54u;  // "TLRB" read as a little-endian u32
+inline constexpr uint16_t kBlockFormatVersion = 2;
+inline constexpr uint32_t kBlockAlign = 4096;
+inline constexpr uint32_t kBlockHeaderBytes = 128;
+
+enum class BlockType : uint16_t {
+  kFileHeader = 1,   // always at offset 0: FileHeaderBlock
+  kProcessInfo = 2,  // u32 count, then key/value pairs as in a kProcessInfo chunk
+  kEvents = 3,       // slots
+};
+
+struct BlockHeader {
+  uint32_t magic;           // kBlockMagic
+  uint16_t type;            // BlockType
+  uint16_t version;         // kBlockFormatVersion
+  uint32_t block_bytes;     // whole block, this header included; a multiple of kBlockAlign
+  uint32_t header_crc;      // CRC-32C of bytes 0..11 continued over `sequence`
+  uint64_t sequence;        // claim order of the block in its process
+  uint32_t committed;       // valid slots (events) or payload bytes (process info)
+  uint32_t owner_tid;       // thread that owns the block now (events)
+  uint64_t owner_serial;    // that thread's serial number in the process
+  uint64_t dropped_events;  // the owner's events dropped so far (cumulative)
+  uint64_t dropped_ranges;  // ... of which whole NVTX ranges (cumulative)
+  int64_t claim_tsc;        // TSC and CLOCK_MONOTONIC read when the block was claimed
+  int64_t claim_mono;
+  uint8_t reserved[56];
+};
+static_assert(sizeof(BlockHeader) == kBlockHeaderBytes);
+
+// Slot kinds of event blocks (EventRecord::kind), never returned by readers.
+inline constexpr uint8_t kSlotString = 0xF0;   // name = id, value = byte length; the
+                                               // text fills the next ceil(len/96) slots
+inline constexpr uint8_t kSlotGap = 0xF1;      // tid, start_ns, aux = GapReason,
+                                               // value/correlation = cumulative events/
+                                               // ranges dropped, end_ns = thread serial
+inline constexpr uint8_t kSlotSegment = 0xF2;  // the block changed owner here: tid,
+                                               // value = sequence, end_ns = thread serial
+
+// A (TSC, CLOCK_MONOTONIC, CLOCK_REALTIME) triple. `crc` covers the first 28 bytes so
+// that an entry torn by a kill while being rewritten is recognised.
+struct TscAnchor {
+  int64_t tsc;  // 0 where the file's events carry event-clock times
+  int64_t monotonic_ns;
+  int64_t realtime_ns;
+  uint32_t uncertainty_ns;
+  uint32_t crc;
+};
+static_assert(sizeof(TscAnchor) == 32);
+
+struct CounterSlot {
+  char name[56];  // NUL-terminated; empty = unused
+  uint64_t value;
+};
+static_assert(sizeof(CounterSlot) == 64);
+
+inline constexpr uint32_t kFileHeaderBlockBytes = 65536;
+inline constexpr uint32_t kMaxCounterSlots = 64;
+inline constexpr uint32_t kMaxTscAnchors =
+    (kFileHeaderBlockBytes - 4608) / static_cast<uint32_t>(sizeof(TscAnchor));
+
+struct FileHeaderBlock {
+  BlockHeader header;     // type kFileHeader
+  char signature[16];     // kFileSignature
+  uint16_t record_bytes;  // sizeof(EventRecord)
+  uint16_t reserved0;
+  uint32_t clean_end;     // 1 once the process closed the file at exit
+  uint32_t anchor_count;  // valid entries of `anchors`
+  uint32_t reserved1;
+  double ns_per_tick;  // TSC rate measured at start (for files with one anchor)
+  uint8_t reserved2[256 - 168];
+  CounterSlot counters[kMaxCounterSlots];  // collector counters, in place
+  uint8_t reserved3[4608 - 256 - 64 * kMaxCounterSlots];
+  TscAnchor anchors[kMaxTscAnchors];
+};
+static_assert(sizeof(FileHeaderBlock) == kFileHeaderBlockBytes);
+static_assert(offsetof(FileHeaderBlock, counters) == 256);
+static_assert(offsetof(FileHeaderBlock, anchors) == 4608);
+
+uint32_t BlockHeaderCrc(const BlockHeader& h);
+uint32_t TscAnchorCrc(const TscAnchor& a);
 
 // Human-readable name of a kind, as printed by `teller dump` ("nvtx_push", ...).
 std::string_view KindName(EventKind kind);
