@@ -76,19 +76,19 @@ def _resolve(module, target):
     return owner, attr, raw, None
 
 
-def _wrap_descriptor(hook, raw, shim):
+def _wrap_descriptor(hook, raw, shim, ctx):
     """Wraps a function, staticmethod or classmethod; returns the replacement."""
     make = _wrap.make_module_call_wrapper if hook.mode == "module_call" else _wrap.make_function_wrapper
     if isinstance(raw, staticmethod):
         fn = raw.__func__
         if getattr(fn, "__teller_hook__", None):
             return None
-        return staticmethod(make(hook, fn, shim))
+        return staticmethod(make(hook, fn, shim, ctx))
     if isinstance(raw, classmethod):
         fn = raw.__func__
         if getattr(fn, "__teller_hook__", None):
             return None
-        return classmethod(make(hook, fn, shim))
+        return classmethod(make(hook, fn, shim, ctx))
     if getattr(raw, "__teller_hook__", None):
         return None  # already wrapped (a second spec, or a re-run of sitecustomize)
     import inspect
@@ -96,7 +96,21 @@ def _wrap_descriptor(hook, raw, shim):
         raise TypeError("generator functions are not wrapped (the range would end before the work)")
     if not callable(raw):
         raise TypeError("%s is a %s, not a function" % (hook.target, type(raw).__name__))
-    return make(hook, raw, shim)
+    return make(hook, raw, shim, ctx)
+
+
+def _class_aliases(owner, attr, raw):
+    """Other names in the class's own namespace bound to the same object as `attr`.
+
+    A class body that says `__call__ = _call_impl` (torch <= 2.0's Module) binds the
+    function object once, when the class is created: replacing `_call_impl` afterwards
+    leaves `__call__` on the original, so instances never reach the wrapper. torch >= 2.1
+    binds `__call__ = _wrapped_call_impl`, which looks `self._call_impl` up at each call
+    and needs nothing more. Rebinding every same-object name covers both."""
+    try:
+        return [k for k, v in list(vars(owner).items()) if v is raw and k != attr]
+    except Exception:
+        return []
 
 
 class _Installer(object):
@@ -105,6 +119,13 @@ class _Installer(object):
         self.by_module = {}
         self.originals = {}  # hook name -> (original function, wrapper) for aliases
         self.user_hooks = user_hooks
+        user = set(id(h) for h in user_hooks)
+        # Steps come from the engine when any active hook records them; otherwise a
+        # module_call hook's standalone ranges (steps, ops) apply.
+        self.standalone = not any(h.range.split(" ")[0] == "teller.step" for h in hooks)
+        self.watched = []  # (hook, context, where) of wrappers that must be reached
+        self.warn = dict((h.name, h.warn_unreached if h.warn_unreached is not None
+                          else id(h) in user) for h in hooks)
         for h in hooks:
             self.by_module.setdefault(h.module, []).append(("target", h))
             for a in h.aliases:
@@ -128,13 +149,20 @@ class _Installer(object):
             if not hook.optional:
                 _report.skipped(hook.name, "%s has no %s" % (module.__name__, hook.target))
             return
-        replacement = _wrap_descriptor(hook, raw, self.shim)
+        ctx = _wrap.Context(standalone=self.standalone)
+        replacement = _wrap_descriptor(hook, raw, self.shim, ctx)
         if replacement is None:
             return
+        aliases = _class_aliases(owner, attr, raw) if isinstance(owner, type) else []
         setattr(owner, attr, replacement)
+        for a in aliases:
+            setattr(owner, a, replacement)
         original = getattr(raw, "__func__", raw)
         self.originals[hook.name] = (original, getattr(replacement, "__func__", replacement))
-        _state["applied"][hook.name] = "%s:%s" % (hook.module, hook.target)
+        where = "%s:%s" % (hook.module, hook.target)
+        _state["applied"][hook.name] = where + "".join(" (and %s)" % a for a in aliases)
+        if self.warn.get(hook.name):
+            self.watched.append((hook, ctx, where))
         # Aliases imported before the target was patched still hold the original.
         for a in hook.aliases:
             m = sys.modules.get(a)
@@ -149,6 +177,16 @@ class _Installer(object):
         attr = hook.target.split(".")[-1]
         if getattr(module, attr, None) is original:
             setattr(module, attr, wrapper)
+
+    def report_unreached(self):
+        """At exit: a wrapped target whose wrapper never ran means the program called it
+        some other way (a binding this version of the package makes differently), or
+        not at all; either way its ranges are missing, which must not pass silently."""
+        for hook, ctx, where in self.watched:
+            if not ctx.reached[0]:
+                _report.say_once(("unreached", hook.name),
+                                 "teller: hook %s never reached: %s was wrapped but no call went "
+                                 "through the wrapper, so it recorded nothing" % (hook.name, where))
 
     def report_never_imported(self):
         """User specs name functions the user expects to run; say when a module never
@@ -222,3 +260,4 @@ def install(mode=None):
             inst.on_loaded(m)
     if user_hooks:
         atexit.register(inst.report_never_imported)
+    atexit.register(inst.report_unreached)
