@@ -114,7 +114,7 @@ def _class_aliases(owner, attr, raw):
 
 
 class _Installer(object):
-    def __init__(self, shim, hooks, user_hooks):
+    def __init__(self, shim, hooks, user_hooks, explicit=True):
         self.shim = shim
         self.by_module = {}
         self.originals = {}  # hook name -> (original function, wrapper) for aliases
@@ -124,8 +124,15 @@ class _Installer(object):
         # module_call hook's standalone ranges (steps, ops) apply.
         self.standalone = not any(h.range.split(" ")[0] == "teller.step" for h in hooks)
         self.watched = []  # (hook, context, where) of wrappers that must be reached
-        self.warn = dict((h.name, h.warn_unreached if h.warn_unreached is not None
-                          else id(h) in user) for h in hooks)
+        # A user hook names a function the user expects to run. A built-in one warns only
+        # when its spec says so and the mode named the spec: under auto, most processes
+        # of an engine (an API server importing torch) never call most targets.
+        self.warn = {}
+        for h in hooks:
+            if id(h) in user:
+                self.warn[h.name] = h.warn_unreached is not False
+            else:
+                self.warn[h.name] = bool(h.warn_unreached) and explicit
         for h in hooks:
             self.by_module.setdefault(h.module, []).append(("target", h))
             for a in h.aliases:
@@ -207,6 +214,28 @@ def _package_installed(name):
         return True  # cannot tell; stay quiet
 
 
+def _multiprocessing_helper():
+    """Whether this process is one of multiprocessing's own servers (the forkserver, the
+    resource tracker): they run the library's code only, so a user hook's module never
+    comes and no wrapper runs there, and exit reports from them would only be noise.
+    Python starts them with `-c "from multiprocessing.<server> import main; ..."`."""
+    argv = getattr(sys, "orig_argv", None) or []
+    try:
+        cmd = argv[argv.index("-c") + 1]
+    except (ValueError, IndexError):
+        return False
+    return cmd.startswith(("from multiprocessing.forkserver import",
+                           "from multiprocessing.resource_tracker import"))
+
+
+def _report_at_exit(inst):
+    if _multiprocessing_helper():
+        return
+    if inst.user_hooks:
+        inst.report_never_imported()
+    inst.report_unreached()
+
+
 def install(mode=None):
     """Installs the hooks for `mode` (default: $TELLER_PYTHON_HOOKS). Idempotent."""
     if _state["installed"]:
@@ -251,13 +280,11 @@ def install(mode=None):
     if not hooks:
         return
 
-    inst = _Installer(shim, hooks, user_hooks)
+    inst = _Installer(shim, hooks, user_hooks, explicit)
     _state["finder"] = _importer.install(inst.by_module.keys(), inst.on_loaded)
     # Anything imported before us (by an earlier sitecustomize, or install() called late).
     for name in list(inst.by_module):
         m = sys.modules.get(name)
         if m is not None:
             inst.on_loaded(m)
-    if user_hooks:
-        atexit.register(inst.report_never_imported)
-    atexit.register(inst.report_unreached)
+    atexit.register(_report_at_exit, inst)
