@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema   # the diagnosis report test validates against docs/diagnosis.schema.json
+  python3-torch      # CPU PyTorch: the Python hooks' real-framework test (tests/collect/python)
   zlib1g-dev libdeflate-dev libsimdjson-dev libsqlite3-dev sqlite3
   clang libclang-rt-14-dev   # fuzz targets (libFuzzer) and the sanitizer sub-builds
   clang-format               # the format test (tools/format.sh --check)

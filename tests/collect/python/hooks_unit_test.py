@@ -103,6 +103,147 @@ class SpecTest(unittest.TestCase):
         self.assertEqual([e[0] for e in sf.errors], ["bad", "mixed"])
 
 
+class RecordingShim(object):
+    def __init__(self):
+        self.calls = []
+
+    def push(self, msg):
+        self.calls.append(("push", msg.decode("ascii")))
+
+    def pop(self):
+        self.calls.append(("pop",))
+
+
+def fake_torch_module(binding):
+    """A module namespace with torch's Module in one of its calling conventions."""
+    import types
+    m = types.ModuleType("torch.nn.modules.module")
+
+    class Module(object):
+        def _wrapped_call_impl(self, *args, **kwargs):
+            return self._call_impl(*args, **kwargs)
+
+        def _call_impl(self, *args, **kwargs):
+            return self.forward(*args, **kwargs)
+
+        if binding == "direct":  # torch 1.x and 2.0
+            __call__ = _call_impl
+        elif binding == "wrapped":  # torch >= 2.1
+            __call__ = _wrapped_call_impl
+        else:  # a body of its own that bypasses _call_impl
+            def __call__(self, *args, **kwargs):
+                return self.forward(*args, **kwargs)
+    m.Module = Module
+    return m
+
+
+class BindingTest(unittest.TestCase):
+    def module_call_hook(self):
+        from teller_hooks import _spec
+        sf = _spec.load(os.path.join(PKG, "teller_hooks", "specs", "torch.json"))
+        return [h for h in sf.hooks if h.name == "torch.module_call"][0]
+
+    def run_model(self, binding, extra_hooks=(), explicit=True):
+        import teller_hooks
+        hook = self.module_call_hook()
+        shim = RecordingShim()
+        inst = teller_hooks._Installer(shim, [hook] + list(extra_hooks), [], explicit)
+        m = fake_torch_module(binding)
+        inst.apply(hook, m)
+
+        class LlamaDecoderLayer(m.Module):
+            def forward(self, x):
+                return x + 1
+
+        class Net(m.Module):
+            def __init__(self):
+                self.layers = [LlamaDecoderLayer(), LlamaDecoderLayer()]
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+        self.assertEqual(Net()(1), 3)  # the program's result is unchanged
+        return inst, shim.calls, m
+
+    def test_both_torch_bindings_reach_the_wrapper(self):
+        want = [("push", "teller.step kind=unknown seq=1"), ("push", "teller.module cls=Net top=1"),
+                ("push", "teller.module cls=LlamaDecoderLayer"), ("pop",),
+                ("push", "teller.module cls=LlamaDecoderLayer"), ("pop",), ("pop",), ("pop",)]
+        for binding in ("direct", "wrapped"):
+            inst, calls, m = self.run_model(binding)
+            self.assertEqual(calls, want, binding)
+            self.assertTrue(inst.watched[0][1].reached[0], binding)
+        # The class-level alias is rebound only where the class made one.
+        _, _, m = self.run_model("direct")
+        self.assertIs(m.Module.__dict__["__call__"], m.Module.__dict__["_call_impl"])
+        _, _, m = self.run_model("wrapped")
+        self.assertIsNot(m.Module.__dict__["__call__"], m.Module.__dict__["_call_impl"])
+
+    def test_engine_steps_turn_standalone_ranges_off(self):
+        from teller_hooks import _spec
+        sf = _spec.load(os.path.join(PKG, "teller_hooks", "specs", "vllm.json"))
+        _, calls, _ = self.run_model("wrapped", extra_hooks=sf.hooks)
+        self.assertEqual(calls[0], ("push", "teller.module cls=Net top=1"))
+        self.assertEqual(len(calls), 6)  # model + two layers, no step
+
+    def test_bypassed_wrapper_is_reported_once_at_exit(self):
+        import io
+        from teller_hooks import _report
+        inst, calls, _ = self.run_model("own")
+        self.assertEqual(calls, [])
+        err, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            _report._said.discard(("unreached", "torch.module_call"))
+            inst.report_unreached()
+            inst.report_unreached()
+            text = sys.stderr.getvalue()
+        finally:
+            sys.stderr = err
+        self.assertEqual(text, "teller: hook torch.module_call never reached: "
+                         "torch.nn.modules.module:Module._call_impl was wrapped but no call went "
+                         "through the wrapper, so it recorded nothing\n")
+
+    def test_auto_mode_does_not_watch_built_in_hooks(self):
+        inst, calls, _ = self.run_model("own", explicit=False)
+        self.assertEqual((calls, inst.watched), ([], []))
+
+    def test_multiprocessing_servers_are_recognised(self):
+        import teller_hooks
+        saved = getattr(sys, "orig_argv", None)
+        try:
+            for argv, want in (
+                    (["python3", "-c", "from multiprocessing.resource_tracker import main;main(5)"], True),
+                    (["python3", "-c", "from multiprocessing.forkserver import main; main(3, 4)"], True),
+                    (["python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"], False),
+                    (["python3", "app.py"], False)):
+                sys.orig_argv = argv
+                self.assertEqual(teller_hooks._multiprocessing_helper(), want, argv)
+        finally:
+            if saved is None:
+                del sys.orig_argv
+            else:
+                sys.orig_argv = saved
+
+    def test_spec_checks_standalone_and_warn_unreached(self):
+        from teller_hooks import _spec
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write('{"format": "teller-hooks/1", "hooks": ['
+                    '{"name": "a", "module": "m", "target": "C.f", "mode": "module_call",'
+                    ' "module_call": {"standalone": {"step": "two words"}}},'
+                    '{"name": "b", "module": "m", "target": "f", "warn_unreached": "yes"},'
+                    '{"name": "c", "module": "m", "target": "C.f", "mode": "module_call",'
+                    ' "module_call": {"standalone": {"ops": "teller.op", "ops_skip": "("}}},'
+                    '{"name": "d", "module": "m", "target": "f", "warn_unreached": false}]}')
+        try:
+            sf = _spec.load(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual([h.name for h in sf.hooks], ["d"])
+        self.assertIs(sf.hooks[0].warn_unreached, False)
+        self.assertEqual([e[0] for e in sf.errors], ["a", "b", "c"])
+
+
 class KindTest(unittest.TestCase):
     def test_vllm_v1_kinds(self):
         from teller_hooks import _batch, _paths, _spec

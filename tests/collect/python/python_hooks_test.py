@@ -2,7 +2,7 @@
 """End-to-end tests of the Python hooks: `teller run` a program on a fake vLLM v1
 package, then read the trace back with `teller dump` and check the ranges.
 
-usage: python_hooks_test.py --teller PATH --source-dir DIR --case vllm|none|user_specs
+usage: python_hooks_test.py --teller PATH --source-dir DIR --case vllm|none|user_specs|torch|torch_direct|torch_unreached
 """
 import argparse
 import collections
@@ -56,17 +56,18 @@ def ids(value):
     return [unescape(v) for v in value.split(",")] if value else []
 
 
-def run_traced(args, mode, extra_env, out_dir, program="program.py", fake="fake_vllm"):
+def run_traced(args, mode, extra_env, out_dir, program="program.py", fake="fake_vllm",
+               prog_args=()):
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ in the source tree
     env.pop("TELLER_HOOK_SPECS", None)
     env.update(extra_env)
-    pp = [os.path.join(HERE, fake), os.path.join(HERE, "chained_site")]
+    pp = ([os.path.join(HERE, fake)] if fake else []) + [os.path.join(HERE, "chained_site")]
     if env.get("PYTHONPATH"):
         pp.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(pp + extra_env.get("_extra_pp", []))
     env.pop("_extra_pp", None)
     cmd = [args.teller, "run", "--out", out_dir, "--python-hooks", mode, "--",
-           "/usr/bin/python3", os.path.join(HERE, program)]
+           "/usr/bin/python3", os.path.join(HERE, program)] + list(prog_args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     print("$ " + " ".join(cmd))
@@ -268,24 +269,55 @@ def events_of(args, out):
     return [e for e in dump(args, out) if e.get("domain") == "teller"]
 
 
-def case_torch(args, tmp):
+def case_torch(args, tmp, binding="wrapped"):
     out = os.path.join(tmp, "trace")
-    p = run_traced(args, "torch", {}, out, program="torch_program.py", fake="fake_torch")
+    p = run_traced(args, "torch", {"TELLER_TEST_TORCH_BINDING": binding}, out,
+                   program="torch_program.py", fake="fake_torch")
     check(p.returncode == 0, "exit status 0")
     check("model says 2" in p.stdout and "all_reduce hooked: True" in p.stdout,
           "module calls work and torch.distributed's re-export is the wrapper")
-    check("teller:" not in p.stderr, "no teller lines (optional collectives absent)")
+    # The fake has no torch.overrides: ops cannot be recorded, which is said once; the
+    # optional collectives it lacks are not mentioned.
+    err = [l for l in p.stderr.splitlines() if l.startswith("teller:")]
+    check(err == ["teller: hook torch.module_call: framework ops not recorded: torch.overrides "
+                  "has no TorchFunctionMode in this torch version"],
+          "exactly the no-ops line on stderr (got %r)" % err)
     ranges, _, unmatched, open_left = build_ranges(dump(args, out))
     check(unmatched == 0 and open_left == 0, "balanced ranges")
     got = [(r.name, r.parent.name if r.parent else None) for r in ranges]
-    want = [("teller.module cls=LlamaForCausalLM top=1", None),
-            ("teller.module cls=LlamaDecoderLayer", "teller.module cls=LlamaForCausalLM top=1"),
-            ("teller.module cls=LlamaDecoderLayer", "teller.module cls=LlamaForCausalLM top=1"),
-            ("teller.comm op=all_reduce numel=4096 dtype=fake.float16 async=False",
-             "teller.module cls=LlamaForCausalLM top=1"),
+    # No engine spec is active, so the outermost module call is a step (standalone).
+    step = "teller.step kind=unknown seq=1"
+    model = "teller.module cls=LlamaForCausalLM top=1"
+    want = [(step, None),
+            (model, step),
+            ("teller.module cls=LlamaDecoderLayer", model),
+            ("teller.module cls=LlamaDecoderLayer", model),
+            ("teller.comm op=all_reduce numel=4096 dtype=fake.float16 async=False", model),
             ("teller.comm op=broadcast numel=8 dtype=fake.float16 src=0 async=False", None),
             ("teller.comm op=barrier async=False", None)]
     check(got == want, "module and collective ranges (got %r)" % got)
+
+
+def case_torch_direct(args, tmp):
+    """torch <= 2.0 binds Module.__call__ to _call_impl when the class is created: the
+    hook must rebind it, or the model records nothing."""
+    case_torch(args, tmp, binding="direct")
+
+
+def case_torch_unreached(args, tmp):
+    """A Module whose __call__ bypasses the wrapped _call_impl: the program runs as
+    before, nothing is recorded for modules, and one line at exit names the hook."""
+    out = os.path.join(tmp, "trace")
+    p = run_traced(args, "torch", {"TELLER_TEST_TORCH_BINDING": "own"}, out,
+                   program="torch_program.py", fake="fake_torch")
+    check(p.returncode == 0 and "model says 2" in p.stdout, "the program runs unchanged")
+    err = [l for l in p.stderr.splitlines() if l.startswith("teller:")]
+    check(err == ["teller: hook torch.module_call never reached: torch.nn.modules.module:"
+                  "Module._call_impl was wrapped but no call went through the wrapper, so it "
+                  "recorded nothing"], "exactly one never-reached line (got %r)" % err)
+    ranges, _, unmatched, open_left = build_ranges(dump(args, out))
+    names = [r.name.split(" ")[0] for r in ranges]
+    check(names == ["teller.comm"] * 3, "only the collectives are recorded (got %r)" % names)
 
 
 def names_have(ranges, name):
@@ -296,12 +328,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--teller", required=True)
     ap.add_argument("--source-dir", default=HERE)
-    ap.add_argument("--case", required=True, choices=["vllm", "none", "user_specs", "torch"])
+    ap.add_argument("--case", required=True, choices=["vllm", "none", "user_specs", "torch", "torch_direct",
+                                                   "torch_unreached"])
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="teller-pyhooks-")
     try:
         {"vllm": case_vllm, "none": case_none, "user_specs": case_user_specs,
-         "torch": case_torch}[args.case](args, tmp)
+         "torch": case_torch, "torch_direct": case_torch_direct,
+         "torch_unreached": case_torch_unreached}[args.case](args, tmp)
     finally:
         if not failures:
             shutil.rmtree(tmp, ignore_errors=True)

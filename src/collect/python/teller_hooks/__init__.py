@@ -76,19 +76,19 @@ def _resolve(module, target):
     return owner, attr, raw, None
 
 
-def _wrap_descriptor(hook, raw, shim):
+def _wrap_descriptor(hook, raw, shim, ctx):
     """Wraps a function, staticmethod or classmethod; returns the replacement."""
     make = _wrap.make_module_call_wrapper if hook.mode == "module_call" else _wrap.make_function_wrapper
     if isinstance(raw, staticmethod):
         fn = raw.__func__
         if getattr(fn, "__teller_hook__", None):
             return None
-        return staticmethod(make(hook, fn, shim))
+        return staticmethod(make(hook, fn, shim, ctx))
     if isinstance(raw, classmethod):
         fn = raw.__func__
         if getattr(fn, "__teller_hook__", None):
             return None
-        return classmethod(make(hook, fn, shim))
+        return classmethod(make(hook, fn, shim, ctx))
     if getattr(raw, "__teller_hook__", None):
         return None  # already wrapped (a second spec, or a re-run of sitecustomize)
     import inspect
@@ -96,15 +96,43 @@ def _wrap_descriptor(hook, raw, shim):
         raise TypeError("generator functions are not wrapped (the range would end before the work)")
     if not callable(raw):
         raise TypeError("%s is a %s, not a function" % (hook.target, type(raw).__name__))
-    return make(hook, raw, shim)
+    return make(hook, raw, shim, ctx)
+
+
+def _class_aliases(owner, attr, raw):
+    """Other names in the class's own namespace bound to the same object as `attr`.
+
+    A class body that says `__call__ = _call_impl` (torch <= 2.0's Module) binds the
+    function object once, when the class is created: replacing `_call_impl` afterwards
+    leaves `__call__` on the original, so instances never reach the wrapper. torch >= 2.1
+    binds `__call__ = _wrapped_call_impl`, which looks `self._call_impl` up at each call
+    and needs nothing more. Rebinding every same-object name covers both."""
+    try:
+        return [k for k, v in list(vars(owner).items()) if v is raw and k != attr]
+    except Exception:
+        return []
 
 
 class _Installer(object):
-    def __init__(self, shim, hooks, user_hooks):
+    def __init__(self, shim, hooks, user_hooks, explicit=True):
         self.shim = shim
         self.by_module = {}
         self.originals = {}  # hook name -> (original function, wrapper) for aliases
         self.user_hooks = user_hooks
+        user = set(id(h) for h in user_hooks)
+        # Steps come from the engine when any active hook records them; otherwise a
+        # module_call hook's standalone ranges (steps, ops) apply.
+        self.standalone = not any(h.range.split(" ")[0] == "teller.step" for h in hooks)
+        self.watched = []  # (hook, context, where) of wrappers that must be reached
+        # A user hook names a function the user expects to run. A built-in one warns only
+        # when its spec says so and the mode named the spec: under auto, most processes
+        # of an engine (an API server importing torch) never call most targets.
+        self.warn = {}
+        for h in hooks:
+            if id(h) in user:
+                self.warn[h.name] = h.warn_unreached is not False
+            else:
+                self.warn[h.name] = bool(h.warn_unreached) and explicit
         for h in hooks:
             self.by_module.setdefault(h.module, []).append(("target", h))
             for a in h.aliases:
@@ -128,13 +156,20 @@ class _Installer(object):
             if not hook.optional:
                 _report.skipped(hook.name, "%s has no %s" % (module.__name__, hook.target))
             return
-        replacement = _wrap_descriptor(hook, raw, self.shim)
+        ctx = _wrap.Context(standalone=self.standalone)
+        replacement = _wrap_descriptor(hook, raw, self.shim, ctx)
         if replacement is None:
             return
+        aliases = _class_aliases(owner, attr, raw) if isinstance(owner, type) else []
         setattr(owner, attr, replacement)
+        for a in aliases:
+            setattr(owner, a, replacement)
         original = getattr(raw, "__func__", raw)
         self.originals[hook.name] = (original, getattr(replacement, "__func__", replacement))
-        _state["applied"][hook.name] = "%s:%s" % (hook.module, hook.target)
+        where = "%s:%s" % (hook.module, hook.target)
+        _state["applied"][hook.name] = where + "".join(" (and %s)" % a for a in aliases)
+        if self.warn.get(hook.name):
+            self.watched.append((hook, ctx, where))
         # Aliases imported before the target was patched still hold the original.
         for a in hook.aliases:
             m = sys.modules.get(a)
@@ -149,6 +184,16 @@ class _Installer(object):
         attr = hook.target.split(".")[-1]
         if getattr(module, attr, None) is original:
             setattr(module, attr, wrapper)
+
+    def report_unreached(self):
+        """At exit: a wrapped target whose wrapper never ran means the program called it
+        some other way (a binding this version of the package makes differently), or
+        not at all; either way its ranges are missing, which must not pass silently."""
+        for hook, ctx, where in self.watched:
+            if not ctx.reached[0]:
+                _report.say_once(("unreached", hook.name),
+                                 "teller: hook %s never reached: %s was wrapped but no call went "
+                                 "through the wrapper, so it recorded nothing" % (hook.name, where))
 
     def report_never_imported(self):
         """User specs name functions the user expects to run; say when a module never
@@ -167,6 +212,28 @@ def _package_installed(name):
         return importlib.machinery.PathFinder.find_spec(name) is not None
     except Exception:
         return True  # cannot tell; stay quiet
+
+
+def _multiprocessing_helper():
+    """Whether this process is one of multiprocessing's own servers (the forkserver, the
+    resource tracker): they run the library's code only, so a user hook's module never
+    comes and no wrapper runs there, and exit reports from them would only be noise.
+    Python starts them with `-c "from multiprocessing.<server> import main; ..."`."""
+    argv = getattr(sys, "orig_argv", None) or []
+    try:
+        cmd = argv[argv.index("-c") + 1]
+    except (ValueError, IndexError):
+        return False
+    return cmd.startswith(("from multiprocessing.forkserver import",
+                           "from multiprocessing.resource_tracker import"))
+
+
+def _report_at_exit(inst):
+    if _multiprocessing_helper():
+        return
+    if inst.user_hooks:
+        inst.report_never_imported()
+    inst.report_unreached()
 
 
 def install(mode=None):
@@ -213,12 +280,11 @@ def install(mode=None):
     if not hooks:
         return
 
-    inst = _Installer(shim, hooks, user_hooks)
+    inst = _Installer(shim, hooks, user_hooks, explicit)
     _state["finder"] = _importer.install(inst.by_module.keys(), inst.on_loaded)
     # Anything imported before us (by an earlier sitecustomize, or install() called late).
     for name in list(inst.by_module):
         m = sys.modules.get(name)
         if m is not None:
             inst.on_loaded(m)
-    if user_hooks:
-        atexit.register(inst.report_never_imported)
+    atexit.register(_report_at_exit, inst)

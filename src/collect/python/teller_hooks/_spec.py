@@ -129,6 +129,7 @@ class Hook(object):
             if not isinstance(a, str) or not _MODULE_RE.match(a):
                 raise SpecError("alias %r is not a module name" % (a,))
         self.skip_when_compiling = bool(d.get("skip_when_compiling", False))
+        self.standalone = None
         mc = d.get("module_call", {})
         if self.mode == "module_call":
             if not isinstance(mc, dict):
@@ -138,6 +139,31 @@ class Hook(object):
             except re.error as e:
                 raise SpecError("module_call.class_regex: %s" % e)
             self.top_level = bool(mc.get("top_level", False))
+            self.standalone = Standalone(mc["standalone"]) if "standalone" in mc else None
+        # None: the installer decides (user specs warn, built-in ones only when they say so).
+        wu = d.get("warn_unreached")
+        if wu is not None and not isinstance(wu, bool):
+            raise SpecError("warn_unreached must be true or false")
+        self.warn_unreached = wu
+
+
+class Standalone(object):
+    """What a module_call hook adds when no active hook records engine steps (a plain
+    PyTorch program): a step range around each outermost module call, and a range per
+    torch function called inside it (recorded through a torch function mode)."""
+
+    def __init__(self, d):
+        if not isinstance(d, dict):
+            raise SpecError("module_call.standalone must be an object")
+        self.step = d.get("step")
+        self.ops = d.get("ops")
+        for key, head in (("step", self.step), ("ops", self.ops)):
+            if head is not None and (not isinstance(head, str) or not _message.valid_head(head)):
+                raise SpecError("module_call.standalone.%s %r is not a valid range head" % (key, head))
+        try:
+            self.ops_skip = re.compile(d.get("ops_skip", "(?!)"))
+        except (re.error, TypeError) as e:
+            raise SpecError("module_call.standalone.ops_skip: %s" % e)
 
 
 class SpecFile(object):

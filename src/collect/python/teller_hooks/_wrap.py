@@ -18,6 +18,7 @@ from . import _batch
 from . import _message
 from . import _paths
 from . import _report
+from . import _torch_ops
 
 
 class _Compiling(object):
@@ -88,7 +89,17 @@ def _result_marker(hook, binder):
     return marks
 
 
-def make_function_wrapper(hook, fn, shim):
+class Context(object):
+    """What a wrapper needs beyond its hook: `reached` is set by the wrapper's first call
+    (read at exit for the "never reached" line); `standalone` says that no active hook
+    records engine steps, so a module_call hook may add its standalone ranges."""
+
+    def __init__(self, standalone=False):
+        self.reached = [False]
+        self.standalone = standalone
+
+
+def make_function_wrapper(hook, fn, shim, ctx):
     """The wrapper for mode range or mark. Coroutine functions get start/end ranges,
     because their bodies interleave on one thread across awaits and would corrupt the
     thread's push/pop stack."""
@@ -100,6 +111,7 @@ def make_function_wrapper(hook, fn, shim):
     compiling = _Compiling.now if hook.skip_when_compiling else None
     want_range = hook.mode != "mark"
     state = {"build": build, "marker": marker}
+    reached = ctx.reached
 
     def begin(args, kwargs):
         b = state["build"]
@@ -128,6 +140,7 @@ def make_function_wrapper(hook, fn, shim):
         async def async_wrapper(*args, **kwargs):
             if compiling is not None and compiling():
                 return await fn(*args, **kwargs)
+            reached[0] = True
             rid = None
             try:
                 if want_range:
@@ -153,6 +166,7 @@ def make_function_wrapper(hook, fn, shim):
         def wrapper(*args, **kwargs):
             if compiling is not None and compiling():
                 return fn(*args, **kwargs)
+            reached[0] = True
             pushed = False
             if want_range:
                 try:
@@ -177,13 +191,15 @@ def make_function_wrapper(hook, fn, shim):
     return wrapper
 
 
-def make_module_call_wrapper(hook, fn, shim):
+def make_module_call_wrapper(hook, fn, shim, ctx):
     """The wrapper for torch.nn.Module._call_impl (mode module_call).
 
     Every module call passes through it, so the per-call cost is one cache lookup by
     class and, with top_level, a thread-local depth count. A range is recorded for a
     module whose class name matches class_regex, and (top_level) for the outermost
-    module call of a thread: the model, whatever its class."""
+    module call of a thread: the model, whatever its class. In a standalone program
+    (ctx.standalone and the hook has "standalone"), the outermost call is also wrapped
+    in a step range and runs with a torch function mode that records the ops."""
     regex = hook.class_regex
     top_level = hook.top_level
     head = hook.range
@@ -191,16 +207,35 @@ def make_module_call_wrapper(hook, fn, shim):
     tls = threading.local()
     compiling = _Compiling.now if hook.skip_when_compiling else None
     name = hook.name
+    reached = ctx.reached
+    alone = hook.standalone if ctx.standalone and top_level else None
+    step_head = alone.step if alone is not None else None
+    step_seq = itertools.count(1)
+    # The op mode is made at the first outermost call: torch.overrides is imported by
+    # then, while it is not yet when torch.nn.modules.module is (and we wrap it).
+    ops = {"want": alone is not None and alone.ops is not None, "mode": None}
+
+    def op_mode():
+        if ops["want"]:
+            ops["want"] = False
+            try:
+                ops["mode"] = _torch_ops.make_mode(shim, alone.ops, alone.ops_skip, name)
+            except Exception as e:
+                _report.degraded(name, "framework ops: %s: %s" % (type(e).__name__, e))
+        return ops["mode"]
 
     def messages(cls):
         try:
             cname = _message.escape(getattr(cls, "__name__", "?"))
             inner = ("%s cls=%s" % (head, cname)).encode("ascii")
             top = ("%s cls=%s top=1" % (head, cname)).encode("ascii")
-            m = (inner if regex.search(cls.__name__) else None, top if top_level else None)
+            # torch.compile's wrapper module: the mode must not be active while dynamo
+            # traces the model inside it.
+            eager = not str(getattr(cls, "__module__", "")).startswith("torch._dynamo")
+            m = (inner if regex.search(cls.__name__) else None, top if top_level else None, eager)
         except Exception as e:
             _report.degraded(name, "%s: %s" % (type(e).__name__, e))
-            m = (None, None)
+            m = (None, None, False)
         cache[cls] = m
         return m
 
@@ -208,9 +243,11 @@ def make_module_call_wrapper(hook, fn, shim):
     def _call_impl(self, *args, **kwargs):
         if compiling is not None and compiling():
             return fn(self, *args, **kwargs)
-        pushed = False
+        reached[0] = True
+        pushed = 0
         entered = False
         depth = 0
+        mode = None
         try:
             m = cache.get(type(self))
             if m is None:
@@ -222,17 +259,31 @@ def make_module_call_wrapper(hook, fn, shim):
                 entered = True
                 if depth == 0:
                     msg = m[1]
+                    if alone is not None:
+                        if step_head is not None:
+                            shim.push(("%s seq=%d" % (step_head, next(step_seq))).encode("ascii"))
+                            pushed += 1
+                        if m[2]:
+                            mode = op_mode()
             if msg is not None:
                 shim.push(msg)
-                pushed = True
+                pushed += 1
+            if mode is not None:
+                mode.__enter__()
         except Exception:
-            pass
+            mode = None
         try:
             return fn(self, *args, **kwargs)
         finally:
+            if mode is not None:
+                try:
+                    mode.__exit__(None, None, None)
+                except Exception:
+                    pass
             if entered:
                 tls.depth = depth
-            if pushed:
+            while pushed:
+                pushed -= 1
                 try:
                     shim.pop()
                 except Exception:
