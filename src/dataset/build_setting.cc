@@ -35,9 +35,6 @@
 namespace teller::dataset {
 namespace {
 
-using internal::AppendInt;
-using internal::AppendUint;
-
 using reconstruct::Reconstruction;
 
 constexpr uint32_t kNone = UINT32_MAX;
@@ -210,11 +207,11 @@ void SettingBuilder::FormatRecord(const Group& group) {
   const EventTable& ev = trace_.events;
   std::string& out = rec_nodes_json_;
   out.clear();
-  out += '[';
+  JsonArrayWriter nodes(out);
   for (size_t i = 0; i < rec_.size(); ++i) {
     const uint32_t node = rec_.node[i];
     const uint32_t e = n.event[node];
-    if (i) out += ',';
+    nodes.Next();
     format::DatasetNode dn = format::DatasetNodeOf(trace_, e, n.layer[node], n.start_ns[node],
                                                    n.end_ns[node], EscapedName(ev.name[e]));
     dn.id = static_cast<int64_t>(i);
@@ -224,7 +221,7 @@ void SettingBuilder::FormatRecord(const Group& group) {
     dn.rank = rec_.rank[i];
     format::AppendDatasetNode(out, dn);
   }
-  out += ']';
+  nodes.Close();
 
   // Columns, one array per field, same order as the node objects.
   std::string& col = rec_columns_json_;
@@ -327,7 +324,8 @@ void SettingBuilder::AppendView(std::string& out, bool anomalous,
 
 void SettingBuilder::AppendRequestHeader(std::string& out, const RequestOut& r,
                                          bool annotation) const {
-  // The object stays open: the steps follow, and the caller closes the array and object.
+  // The object and its steps array stay open: the steps follow, each written when its
+  // engine step is, and FinishRequest closes both.
   JsonObjectWriter header(out);
   header.Field("format", annotation ? "teller-dataset-annotation" : "teller-dataset-trace")
       .Field("version", 2)
@@ -348,7 +346,7 @@ void SettingBuilder::AppendRequestHeader(std::string& out, const RequestOut& r,
     optional("mechanism", r.truth->is_fault && !r.truth->mechanism.empty(), r.truth->mechanism);
   }
   header.Key("steps");
-  out += '[';
+  JsonArrayWriter steps(out);
 }
 
 Status SettingBuilder::WriteGroup(uint32_t g) {
@@ -467,10 +465,10 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
       if (logs.ts_ns[row] == LogTable::kNoTime) {
         out.log += '-';
       } else {
-        AppendInt(out.log, logs.ts_ns[row]);
+        AppendJsonInt(out.log, logs.ts_ns[row]);
       }
       out.log += " step=";
-      AppendUint(out.log, k);
+      AppendJsonUint(out.log, k);
       out.log += ' ';
       const std::string_view level = LogLevelName(logs.level[row]);
       out.log += level.empty() ? std::string_view("-") : level;
@@ -617,12 +615,17 @@ Result<SettingSummary> SettingBuilder::Run() {
     if (!truth_.steps[i].affected_requests.empty()) c_.Add(CounterId::kTruthAnomalousStepsMissing);
   }
 
-  std::string names = "{\"format\":\"teller-dataset-names\",\"version\":1,\"names\":[";
+  std::string names;
+  JsonObjectWriter names_file(names);
+  names_file.Field("format", "teller-dataset-names").Field("version", 1).Key("names");
+  JsonArrayWriter list(names);
   for (size_t i = 0; i < names_.size(); ++i) {
-    if (i) names += ",\n";
-    names += EscapedName(names_[i]);
+    if (i) list.NewLine();  // one name a line
+    list.ElementRaw(EscapedName(names_[i]));
   }
-  names += "]}\n";
+  list.Close();
+  names_file.Close();
+  names += '\n';
   TELLER_RETURN_IF_ERROR(WriteFileAtomic(root_ + "/names.json", names));
   summary_.write_seconds = Since(t0);
 

@@ -28,7 +28,7 @@ void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, siz
   const EventTable& ev = t.events;
   std::vector<std::pair<uint32_t, int64_t>> todo = {{root, -1}};  // (node, local parent)
   std::string name_json;
-  out += '[';
+  JsonArrayWriter list(out);
   int64_t local = 0;
   while (!todo.empty()) {
     if (static_cast<size_t>(local) >= limit) {
@@ -38,7 +38,7 @@ void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, siz
     const auto [node, parent] = todo.back();
     todo.pop_back();
     const uint32_t e = n.event[node];
-    if (local > 0) out += ',';
+    list.Next();
     name_json.clear();
     AppendJsonString(name_json, t.strings.Get(ev.name[e]));
     format::DatasetNode dn =
@@ -52,7 +52,7 @@ void AppendStepNodes(const Trace& t, const Reconstruction& r, uint32_t root, siz
       todo.emplace_back(n.child_index[c - 1], me);
     }
   }
-  out += ']';
+  list.Close();
   *count = static_cast<size_t>(local);
 }
 
@@ -82,36 +82,40 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
     const auto& step_ids = r.request_steps.at(rid);
     const std::string dir = root + "/" + RequestDirName(trace.strings.Get(rid));
     TELLER_RETURN_IF_ERROR(MakeDirs(dir));
+    // trace.json and annotation.json: a header, then one object per step in each.
     std::string trace_json, log_text, annotation;
     JsonObjectWriter tw(trace_json);
     tw.Field("format", "teller-dataset-trace")
         .Field("version", 1)
         .Field("request", trace.strings.Get(rid))
         .Field("setting", options.setting)
-        .FieldRaw("is_fault", "null")
-        .FieldRaw("fault_type", "null");
-    std::string steps = "[";
-    std::string ann_steps = "[";
+        .FieldNull("is_fault")
+        .FieldNull("fault_type")
+        .Key("steps");
+    JsonArrayWriter steps(trace_json);
+    JsonObjectWriter aw(annotation);
+    aw.Field("format", "teller-dataset-annotation")
+        .Field("version", 1)
+        .Field("request", trace.strings.Get(rid))
+        .FieldNull("is_fault")
+        .FieldNull("fault_type")
+        .Key("steps");
+    JsonArrayWriter ann_steps(annotation);
     for (size_t k = 0; k < step_ids.size(); ++k) {
       const Step& step = r.steps[step_ids[k]];
       const ProcessInfo& proc = trace.processes[step.process];
-      if (k > 0) {
-        steps += ',';
-        ann_steps += ',';
-      }
-      std::string batch = "[";
-      for (size_t q = 0; q < step.requests.size(); ++q) {
-        if (q) batch += ',';
-        AppendJsonString(batch, trace.strings.Get(step.requests[q]));
-      }
-      batch += ']';
+      std::string batch;
+      JsonArrayWriter batch_list(batch);
+      for (const StringId q : step.requests) batch_list.Element(trace.strings.Get(q));
+      batch_list.Close();
       std::string nodes;
       size_t count = 0;
       bool truncated = false;
       AppendStepNodes(trace, r, step.node, options.max_nodes_per_step, nodes, &count, &truncated);
       summary.nodes += count;
       if (truncated) ++summary.truncated_steps;
-      JsonObjectWriter sw(steps);
+      steps.Next();
+      JsonObjectWriter sw(trace_json);
       sw.Field("step", static_cast<uint64_t>(k))
           .Field("pid", proc.pid)
           .Field("host", trace.strings.Get(proc.host))
@@ -124,10 +128,11 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
           .FieldBool("truncated", truncated)
           .FieldRaw("nodes", nodes);
       sw.Close();
-      JsonObjectWriter(ann_steps)
+      ann_steps.Next();
+      JsonObjectWriter(annotation)
           .Field("step", static_cast<uint64_t>(k))
-          .FieldRaw("is_anomaly", "null")
-          .FieldRaw("fault_type", "null")
+          .FieldNull("is_anomaly")
+          .FieldNull("fault_type")
           .FieldRaw("affected_nodes", "[]")
           .Field("explanation", "")
           .Close();
@@ -141,15 +146,9 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
       }
       ++summary.steps;
     }
-    tw.FieldRaw("steps", steps + "]");
+    steps.Close();
     tw.Close();
-    JsonObjectWriter aw(annotation);
-    aw.Field("format", "teller-dataset-annotation")
-        .Field("version", 1)
-        .Field("request", trace.strings.Get(rid))
-        .FieldRaw("is_fault", "null")
-        .FieldRaw("fault_type", "null")
-        .FieldRaw("steps", ann_steps + "]");
+    ann_steps.Close();
     aw.Close();
     TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", trace_json + "\n"));
     TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/log.txt", log_text));

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -27,18 +26,6 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
 }
 
 }  // namespace
-
-void AppendDouble(std::string& out, double v) {
-  if (!std::isfinite(v)) {
-    out += "null";  // JSON has no NaN or infinity
-    return;
-  }
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-namespace {}  // namespace
 
 FileSink& FileSink::operator=(FileSink&& other) noexcept {
   if (this != &other) {

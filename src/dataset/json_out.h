@@ -1,12 +1,11 @@
 // Internal to src/dataset: the fast output path of `teller dataset build`. The paper
-// preset writes about 5.6 M nodes (a GB of JSON) in one pass, so numbers go through
-// std::to_chars into large std::string buffers, strings that repeat (node names, layer
+// preset writes about 5.6 M nodes (a GB of JSON) in one pass, so the JSON is built in
+// large std::string buffers (core/json_writer.h), strings that repeat (node names, layer
 // and type names) are escaped once and copied, and files are written with write(2) in
 // big pieces.
 #ifndef TELLER_SRC_DATASET_JSON_OUT_H_
 #define TELLER_SRC_DATASET_JSON_OUT_H_
 
-#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,21 +14,6 @@
 #include "teller/core/status.h"
 
 namespace teller::dataset::internal {
-
-inline void AppendUint(std::string& out, uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-inline void AppendInt(std::string& out, int64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-// Shortest representation that reads back to the same double; "null" when not finite.
-void AppendDouble(std::string& out, double v);
 
 // An output file filled from a buffer that is written out when it grows past a
 // threshold, so that memory stays bounded however large the file gets. The bytes go to a

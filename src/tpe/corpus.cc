@@ -38,7 +38,8 @@ struct Block {
   std::string error;
 };
 
-// Parses the lines [first, last) of one steps.jsonl.
+// Parses the lines [first, last) of one steps.jsonl. Errors come from core's JsonContext,
+// so they read like every other reader's: "<file>:<line>: byte <offset in the line>: ...".
 class LineParser {
  public:
   LineParser(const std::string& path, const simdjson::padded_string& text, size_t num_names,
@@ -49,12 +50,14 @@ class LineParser {
 
  private:
   bool ParseLine(size_t line_no, size_t begin, size_t end, Block* out);
-  bool Fail(size_t line_no, const std::string& what) {
-    error_ = path_ + ":" + std::to_string(line_no) + ": " + what;
+  bool Fail(const Status& status) {
+    error_ = status.message();
     return false;
   }
+  bool Check(const Status& status) { return status.ok() || Fail(status); }
   template <typename T, typename Get>
-  bool ReadArray(od::value& v, size_t line_no, const char* key, std::vector<T>* out, Get get);
+  bool ReadArray(const JsonContext& ctx, od::value& v, const char* key, std::vector<T>* out,
+                 Get get);
 
   const std::string& path_;
   const simdjson::padded_string& text_;
@@ -68,17 +71,17 @@ class LineParser {
 };
 
 template <typename T, typename Get>
-bool LineParser::ReadArray(od::value& v, size_t line_no, const char* key, std::vector<T>* out,
-                           Get get) {
+bool LineParser::ReadArray(const JsonContext& ctx, od::value& v, const char* key,
+                           std::vector<T>* out, Get get) {
   out->clear();
   od::array array;
-  if (v.get_array().get(array) != simdjson::SUCCESS) {
-    return Fail(line_no, std::string("\"") + key + "\" is not an array");
-  }
+  if (Status s = ctx.Get(v, key, &array); !s.ok()) return Fail(s);
   for (auto element : array) {
     T x{};
-    if (get(element, x) != simdjson::SUCCESS) {
-      return Fail(line_no, std::string("\"") + key + "\" holds a value that is not an integer");
+    if (const simdjson::error_code e = get(element, x); e != simdjson::SUCCESS) {
+      // The label is built only on this path: columns hold millions of values.
+      return Fail(ctx.Error(e, "\"" + std::string(key) + "[" + std::to_string(out->size()) +
+                                   "]\": expected " + json_internal::TypeName(&x)));
     }
     out->push_back(x);
   }
@@ -87,15 +90,17 @@ bool LineParser::ReadArray(od::value& v, size_t line_no, const char* key, std::v
 
 bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out) {
   const size_t capacity = text_.size() + simdjson::SIMDJSON_PADDING - begin;
+  const std::string_view row(text_.data() + begin, end - begin);
   od::document doc;
-  if (auto e = parser_.iterate(text_.data() + begin, end - begin, capacity).get(doc); e) {
-    return Fail(line_no, std::string("invalid JSON (") + simdjson::error_message(e) + ")");
+  const JsonContext ctx(path_ + ":" + std::to_string(line_no), row, doc);
+  if (auto e = parser_.iterate(row.data(), row.size(), capacity).get(doc); e) {
+    return Fail(ctx.Error(e, "invalid JSON"));
   }
   od::object object;
   if (auto e = doc.get_object().get(object); e) {
-    return Fail(line_no, e == simdjson::INCORRECT_TYPE
-                             ? std::string("expected a JSON object (one step record per line)")
-                             : std::string("invalid JSON (") + simdjson::error_message(e) + ")");
+    return Fail(ctx.Error(e, e == simdjson::INCORRECT_TYPE
+                                 ? "expected a JSON object (one step record per line)"
+                                 : "invalid JSON"));
   }
   StepInfo info;
   info.setting = setting_;
@@ -105,52 +110,41 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
   enum { kType = 1, kName = 2, kParent = 4, kDepth = 8, kDur = 16 };
   auto get_u = [](auto& el, uint64_t& x) { return el.get_uint64().get(x); };
   auto get_i = [](auto& el, int64_t& x) { return el.get_int64().get(x); };
+  // The fields in file order, each looked at once (not searched for by name): a line is
+  // mostly its node columns.
   for (auto field : object) {
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key); e) {
-      return Fail(line_no, std::string("invalid JSON (") + simdjson::error_message(e) + ")");
-    }
+    if (auto e = field.unescaped_key().get(key); e) return Fail(ctx.Error(e, "invalid JSON"));
     od::value v;
-    if (auto e = field.value().get(v); e) {
-      return Fail(line_no, std::string("invalid JSON (") + simdjson::error_message(e) + ")");
-    }
+    if (auto e = field.value().get(v); e) return Fail(ctx.Error(e, "invalid JSON"));
     bool ok = true;
     if (key == "request") {
-      std::string_view s;
-      if (v.get_string().get(s) != simdjson::SUCCESS)
-        return Fail(line_no, "\"request\" is not a string");
-      info.request.assign(s);
+      ok = Check(ctx.Get(v, "request", &info.request));
     } else if (key == "step") {
-      uint64_t x = 0;
-      if (v.get_uint64().get(x) != simdjson::SUCCESS || x > UINT32_MAX) {
-        return Fail(line_no, "\"step\" is not a step index");
-      }
-      info.step = static_cast<uint32_t>(x);
+      ok = Check(ctx.Get(v, "step", &info.step));
     } else if (key == "seq") {
-      if (v.get_uint64().get(info.seq) != simdjson::SUCCESS)
-        return Fail(line_no, "\"seq\" is not an unsigned integer");
+      ok = Check(ctx.Get(v, "seq", &info.seq));
     } else if (key == "is_anomaly") {
       bool b = false;
       // null: unlabelled (an exported real trace); read as not anomalous.
       if (v.get_bool().get(b) == simdjson::SUCCESS) info.is_anomaly = b;
     } else if (key == "n") {
-      if (v.get_uint64().get(n) != simdjson::SUCCESS)
-        return Fail(line_no, "\"n\" is not a node count");
+      ok = Check(ctx.Get(v, "n", &n));
       has_n = true;
     } else if (key == "type") {
-      ok = ReadArray(v, line_no, "type", &type_, get_u);
+      ok = ReadArray(ctx, v, "type", &type_, get_u);
       seen |= kType;
     } else if (key == "name") {
-      ok = ReadArray(v, line_no, "name", &name_, get_u);
+      ok = ReadArray(ctx, v, "name", &name_, get_u);
       seen |= kName;
     } else if (key == "parent") {
-      ok = ReadArray(v, line_no, "parent", &parent_, get_i);
+      ok = ReadArray(ctx, v, "parent", &parent_, get_i);
       seen |= kParent;
     } else if (key == "depth") {
-      ok = ReadArray(v, line_no, "depth", &depth_, get_u);
+      ok = ReadArray(ctx, v, "depth", &depth_, get_u);
       seen |= kDepth;
     } else if (key == "dur_ns") {
-      ok = ReadArray(v, line_no, "dur_ns", &dur_, get_i);
+      ok = ReadArray(ctx, v, "dur_ns", &dur_, get_i);
       seen |= kDur;
     }
     if (!ok) return false;
@@ -161,30 +155,31 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
                           : !(seen & kParent) ? "parent"
                           : !(seen & kDepth)  ? "depth"
                                               : "dur_ns";
-    return Fail(line_no, std::string("missing column \"") + missing + "\"");
+    return Fail(ctx.Error(std::string("missing field \"") + missing + "\""));
   }
   if (!has_n) n = type_.size();
   if (type_.size() != n || name_.size() != n || parent_.size() != n || depth_.size() != n ||
       dur_.size() != n) {
-    return Fail(line_no, "columns differ in length (n = " + std::to_string(n) + ")");
+    return Fail(ctx.Error("columns differ in length (n = " + std::to_string(n) + ")"));
   }
-  if (n >= INT32_MAX) return Fail(line_no, "step too large");
+  if (n >= INT32_MAX) return Fail(ctx.Error("step too large"));
   for (size_t i = 0; i < n; ++i) {
     if (type_[i] >= static_cast<uint64_t>(kNumTypeTags)) {
-      return Fail(line_no,
-                  "node " + std::to_string(i) + ": unknown type tag " + std::to_string(type_[i]));
+      return Fail(ctx.Error("node " + std::to_string(i) + ": unknown type tag " +
+                            std::to_string(type_[i])));
     }
     if (name_[i] >= num_names_) {
-      return Fail(line_no, "node " + std::to_string(i) + ": name id " + std::to_string(name_[i]) +
-                               " is outside names.json (" + std::to_string(num_names_) + " names)");
+      return Fail(ctx.Error("node " + std::to_string(i) + ": name id " + std::to_string(name_[i]) +
+                            " is outside names.json (" + std::to_string(num_names_) + " names)"));
     }
     if (parent_[i] < -1 || parent_[i] >= static_cast<int64_t>(n) ||
         parent_[i] == static_cast<int64_t>(i)) {
-      return Fail(line_no, "node " + std::to_string(i) + ": parent " + std::to_string(parent_[i]) +
-                               " is not a node of the step");
+      return Fail(ctx.Error("node " + std::to_string(i) + ": parent " + std::to_string(parent_[i]) +
+                            " is not a node of the step"));
     }
-    if (depth_[i] > UINT16_MAX)
-      return Fail(line_no, "node " + std::to_string(i) + ": depth too large");
+    if (depth_[i] > UINT16_MAX) {
+      return Fail(ctx.Error("node " + std::to_string(i) + ": depth too large"));
+    }
   }
 
   std::vector<int32_t> parent(parent_.begin(), parent_.end());
@@ -207,7 +202,7 @@ bool LineParser::ParseLine(size_t line_no, size_t begin, size_t end, Block* out)
       depth[i] = static_cast<uint16_t>(depth_[i]);
     }
     Result<Sequence> seq = Serialize(TreeView{key, parent, dur_, depth});
-    if (!seq.ok()) return Fail(line_no, seq.status().message());
+    if (!seq.ok()) return Fail(ctx.Error(seq.status().message()));
     out->key.insert(out->key.end(), seq->ids.begin(), seq->ids.end());
     out->parent.insert(out->parent.end(), seq->parent.begin(), seq->parent.end());
     out->duration.insert(out->duration.end(), seq->duration.begin(), seq->duration.end());

@@ -24,6 +24,85 @@ Status WriteText(const std::string& path, const std::string& text) {
 
 std::string_view kSpecial[] = {"[PAD]", "[UNK]"};
 
+namespace od = simdjson::ondemand;
+
+// Reads every value below `v`. On Demand checks only what is read; this makes Load
+// refuse a damaged model file even where the damage lies in a field it does not use.
+simdjson::error_code VisitAll(od::value v) {
+  od::json_type type;
+  if (const simdjson::error_code e = v.type().get(type)) return e;
+  switch (type) {
+    case od::json_type::object: {
+      od::object object;
+      if (const simdjson::error_code e = v.get_object().get(object)) return e;
+      for (auto result : object) {
+        od::field field;
+        std::string_view key;
+        if (const simdjson::error_code e = std::move(result).get(field)) return e;
+        if (const simdjson::error_code e = field.unescaped_key().get(key)) return e;
+        if (const simdjson::error_code e = VisitAll(field.value())) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array array;
+      if (const simdjson::error_code e = v.get_array().get(array)) return e;
+      for (auto result : array) {
+        od::value element;
+        if (const simdjson::error_code e = result.get(element)) return e;
+        if (const simdjson::error_code e = VisitAll(element)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      double x = 0;
+      return v.get_double().get(x);
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return v.get_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      return v.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null = false;
+      if (const simdjson::error_code e = v.is_null().get(is_null)) return e;
+      return is_null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::INCORRECT_TYPE;
+}
+
+// The whole document is well-formed JSON with nothing after it; `doc` is rewound for
+// the reads that follow.
+Status CheckWholeDocument(const JsonContext& ctx, od::document& doc) {
+  od::value root;
+  simdjson::error_code e = doc.get_value().get(root);
+  if (!e) e = VisitAll(root);
+  const char* rest = nullptr;
+  if (!e && doc.current_location().get(rest) == simdjson::SUCCESS) e = simdjson::TRAILING_CONTENT;
+  if (e) return ctx.Error(e, "invalid JSON");
+  doc.rewind();
+  return Status::Ok();
+}
+
+// The unsigned integers of a merge's array, in order (the caller checks there are two).
+Status ReadPair(const JsonContext& ctx, od::array& array, const std::string& label,
+                std::vector<uint64_t>* out) {
+  out->clear();
+  for (auto element : array) {
+    const std::string what = label + "[" + std::to_string(out->size()) + "]";
+    od::value item;
+    if (const simdjson::error_code e = element.get(item)) return ctx.Error(e, what);
+    uint64_t x = 0;
+    TELLER_RETURN_IF_ERROR(ctx.Get(item, what, &x));
+    out->push_back(x);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view Model::SpecialText(TokenId id) {
@@ -248,104 +327,120 @@ Result<Model> Model::Load(const std::string& dir) {
   if (!IsDirectory(dir)) {
     return Status::Error(dir + ": no such model directory (train one with `teller tpe train`)");
   }
-  simdjson::dom::parser parser;
-  auto load = [&](const std::string& name, simdjson::padded_string* text,
-                  simdjson::dom::element* root) -> Status {
+  od::parser parser;
+  simdjson::padded_string text;
+  od::document doc;
+  // Reads one of the model's files into `text` and `doc`, checked whole; the returned
+  // context reports "<path>: byte <offset>: ..." for it.
+  auto load = [&](const std::string& name) -> Result<JsonContext> {
     const std::string path = dir + "/" + name;
     Result<simdjson::padded_string> loaded = LoadJsonFile(path);
     if (!loaded.ok()) return loaded.status();
-    *text = std::move(loaded.value());
-    // The DOM parser validates the whole (small) file before any field is read.
-    if (auto e = parser.parse(*text).get(*root); e) {
-      return Status::Error(path + ": invalid JSON (" + simdjson::error_message(e) + ")");
+    text = std::move(loaded.value());
+    JsonContext ctx(path, std::string_view(text.data(), text.size()), doc);
+    if (const simdjson::error_code e = parser.iterate(text).get(doc)) {
+      return ctx.Error(e, "invalid JSON");
     }
-    return Status::Ok();
+    TELLER_RETURN_IF_ERROR(CheckWholeDocument(ctx, doc));
+    return ctx;
   };
-  simdjson::padded_string text;
-  simdjson::dom::element root;
 
   // metadata.json: the versions this build can read.
-  TELLER_RETURN_IF_ERROR(load("metadata.json", &text, &root));
+  Result<JsonContext> meta = load("metadata.json");
+  if (!meta.ok()) return meta.status();
   uint64_t version = 0, normalization = 0;
-  if (root["version"].get_uint64().get(version) || version != kModelFormatVersion) {
-    return Status::Error(dir + "/metadata.json: model format version " + std::to_string(version) +
-                         " is not the supported version " + std::to_string(kModelFormatVersion));
+  TELLER_RETURN_IF_ERROR(meta->Field(doc, "version", &version));
+  if (version != kModelFormatVersion) {
+    return meta->Error("model format version " + std::to_string(version) +
+                       " is not the supported version " + std::to_string(kModelFormatVersion));
   }
-  if (root["normalization"].get_uint64().get(normalization) ||
-      normalization != static_cast<uint64_t>(kNormalizationVersion)) {
-    return Status::Error(dir + "/metadata.json: the model was trained with symbol normalization v" +
-                         std::to_string(normalization) + ", this teller uses v" +
-                         std::to_string(kNormalizationVersion) + "; retrain it");
+  TELLER_RETURN_IF_ERROR(meta->Field(doc, "normalization", &normalization));
+  if (normalization != static_cast<uint64_t>(kNormalizationVersion)) {
+    return meta->Error("the model was trained with symbol normalization v" +
+                       std::to_string(normalization) + ", this teller uses v" +
+                       std::to_string(kNormalizationVersion) + "; retrain it");
   }
 
   // vocab.json: the base symbols.
-  TELLER_RETURN_IF_ERROR(load("vocab.json", &text, &root));
-  const std::string vocab_path = dir + "/vocab.json";
+  Result<JsonContext> vocab = load("vocab.json");
+  if (!vocab.ok()) return vocab.status();
   uint64_t size = 0, base_size = 0;
-  simdjson::dom::array tokens;
-  if (root["size"].get_uint64().get(size) || root["base_size"].get_uint64().get(base_size) ||
-      root["tokens"].get_array().get(tokens)) {
-    return Status::Error(vocab_path + ": expected \"size\", \"base_size\" and \"tokens\"");
+  od::array tokens;
+  TELLER_RETURN_IF_ERROR(vocab->Field(doc, "size", &size));
+  TELLER_RETURN_IF_ERROR(vocab->Field(doc, "base_size", &base_size));
+  TELLER_RETURN_IF_ERROR(vocab->Field(doc, "tokens", &tokens));
+  size_t num_tokens = 0;
+  if (const simdjson::error_code e = tokens.count_elements().get(num_tokens)) {
+    return vocab->Error(e, "\"tokens\"");
   }
-  if (base_size < kNumSpecialTokens || base_size > size || tokens.size() != size || size >= kDead) {
-    return Status::Error(vocab_path + ": inconsistent sizes (size " + std::to_string(size) +
-                         ", base_size " + std::to_string(base_size) + ", " +
-                         std::to_string(tokens.size()) + " tokens)");
+  if (base_size < kNumSpecialTokens || base_size > size || num_tokens != size || size >= kDead) {
+    return vocab->Error("inconsistent sizes (size " + std::to_string(size) + ", base_size " +
+                        std::to_string(base_size) + ", " + std::to_string(num_tokens) + " tokens)");
   }
   std::vector<std::string> base;
   std::vector<std::pair<TokenId, TokenId>> vocab_merges;
-  for (simdjson::dom::element t : tokens) {
+  for (auto element : tokens) {
     const uint64_t expect = base.size() + vocab_merges.size();
+    const std::string label = "tokens[" + std::to_string(expect) + "]";
+    od::value item;
+    if (const simdjson::error_code e = element.get(item)) return vocab->Error(e, label);
+    od::object t;
+    TELLER_RETURN_IF_ERROR(vocab->Get(item, label, &t));
     uint64_t id = 0;
-    if (t["id"].get_uint64().get(id) || id != expect) {
-      return Status::Error(vocab_path + ": token " + std::to_string(expect) +
-                           " is missing or out of order");
+    TELLER_RETURN_IF_ERROR(vocab->Field(t, "id", &id, label));
+    if (id != expect) {
+      return vocab->Error("token " + std::to_string(expect) + " is out of order (id " +
+                          std::to_string(id) + ")");
     }
     if (id < base_size) {
       std::string_view s;
-      if (t["symbol"].get_string().get(s)) {
-        return Status::Error(vocab_path + ": token " + std::to_string(id) + " has no \"symbol\"");
-      }
+      TELLER_RETURN_IF_ERROR(vocab->Field(t, "symbol", &s, label));
       if (id < kNumSpecialTokens && s != SpecialText(static_cast<TokenId>(id))) {
-        return Status::Error(vocab_path + ": token " + std::to_string(id) + " must be " +
-                             std::string(SpecialText(static_cast<TokenId>(id))));
+        return vocab->Error("token " + std::to_string(id) + " must be " +
+                            std::string(SpecialText(static_cast<TokenId>(id))));
       }
       base.emplace_back(s);
     } else {
-      simdjson::dom::array pair;
-      uint64_t a = 0, b = 0;
-      if (t["merge"].get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(a) ||
-          pair.at(1).get_uint64().get(b) || a >= id || b >= id) {
-        return Status::Error(vocab_path + ": token " + std::to_string(id) +
-                             " needs \"merge\":[a,b] of earlier tokens");
+      od::array pair;
+      TELLER_RETURN_IF_ERROR(vocab->Field(t, "merge", &pair, label));
+      std::vector<uint64_t> ab;
+      TELLER_RETURN_IF_ERROR(ReadPair(*vocab, pair, label + ".merge", &ab));
+      if (ab.size() != 2 || ab[0] >= id || ab[1] >= id) {
+        return vocab->Error("token " + std::to_string(id) +
+                            " needs \"merge\":[a,b] of earlier tokens");
       }
-      vocab_merges.emplace_back(static_cast<TokenId>(a), static_cast<TokenId>(b));
+      vocab_merges.emplace_back(static_cast<TokenId>(ab[0]), static_cast<TokenId>(ab[1]));
     }
   }
 
   // merges.json: the merge order; must agree with vocab.json.
-  TELLER_RETURN_IF_ERROR(load("merges.json", &text, &root));
-  const std::string merges_path = dir + "/merges.json";
-  simdjson::dom::array merges;
+  Result<JsonContext> mctx = load("merges.json");
+  if (!mctx.ok()) return mctx.status();
+  od::array merges;
   uint64_t merges_base = 0;
-  if (root["base_size"].get_uint64().get(merges_base) || root["merges"].get_array().get(merges)) {
-    return Status::Error(merges_path + ": expected \"base_size\" and \"merges\"");
+  TELLER_RETURN_IF_ERROR(mctx->Field(doc, "base_size", &merges_base));
+  TELLER_RETURN_IF_ERROR(mctx->Field(doc, "merges", &merges));
+  size_t num_merges = 0;
+  if (const simdjson::error_code e = merges.count_elements().get(num_merges)) {
+    return mctx->Error(e, "\"merges\"");
   }
-  if (merges_base != base_size || merges.size() != vocab_merges.size()) {
-    return Status::Error(merges_path + ": does not match vocab.json (base size " +
-                         std::to_string(merges_base) + " vs " + std::to_string(base_size) + ", " +
-                         std::to_string(merges.size()) + " merges vs " +
-                         std::to_string(vocab_merges.size()) + ")");
+  if (merges_base != base_size || num_merges != vocab_merges.size()) {
+    return mctx->Error("does not match vocab.json (base size " + std::to_string(merges_base) +
+                       " vs " + std::to_string(base_size) + ", " + std::to_string(num_merges) +
+                       " merges vs " + std::to_string(vocab_merges.size()) + ")");
   }
   size_t r = 0;
-  for (simdjson::dom::element m : merges) {
-    simdjson::dom::array pair;
-    uint64_t a = 0, b = 0;
-    if (m.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(a) ||
-        pair.at(1).get_uint64().get(b) || a != vocab_merges[r].first ||
-        b != vocab_merges[r].second) {
-      return Status::Error(merges_path + ": merge " + std::to_string(r) + " does not match token " +
-                           std::to_string(base_size + r) + " of vocab.json");
+  for (auto element : merges) {
+    const std::string label = "merges[" + std::to_string(r) + "]";
+    od::value item;
+    if (const simdjson::error_code e = element.get(item)) return mctx->Error(e, label);
+    od::array pair;
+    TELLER_RETURN_IF_ERROR(mctx->Get(item, label, &pair));
+    std::vector<uint64_t> ab;
+    TELLER_RETURN_IF_ERROR(ReadPair(*mctx, pair, label, &ab));
+    if (ab.size() != 2 || ab[0] != vocab_merges[r].first || ab[1] != vocab_merges[r].second) {
+      return mctx->Error("merge " + std::to_string(r) + " does not match token " +
+                         std::to_string(base_size + r) + " of vocab.json");
     }
     ++r;
   }

@@ -179,17 +179,34 @@ TEST(LoadCorpus, ClearErrors) {
   std::mt19937 rng(1);
   WriteFile(dir + "/steps.jsonl",
             StepLine("r", 0, DecodeStep(1, 0, 3, rng)) + "{\"request\":\"r\",\"type\":[1,\n");
-  EXPECT_NE(error(dir).find("steps.jsonl:2: invalid JSON"), std::string::npos) << error(dir);
-  WriteFile(dir + "/steps.jsonl", StepLine("r", 0, {{0, 99, -1, 0, 1}}));
-  EXPECT_NE(error(dir).find("steps.jsonl:1: node 0: name id 99 is outside names.json"),
+  // Errors are core's JsonContext's: "<file>:<line>: byte <offset in the line>: <what>".
+  EXPECT_NE(error(dir).find("steps.jsonl:2: byte "), std::string::npos) << error(dir);
+  EXPECT_NE(error(dir).find(": invalid JSON ("), std::string::npos) << error(dir);
+  // Checks made after the whole line is read stand at its end.
+  std::string line = StepLine("r", 0, {{0, 99, -1, 0, 1}});
+  WriteFile(dir + "/steps.jsonl", line);
+  EXPECT_NE(error(dir).find("steps.jsonl:1: byte " + std::to_string(line.size() - 1) +
+                            ": node 0: name id 99 is outside names.json"),
             std::string::npos)
       << error(dir);
   WriteFile(dir + "/steps.jsonl", StepLine("r", 0, {{0, 0, -1, 0, 1}, {1, 1, 7, 1, 1}}));
   EXPECT_NE(error(dir).find("parent 7 is not a node"), std::string::npos) << error(dir);
-  WriteFile(
-      dir + "/steps.jsonl",
-      "{\"request\":\"r\",\"n\":1,\"type\":[0],\"name\":[0],\"parent\":[-1],\"depth\":[0]}\n");
-  EXPECT_NE(error(dir).find("missing column \"dur_ns\""), std::string::npos) << error(dir);
+  line = "{\"request\":\"r\",\"n\":1,\"type\":[0],\"name\":[0],\"parent\":[-1],\"depth\":[0]}";
+  WriteFile(dir + "/steps.jsonl", line + "\n");
+  EXPECT_NE(error(dir).find("steps.jsonl:1: byte " + std::to_string(line.size()) +
+                            ": missing field \"dur_ns\""),
+            std::string::npos)
+      << error(dir);
+  // A mistyped value is named with its column and index, at its offset: "name":[0,"x"]
+  // has the string at byte 44.
+  line =
+      "{\"request\":\"r\",\"n\":2,\"type\":[0,0],\"name\":[0,\"x\"],\"parent\":[-1,0],"
+      "\"depth\":[0,1],\"dur_ns\":[1,1]}";
+  WriteFile(dir + "/steps.jsonl", line + "\n");
+  ASSERT_EQ(line.find("\"x\""), 44u);
+  EXPECT_NE(error(dir).find("steps.jsonl:1: byte 44: \"name[1]\": expected an unsigned integer ("),
+            std::string::npos)
+      << error(dir);
 }
 
 TEST(Model, RoundTripThroughFilesEncodesTheSame) {
@@ -237,11 +254,28 @@ TEST(Model, RoundTripThroughFilesEncodesTheSame) {
   EXPECT_NE(meta.find("\"steps\":25"), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"normalization\":1"), std::string::npos) << meta;
 
-  // Damaged model files are refused with the file's name.
+  // Damaged model files are refused with the file's name and the byte offset (core's
+  // JsonContext).
+  const std::string merges = ReadFile(dir + "/merges.json");
   WriteFile(dir + "/merges.json", "{\"base_size\":18,\"merges\":[[1,2]]}");
   Result<Model> broken = Model::Load(dir);
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(broken.status().message().find("merges.json"), std::string::npos)
+  EXPECT_NE(broken.status().message().find("merges.json: byte "), std::string::npos)
+      << broken.status().message();
+  EXPECT_NE(broken.status().message().find("does not match vocab.json"), std::string::npos)
+      << broken.status().message();
+  WriteFile(dir + "/merges.json", merges);
+  ASSERT_TRUE(Model::Load(dir).ok());
+  // The whole file is checked, not only the fields Load reads: a broken value in
+  // metadata.json's corpus description is refused too (at its offset).
+  const size_t at = meta.find("\"corpus\":{");
+  ASSERT_NE(at, std::string::npos);
+  WriteFile(dir + "/metadata.json", meta.substr(0, at) + "\"corpus\":tru}\n");
+  broken = Model::Load(dir);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("metadata.json: byte " + std::to_string(at + 9) +
+                                           ": invalid JSON ("),
+            std::string::npos)
       << broken.status().message();
   EXPECT_FALSE(Model::Load(tmp.path() + "/nothing").ok());
 }
