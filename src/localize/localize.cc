@@ -572,6 +572,9 @@ struct FamilyPeers {
   uint32_t period = 1;
   std::vector<uint32_t> phase;  // each value's phase, when period > 1
   std::vector<std::vector<double>> by_phase;
+  // A call's family whoever makes it (Raw::bare) mixes every operator's calls in visiting
+  // order: no repeating structure to find, and finding none would cost the most there.
+  bool callers_mixed = false;
 };
 
 // The period of a family's times in visiting order: the lag P (2..64) at which the times
@@ -663,7 +666,7 @@ std::vector<double> PhaseTypical(const std::vector<double>& v, const std::vector
 }
 
 void FinishPeers(FamilyPeers& f) {
-  f.period = Period(f.all);
+  f.period = f.callers_mixed ? 1 : Period(f.all);
   f.by_phase.assign(f.period, {});
   f.phase.clear();
   if (f.period < 2) return;
@@ -753,6 +756,11 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
       p.pos[i] = at_bare;
     }
   }
+  // Identities used only as a call's family whoever makes it.
+  std::vector<uint8_t> mixed(p.keys.size(), 0);
+  for (const Raw& x : p.raw) mixed[x.bare] = 1;
+  for (const Raw& x : p.raw) mixed[x.fine] = mixed[x.coarse] = 0;
+  for (size_t k = 0; k < p.peers.size(); ++k) p.peers[k].callers_mixed = mixed[k] != 0;
   for (FamilyPeers& f : p.peers) FinishPeers(f);
   const size_t groups = p.res.group_units.size();
   p.group_kind.assign(groups, "");
@@ -852,19 +860,27 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
 // noise. An operator whose median is above that by the evidence margins has its
 // instances that clear them on their own made evidence (PeerSource::kCallers). Only
 // instances compared with their own family so far, and not yet evidence, are moved.
-void FindSlowCallers(const Trace& t, const Reconstruction& r, const Options& o, Result* out) {
-  // (call pattern, layer) -> family -> its scored instances
-  std::map<std::pair<std::string, Layer>, std::map<uint32_t, std::vector<uint32_t>>> calls;
+void FindSlowCallers(const Options& o, Result* out) {
+  // Launch-call families made by an operator, by (call pattern, layer).
+  std::map<std::pair<std::string, Layer>, uint32_t> call_ids;
+  std::vector<int64_t> call_of(out->families.size(), -1);
+  for (uint32_t f = 0; f < out->families.size(); ++f) {
+    const Family& family = out->families[f];
+    if (family.measure != Measure::kCallTime || family.within.empty() ||
+        ClassifyCall(family.name) != CallKind::kLaunch)
+      continue;
+    call_of[f] = call_ids.emplace(std::make_pair(family.pattern, family.layer), call_ids.size())
+                     .first->second;
+  }
+  // call -> family -> its scored instances
+  std::vector<std::map<uint32_t, std::vector<uint32_t>>> calls(call_ids.size());
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
-    const Family& f = out->families[in.family];
-    if (f.measure != Measure::kCallTime || f.within.empty() || in.warmup) continue;
-    if (ClassifyCall(t.strings.Get(t.events.name[r.nodes.event[in.node]])) != CallKind::kLaunch)
-      continue;
-    calls[{f.pattern, f.layer}][in.family].push_back(k);
+    if (call_of[in.family] < 0 || in.warmup) continue;
+    calls[static_cast<size_t>(call_of[in.family])][in.family].push_back(k);
   }
   std::vector<double> v;
-  for (const auto& [call, families] : calls) {
+  for (const auto& families : calls) {
     if (families.size() < o.min_peers + 1) continue;
     std::map<uint32_t, double> median;
     for (const auto& [fam, list] : families) {
@@ -880,14 +896,15 @@ void FindSlowCallers(const Trace& t, const Reconstruction& r, const Options& o, 
       const Spread others = RobustSpread(v);
       const double noise = Noise(others, o);
       const double m = median[fam];
-      if (m < o.min_ratio * others.median || m - others.median < o.min_excess_ns ||
+      const double min_ratio = std::max(o.min_ratio, o.min_callers_ratio);
+      if (m < min_ratio * others.median || m - others.median < o.min_excess_ns ||
           m - others.median < o.min_z * noise)
         continue;
       for (uint32_t k : list) {
         Instance& in = out->instances[k];
         if (in.evidence || in.source == PeerSource::kNone) continue;
         const double excess = static_cast<double>(in.time_ns) - others.median;
-        if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * others.median ||
+        if (excess < o.min_excess_ns || in.time_ns < min_ratio * others.median ||
             excess < o.min_z * noise)
           continue;
         in.source = PeerSource::kCallers;
@@ -941,7 +958,10 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
     for (uint32_t k = 0; k < p.peers.size(); ++k) {
       FamilyPeers& src = p.peers[k];
       if (src.all.empty()) continue;
-      FamilyPeers& dst = model.impl().families[p.keys.KeyText(*t, k)];
+      const std::string text = p.keys.KeyText(*t, k);
+      const bool known = model.impl().families.count(text) != 0;
+      FamilyPeers& dst = model.impl().families[text];
+      dst.callers_mixed = known ? dst.callers_mixed && src.callers_mixed : src.callers_mixed;
       dst.all.insert(dst.all.end(), src.all.begin(), src.all.end());
       dst.occ.insert(dst.occ.end(), src.occ.begin(), src.occ.end());
       if (dst.by_occ.size() < src.by_occ.size()) dst.by_occ.resize(src.by_occ.size());
@@ -1160,7 +1180,7 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
   // the family by the evidence margins is then the deviation, the rest its peers.
   if (baseline == nullptr) {
     FindSlowSegments(r, o, &out);
-    FindSlowCallers(trace, r, o, &out);
+    FindSlowCallers(o, &out);
   }
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();

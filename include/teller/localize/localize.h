@@ -54,6 +54,10 @@ struct Options {
   // A family keyed by its preceding operator needs this many instances, else the family
   // without that context is used (too few peers make noise look like signal).
   size_t min_context_family = 8;
+  // Launches compared with the same call made by other operators (PeerSource::kCallers)
+  // are not the same identity: operators' launch costs differ naturally by up to about
+  // 1.7x (a launch with more arguments), so those need at least this ratio.
+  double min_callers_ratio = 2.0;
   // Step decision: a step's healthy spread is max(1.4826 MAD of its peer steps' durations,
   // step_rel_floor x its median duration). score = x / (x + step_scale) with
   // x = root excess / spread; the default threshold 0.6 is x = 1.5 step_scale = 3 spreads.
