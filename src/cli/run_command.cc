@@ -29,8 +29,9 @@ constexpr const char* kRunUsage =
     "  --python-hooks MODE  NVTX ranges around Python engine functions: auto (every\n"
     "                       known engine whose modules get imported), vllm, sglang,\n"
     "                       torch, or none (default: auto)\n"
-    "  --flush-ms N         how often buffered events are written (default: 100); at\n"
-    "                       most this much is lost if CMD is killed with SIGKILL\n"
+    "  --flush-ms N         how often the collector writes a clock anchor into each\n"
+    "                       trace file (default: 100); events go straight into the\n"
+    "                       file, so nothing recorded is lost even on SIGKILL\n"
     "\n"
     "exit status: CMD's; 125 when teller itself fails (nothing is started), 126 when\n"
     "CMD cannot be executed, 127 when it is not found.\n";
