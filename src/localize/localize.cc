@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <unordered_map>
+#include <utility>
 
 namespace teller::localize {
 
@@ -950,13 +951,22 @@ const Habit* Model::HabitOf(const Family& f) const {
   return it == impl_->habits.end() ? nullptr : &it->second;
 }
 
+namespace {
+Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
+             const Model* baseline);
+}  // namespace
+
 Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
                   const Options& options) {
   Model model;
+  // Kept: each is scored against the finished model below.
+  std::vector<Prepared> prepared;
+  prepared.reserve(traces.size());
   for (const auto& [t, r] : traces) {
-    Prepared p = Prepare(*t, *r, options);
+    prepared.push_back(Prepare(*t, *r, options));
+    const Prepared& p = prepared.back();
     for (uint32_t k = 0; k < p.peers.size(); ++k) {
-      FamilyPeers& src = p.peers[k];
+      const FamilyPeers& src = p.peers[k];
       if (src.all.empty()) continue;
       const std::string text = p.keys.KeyText(*t, k);
       const bool known = model.impl().families.count(text) != 0;
@@ -968,15 +978,16 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       for (size_t o = 0; o < src.by_occ.size(); ++o)
         dst.by_occ[o].insert(dst.by_occ[o].end(), src.by_occ[o].begin(), src.by_occ[o].end());
     }
-    for (auto& [kind, d] : p.steps.durations) {
+    for (const auto& [kind, d] : p.steps.durations) {
       auto& dst = model.impl().steps.durations[kind];
       dst.insert(dst.end(), d.begin(), d.end());
     }
   }
   for (auto& [key, f] : model.impl().families) FinishPeers(f);
   // The baseline's habits: its own instances scored against it.
-  for (const auto& [t, r] : traces) {
-    const Result res = Localize(*t, *r, options, &model);
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const auto& [t, r] = traces[i];
+    const Result res = Score(std::move(prepared[i]), *t, *r, options, &model);
     // (operator, process) -> (start, ratio or 0)
     std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<int64_t, double>>> seq;
     for (const Instance& in : res.instances) {
@@ -1000,7 +1011,13 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
 
 Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
                 const Model* baseline) {
-  Prepared p = Prepare(trace, r, o);
+  return Score(Prepare(trace, r, o), trace, r, o, baseline);
+}
+
+namespace {
+// Scores the instances `p` holds (Localize; FitBaseline scores a baseline against itself).
+Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
+             const Model* baseline) {
   Result& out = p.res;
   // Families of this trace, in order of first appearance.
   std::vector<int32_t> family_of(p.keys.size(), -1);
@@ -1310,7 +1327,8 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
             [](const Straggler& a, const Straggler& b) {
               return a.gap_ns != b.gap_ns ? a.gap_ns > b.gap_ns : a.late_ns > b.late_ns;
             });
-  return out;
+  return std::move(out);
 }
+}  // namespace
 
 }  // namespace teller::localize

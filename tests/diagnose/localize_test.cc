@@ -69,10 +69,9 @@ const localize::Instance* Find(const localize::Result& r, const reconstruct::Rec
   return nullptr;
 }
 
-// Seven decode steps (seq 0..6), each a step range holding aten::mm (mm_us) and aten::add
-// (add_us) operator ranges.
-TEST(Localize, PositionPeersSlowerIsEvidenceFasterNever) {
-  Builder b;
+// Seven decode steps (seq 0..6), each a step range holding aten::mm (mm, in us) and
+// aten::add (add, in us) operator ranges.
+void DecodeSteps(Builder& b) {
   const uint32_t p = b.Process("h", 1);
   const std::vector<int> mm = {100, 104, 96, 40, 98, 100, 150};
   const std::vector<int> add = {50, 51, 49, 50, 52, 48, 150};
@@ -83,6 +82,11 @@ TEST(Localize, PositionPeersSlowerIsEvidenceFasterNever) {
     b.Range(p, 1, "aten::mm", at + 10'000, mm_end);
     b.Range(p, 1, "aten::add", mm_end + 1000, mm_end + 1000 + add[s] * 1000);
   }
+}
+
+TEST(Localize, PositionPeersSlowerIsEvidenceFasterNever) {
+  Builder b;
+  DecodeSteps(b);
   const auto rec = reconstruct::Reconstruct(b.t);
   ASSERT_EQ(rec.steps.size(), 7u);
   const auto r = localize::Localize(b.t, rec);
@@ -443,7 +447,9 @@ TEST(Localize, ARareCallerIsComparedWithTheCallMadeByEveryOperator) {
     const localize::Family& f = r.families[in.family];
     if (f.measure != localize::Measure::kCallTime || in.node == slow->node) continue;
     EXPECT_FALSE(in.evidence);
-    if (f.within != "") EXPECT_EQ(f.count, 4u) << f.within;
+    if (f.within != "") {
+      EXPECT_EQ(f.count, 4u) << f.within;
+    }
   }
 }
 
@@ -498,22 +504,12 @@ TEST(Localize, AnOperatorWhoseLaunchesAreAllSlowerIsComparedWithTheOtherCallers)
 }
 
 // A baseline records each operator's habit: its own instances scored against it, per
-// process in time order, each as its ratio when evidence and 0 when not. Seven decode
-// steps of aten::mm and aten::add as in PositionPeersSlowerIsEvidenceFasterNever: the
+// process in time order, each as its ratio when evidence and 0 when not. DecodeSteps: the
 // 150 us mm is 1.5x its position peers (median 100 us), the 150 us add 3x (median 50 us);
 // every other instance is within its peers. Warm-up: the first of each family.
 TEST(Localize, ABaselineRecordsEachOperatorsHabit) {
   Builder b;
-  const uint32_t p = b.Process("h", 1);
-  const std::vector<int> mm = {100, 104, 96, 40, 98, 100, 150};
-  const std::vector<int> add = {50, 51, 49, 50, 52, 48, 150};
-  for (size_t s = 0; s < mm.size(); ++s) {
-    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
-    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
-    const int64_t mm_end = at + 10'000 + mm[s] * 1000;
-    b.Range(p, 1, "aten::mm", at + 10'000, mm_end);
-    b.Range(p, 1, "aten::add", mm_end + 1000, mm_end + 1000 + add[s] * 1000);
-  }
+  DecodeSteps(b);
   const auto rec = reconstruct::Reconstruct(b.t);
   const localize::Model model = localize::FitBaseline({{&b.t, &rec}});
   const auto r = localize::Localize(b.t, rec, {}, &model);

@@ -14,7 +14,6 @@ i = 0..K-1, all in one process, a different one per child.
 import argparse
 import collections
 import os
-import shutil
 import sys
 import tempfile
 
@@ -76,15 +75,8 @@ def main():
                 pids[tag] = procs.pop()
         check(len(set(pids.values())) == len(pids), "a process of its own for each child")
     finally:
-        if not h.failures:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("trace kept in " + tmp)
-    if h.failures:
-        print("%d check(s) failed" % len(h.failures))
-        return 1
-    print("all checks passed")
-    return 0
+        h.keep_or_remove(tmp)
+    return h.verdict()
 
 
 if __name__ == "__main__":

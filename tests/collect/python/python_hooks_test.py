@@ -34,6 +34,23 @@ def check(cond, what):
         print("FAIL: " + what)
 
 
+def keep_or_remove(tmp):
+    """Removes a test's folder when every check passed, else keeps it and says where."""
+    if not failures:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print("trace kept in " + tmp)
+
+
+def verdict():
+    """The exit status of a test: 1 when a check failed."""
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("all checks passed")
+    return 0
+
+
 def unescape(text):
     raw = bytearray()
     i = 0
@@ -337,15 +354,8 @@ def main():
          "torch": case_torch, "torch_direct": case_torch_direct,
          "torch_unreached": case_torch_unreached}[args.case](args, tmp)
     finally:
-        if not failures:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("trace kept in " + tmp)
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("all checks passed")
-    return 0
+        keep_or_remove(tmp)
+    return verdict()
 
 
 if __name__ == "__main__":

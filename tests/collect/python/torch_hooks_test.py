@@ -19,7 +19,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -155,15 +154,8 @@ def main():
                   all(s.get("kind") == "unknown" for s in rep.get("steps", [])),
                   "every step listed, of kind unknown (a plain program states no batch)")
     finally:
-        if not h.failures:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("trace kept in " + tmp)
-    if h.failures:
-        print("%d check(s) failed" % len(h.failures))
-        return 1
-    print("all checks passed")
-    return 0
+        h.keep_or_remove(tmp)
+    return h.verdict()
 
 
 if __name__ == "__main__":
