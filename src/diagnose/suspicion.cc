@@ -80,9 +80,52 @@ std::vector<double> Sizes(const Deviations& f) {
   return sizes;
 }
 
+// Lengths of the habit's runs of deviations of x or more (maximal runs, per process).
+std::vector<uint64_t> RunLengths(const FamilyDeviations& habit, double x) {
+  std::vector<uint64_t> runs;
+  for (const auto& seq : habit.sequences) {
+    uint64_t run = 0;
+    for (double r : seq) {
+      if (r >= x) {
+        ++run;
+      } else if (run > 0) {
+        runs.push_back(run);
+        run = 0;
+      }
+    }
+    if (run > 0) runs.push_back(run);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+// log10 of the chance of a run of `run` or more in `n` trials of a chain that starts runs
+// as one at (p, c) does, when a run, once begun, lasts `run` or more with the habit's own
+// frequency of that: (habit runs that long + c^(run - 1)) / (habit runs + 1), the chain's
+// c^(run - 1) being a prior worth one run. Never below the chain's own chance: runs of a
+// habit that clumps harder than one c says (a kernel slowed for as long as a concurrent
+// stream runs beside it) are its habit, while a habit of short runs alone says too little
+// about long ones to make them more suspicious than the chain does.
+double HabitRunTailLog10(uint64_t n, uint64_t run, double p, double c,
+                         const std::vector<uint64_t>& habit_runs) {
+  const double chain = RunTailLog10(n, run, p, c);
+  if (run < 2 || run >= n || habit_runs.empty() || p <= 0 || p >= 1) return chain;
+  const double longer = static_cast<double>(
+      habit_runs.end() - std::lower_bound(habit_runs.begin(), habit_runs.end(), run));
+  const double markov = std::pow(std::clamp(c, 0.0, 1.0), static_cast<double>(run - 1));
+  const double lasts = (longer + markov) / (static_cast<double>(habit_runs.size()) + 1);
+  if (lasts <= markov) return chain;
+  const double starts = p + static_cast<double>(n - run) * p * (1 - std::clamp(c, 0.0, 1.0));
+  const double lambda = starts * lasts;
+  const double prob = lambda < 1e-8 ? lambda : -std::expm1(-lambda);
+  return std::max(chain, std::log10(std::min(1.0, prob)));
+}
+
 // log10 of the smallest chance at size x: k(x) of the tested instances (binomial at p),
-// and the longest run of them per process (a chain that continues at c).
-double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, double c) {
+// and the longest run of them per process (a chain that continues at c; with
+// `habit_runs`, runs last as long as the habit's do, HabitRunTailLog10).
+double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, double c,
+                        const std::vector<uint64_t>* habit_runs = nullptr) {
   double best = BinomialTailLog10(tested.total.scored, tested.total.AtLeast(x), p);
   for (const auto& seq : tested.sequences) {
     uint64_t run = 0, longest = 0;
@@ -90,9 +133,15 @@ double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, doub
       run = r >= x ? run + 1 : 0;
       longest = std::max(longest, run);
     }
-    if (longest > 0)
-      best = std::min(best, c == p ? RunTailLog10(seq.size(), longest, p)
-                                   : RunTailLog10(seq.size(), longest, p, c));
+    if (longest == 0) continue;
+    double chance = 0;
+    if (habit_runs != nullptr) {
+      chance = HabitRunTailLog10(seq.size(), longest, p, c, *habit_runs);
+    } else {
+      chance =
+          c == p ? RunTailLog10(seq.size(), longest, p) : RunTailLog10(seq.size(), longest, p, c);
+    }
+    best = std::min(best, chance);
   }
   return best;
 }
@@ -125,7 +174,8 @@ double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
     const double p = std::min(1.0, (static_cast<double>(habit.total.AtLeast(x)) + prior) /
                                        (static_cast<double>(habit.total.scored) + kHabitPrior));
     const double c = std::min(1.0, (pairs + prior) / (firsts + kHabitPrior));
-    best = std::min(best, LeastChanceLog10(tested, x, p, c));
+    const std::vector<uint64_t> runs = RunLengths(habit, x);
+    best = std::min(best, LeastChanceLog10(tested, x, p, c, &runs));
   }
   return -best;
 }

@@ -80,8 +80,13 @@ double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q);
 // and a deviation follows one with the habit's own frequency of that, with the same prior,
 //   c_h(x) = (pairs(x) + kHabitPrior q(x)) / (firsts(x) + kHabitPrior)
 // (firsts: its deviations of x or more that have a successor; pairs: those whose successor
-// deviated too); runs are judged as a chain that clumps at c_h (core/stats.h). A family
-// without a record gets about the class rate.
+// deviated too); runs are judged as a chain that clumps at c_h (core/stats.h), except that
+// a run, once begun, lasts L or more with the habit's own frequency of runs that long,
+//   (habit runs of L or more + c_h^(L-1)) / (habit runs + 1),
+// when that is more than c_h^(L-1): one c cannot say that a habit's runs are mostly short
+// with a few very long ones (a kernel slowed while a concurrent stream runs beside it), and
+// a run as long as those the habit had is no sign of a fault. A family without a record gets
+// about the class rate.
 inline constexpr double kHabitPrior = 10.0;
 double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
                          const FamilyDeviations& habit);

@@ -155,5 +155,32 @@ TEST(HabitualSuspicion, ACleanRecordKeepsAFaultSuspicious) {
   EXPECT_GE(HabitualSuspicion(f, q, Habit(70, {}, 0.0)), SuspicionAt(f, q));
 }
 
+TEST(HabitualSuspicion, ARunAsLongAsTheHabitsLongestIsNotSuspiciousByHand) {
+  // The class as in OneInstanceAtTheLeastRatioByHand: q(1.5) = 9.5 / 1000 = 0.0095, prior
+  // 10 q = 0.095. The habit, 1,000 instances at 1.5x: 30 lone deviations and one run of 20
+  // (a kernel slowed for as long as a concurrent stream ran beside it). q_h = (50 + 0.095)
+  // / 1010 = 0.049599, c_h = (19 + 0.095) / (50 + 10) = 0.318250: one c says a run of 20
+  // has the chance of 33.19 starts x c^19, log10 = -7.93. The habit's own runs say a run
+  // lasts 20 or more in 1 of 31: (1 + c^19) / 32 = 0.03125, lambda = 33.187 x 0.03125 =
+  // 1.0371, log10(1 - e^-lambda) = -0.1901. The binomial part, 50 or more of 1,000 at
+  // q_h, is log10 0.4971 = -0.3036 (summed by hand over k = 50..1000): the suspicion.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < 20; ++i) at.push_back(100 + i);
+  for (size_t i = 0; i < 30; ++i) at.push_back(200 + 20 * i);
+  const FamilyDeviations f = Family(1000, at, 1.5);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_NEAR(HabitualSuspicion(f, q, Habit(1000, at, 1.5)), 0.30364, 1e-4);
+  // A run twice as long as any the habit had: no habit run lasted that long, so the chain
+  // decides: starts p + 960 p (1 - c) = 32.52, times c^39: log10 = -17.880.
+  std::vector<size_t> longer;
+  for (size_t i = 0; i < 40; ++i) longer.push_back(100 + i);
+  for (size_t i = 0; i < 30; ++i) longer.push_back(200 + 20 * i);
+  const FamilyDeviations g = Family(1000, longer, 1.5);
+  const Deviations klass_g = With(Class(999, 9, 1.5), g);
+  const ClassRate qg(klass_g, g.total, kMin);
+  EXPECT_NEAR(HabitualSuspicion(g, qg, Habit(1000, at, 1.5)), 17.880, 1e-3);
+}
+
 }  // namespace
 }  // namespace teller::diagnose
