@@ -823,6 +823,16 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         size_t slow = 0;
         for (double v : inside) slow += v >= o.min_ratio * sr.median;
         if (slow * 5 < inside.size() * 4) continue;
+        // And the rest is the normal time: a rest that is itself partly as slow (two short
+        // first instances and one of the usual ones, around a long run of the usual time)
+        // says the short ones are what differs, not the run.
+        size_t slow_rest = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (i >= b && i < e) continue;
+          slow_rest +=
+              static_cast<double>(out->instances[seq[i]].time_ns) >= o.min_ratio * sr.median;
+        }
+        if (slow_rest * 5 > (n - (e - b))) continue;
         const double z = (m_in - sr.median) / noise;
         if (z > best_z) {
           best_z = z;
@@ -1056,7 +1066,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     double median = 0, mad = 0, q90 = 0;
     uint32_t count = 0;
     PeerSource source = PeerSource::kNone;
-    bool positions = false;  // from positions or layer phases, not the whole family
+    bool positions = false;   // from positions or layer phases, not the whole family
+    bool same_place = false;  // the baseline's one instance at the very position
   };
   std::unordered_map<uint64_t, Reference> position_cache;
   std::unordered_map<uint64_t, Reference> family_cache;  // key * 2 + (baseline ? 1 : 0)
@@ -1082,6 +1093,40 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     }
     return it->second[p.pos[i]];
   };
+  // With a baseline that has an instance's position but too few units to give it
+  // min_peers peers there (a trace of two iterations, a profiler window of three steps),
+  // the baseline's time at the very position is still the best expectation: the same
+  // kernel, the same layer, the same iteration. Its noise is how far this trace's times
+  // stray from the baseline's at their positions, measured over every instance of the same
+  // measure that has its position in an identity laid out alike in both (the same number
+  // of occurrences per unit): a robust spread of the log ratios, which a few slowed
+  // instances do not move.
+  auto position_median = [](const std::vector<double>& values) {
+    if (values.size() == 1) return values[0];
+    std::vector<double> v = values;
+    return RobustSpread(v).median;
+  };
+  auto paired = [&](uint32_t key, uint32_t occ) -> const std::vector<double>* {
+    const FamilyPeers* bp = base_peers[key];
+    if (bp == nullptr || bp->by_occ.size() != p.peers[key].by_occ.size() ||
+        occ >= bp->by_occ.size() || bp->by_occ[occ].empty())
+      return nullptr;
+    return &bp->by_occ[occ];
+  };
+  std::unordered_map<uint8_t, double> paired_noise;  // by measure: relative
+  if (baseline != nullptr) {
+    std::unordered_map<uint8_t, std::vector<double>> log_ratios;
+    for (size_t i = 0; i < p.raw.size(); ++i) {
+      const std::vector<double>* at = paired(p.key[i], p.occ[i]);
+      if (at == nullptr) continue;
+      log_ratios[static_cast<uint8_t>(p.raw[i].measure)].push_back(
+          std::log(std::max(1.0, static_cast<double>(p.raw[i].time_ns)) /
+                   std::max(1.0, position_median(*at))));
+    }
+    for (auto& [measure, v] : log_ratios) {
+      if (v.size() >= o.min_peers) paired_noise[measure] = 1.4826 * RobustSpread(v).mad;
+    }
+  }
   auto reference = [&](size_t i) -> Reference {
     const uint32_t key = p.key[i], occ = p.occ[i];
     const uint64_t pk = (static_cast<uint64_t>(key) << 32) | occ;
@@ -1121,6 +1166,19 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
           ref = summarize(peers->all, from_base ? PeerSource::kBaseline : PeerSource::kFamily);
           family_cache.emplace(fk, ref);
         }
+      }
+    }
+    if (ref.source == PeerSource::kNone) {
+      const auto noise = paired_noise.find(static_cast<uint8_t>(p.raw[i].measure));
+      const std::vector<double>* at = paired(key, occ);
+      if (at != nullptr && noise != paired_noise.end()) {
+        ref.median = position_median(*at);
+        ref.mad = noise->second * ref.median / 1.4826;
+        ref.q90 = ref.median;
+        ref.count = static_cast<uint32_t>(at->size());
+        ref.source = PeerSource::kBaseline;
+        ref.positions = true;
+        ref.same_place = at->size() == 1;
       }
     }
     // The baseline's own time at this position, when it has the position but too few
@@ -1180,7 +1238,9 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     in.noise_ns = static_cast<int64_t>(std::llround(noise));
     const double excess = static_cast<double>(in.time_ns) - ref.median;
     in.z = static_cast<float>(excess / noise);
-    in.warmup = warmup[i] != 0;
+    // Against the baseline's one instance at the very position, a first instance meets a
+    // first instance: the one-time costs are on both sides.
+    in.warmup = warmup[i] != 0 && !ref.same_place;
     in.evidence = ref.source != PeerSource::kNone && !in.warmup && excess >= o.min_excess_ns &&
                   static_cast<double>(in.time_ns) >= o.min_ratio * ref.median &&
                   excess >= o.min_z * noise;

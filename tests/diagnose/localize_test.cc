@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -360,6 +361,10 @@ TEST(Localize, LayerPhasesFollowAShiftedStructure) {
 // each slowed instance (20 us) is evidence against 10 us, peers "rest". A family whose
 // time grows steadily (10 to 23 us) has no such run: its slowest quarter is about 1.5x
 // the rest's median but the rest spread as much (z < 5), so nothing there is evidence.
+// A family whose first instances are short (1.6 us twice after the warm-up, then 4.7 us
+// ten times, a smaller tensor first) is no sustained slowdown: the only rest that
+// leaves 3 instances outside a run of the usual time is 1.6, 1.6 and one 4.7 us, and a
+// rest that is itself a third as slow as the run says the short ones differ, not the run.
 TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   Builder b;
   const uint32_t p = b.Process("h", 1);
@@ -367,10 +372,13 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   for (int i = 0; i < 9; ++i) ns.push_back(20'000 + (i % 3) * 100);
   std::vector<int> trend;
   for (int i = 0; i < 14; ++i) trend.push_back(10'000 + i * 1'000);
+  std::vector<int> short_first = {1'600, 1'600, 1'600, 1'600};
+  for (int i = 0; i < 10; ++i) short_first.push_back(4'700 + (i % 3) * 50);
   int64_t at = kT0;
   for (size_t i = 0; i < ns.size(); ++i) {
     b.Kernel(p, "slowed", at, at + ns[i], 7);
     b.Kernel(p, "growing", at, at + trend[i], 8);
+    b.Kernel(p, "short_first", at, at + short_first[i], 9);
     at += 50'000;
   }
   const auto rec = reconstruct::Reconstruct(b.t);
@@ -379,7 +387,7 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   for (const localize::Instance& in : r.instances) {
     if (!in.evidence) continue;
     const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]);
-    if (name == "growing") {
+    if (name == "growing" || name == "short_first") {
       ++growing;
       continue;
     }
@@ -524,6 +532,71 @@ TEST(Localize, ABaselineRecordsEachOperatorsHabit) {
     ASSERT_EQ(h->sequences[0].size(), want.size()) << f.pattern;
     for (size_t i = 0; i < want.size(); ++i)
       EXPECT_NEAR(h->sequences[0][i], want[i], 1e-9) << f.pattern << " " << i;
+  }
+}
+
+// A baseline with each position once (two iterations and no step markers: each process's
+// whole timeline is one unit, each kernel runs twice) gives no position min_peers peers; the
+// baseline's time at the very position is the reference, with as noise the spread of this
+// trace's log ratios to the baseline at every position. Six kernels, each 50 us twice in the
+// baseline; in the trace, the twelve run at 1.00 x4, 1.02 x3, 0.98 x3, 1.05 and 3.00 (K3's
+// second). Log ratios sorted: -0.0202 x3, 0 x4, 0.0198 x3, 0.0488, 1.0986; median (mean of
+// the 6th and 7th) 0; absolute deviations sorted 0 x4, 0.0198 x3, 0.0202 x3, 0.0488, 1.0986,
+// the upper middle (7th) log 1.02 = 0.0198026: noise 1.4826 x 0.0198026 = 2.9359% of 50 us
+// = 1467.97 ns (above the 2% floor). K3's second: excess 100 us, z = 68.1, evidence. A
+// first instance is no warm-up against the baseline's one instance at its position: both
+// paid the one-time costs.
+TEST(Localize, ABaselinesOneInstanceAtThePositionIsTheReference) {
+  const std::vector<double> factor = {1.00, 1.00, 1.00, 1.00, 1.02, 3.00,
+                                      1.02, 1.02, 0.98, 0.98, 0.98, 1.05};
+  auto build = [](Builder& b, const std::vector<double>& f, size_t kernels_of_k3) {
+    const uint32_t p = b.Process("h", 1, 0);
+    int64_t at = kT0;
+    for (int iteration = 0; iteration < 2; ++iteration) {
+      for (int k = 1; k <= 6; ++k) {
+        const size_t runs = k == 3 && iteration == 1 ? kernels_of_k3 - 1 : 1;
+        for (size_t r = 0; r < runs; ++r) {
+          const size_t slot = static_cast<size_t>((k - 1) * 2 + iteration);
+          const int64_t d = std::llround(50'000 * (f.empty() ? 1.0 : f[slot]));
+          b.Kernel(p, "K" + std::to_string(k), at, at + d);
+          at += 200'000;
+        }
+      }
+    }
+  };
+  Builder base;
+  build(base, {}, 2);
+  const auto base_rec = reconstruct::Reconstruct(base.t);
+  const localize::Model model = localize::FitBaseline({{&base.t, &base_rec}});
+  Builder b;
+  build(b, factor, 2);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec, {}, &model);
+  const auto* slow = Find(r, rec, "K3", 150'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->source, localize::PeerSource::kBaseline);
+  EXPECT_EQ(slow->peers, 1u);
+  EXPECT_EQ(slow->expected_ns, 50'000);
+  EXPECT_EQ(slow->noise_ns, 1468);
+  EXPECT_NEAR(slow->z, 100'000.0 / 1467.97, 1e-2);
+  EXPECT_TRUE(slow->evidence);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) evidence += in.evidence;
+  EXPECT_EQ(evidence, 1u);  // the 1.05x one is below min_ratio
+  // Without the baseline, two instances per kernel are no peers at all.
+  for (const localize::Instance& in : localize::Localize(b.t, rec).instances)
+    EXPECT_EQ(in.source, localize::PeerSource::kNone);
+  // The baseline against itself: nothing.
+  for (const localize::Instance& in : localize::Localize(base.t, base_rec, {}, &model).instances)
+    EXPECT_FALSE(in.evidence);
+  // Laid out differently (K3 three times in the second iteration): its positions do not
+  // correspond, so it is not paired.
+  Builder other;
+  build(other, {}, 3);
+  const auto orec = reconstruct::Reconstruct(other.t);
+  for (const localize::Instance& in : localize::Localize(other.t, orec, {}, &model).instances) {
+    const std::string name(other.t.strings.Get(other.t.events.name[orec.nodes.event[in.node]]));
+    if (name == "K3") EXPECT_EQ(in.source, localize::PeerSource::kNone);
   }
 }
 
