@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -79,6 +80,7 @@ class Writer {
       any = true;
     }
     AssignTracks();
+    MatchPops();
     if (d_ != nullptr) CollectAnnotations();
     out_.reserve(ev.size() * 190 + 4096);
     out_ += "{\"traceEvents\":[";
@@ -135,6 +137,40 @@ class Writer {
       for (auto& [key, tid] : t.gpu) {
         while (t.host.count(next) > 0) ++next;
         tid = next++;
+      }
+    }
+  }
+
+  // The push each pop closes: the innermost open one of its thread and domain, in time
+  // order (as the reconstruction pairs them). Viewers such as speedscope match an E event
+  // to its B by name and args, so a pop is written with those of its push.
+  void MatchPops() {
+    const EventTable& ev = trace_.events;
+    std::vector<uint32_t> order;
+    for (size_t i = 0; i < ev.size(); ++i) {
+      if (ev.type[i] == EventType::kPush || ev.type[i] == EventType::kPop) {
+        order.push_back(static_cast<uint32_t>(i));
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return std::tie(ev.process[a], ev.thread[a], ev.domain[a], ev.start_ns[a]) <
+             std::tie(ev.process[b], ev.thread[b], ev.domain[b], ev.start_ns[b]);
+    });
+    std::vector<uint32_t> stack;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const uint32_t i = order[k];
+      if (k > 0) {
+        const uint32_t j = order[k - 1];
+        if (ev.process[i] != ev.process[j] || ev.thread[i] != ev.thread[j] ||
+            ev.domain[i] != ev.domain[j]) {
+          stack.clear();
+        }
+      }
+      if (ev.type[i] == EventType::kPush) {
+        stack.push_back(i);
+      } else if (!stack.empty()) {
+        push_of_pop_[i] = stack.back();
+        stack.pop_back();
       }
     }
   }
@@ -211,8 +247,14 @@ class Writer {
   void WriteEvent(size_t i) {
     const EventTable& ev = trace_.events;
     const EventType type = ev.type[i];
-    const std::string_view name = trace_.strings.Get(ev.name[i]);
-    const std::string_view orig_cat = trace_.strings.Get(ev.category[i]);
+    // A pop is written with the name, category and args of the push it closes.
+    size_t src = i;
+    if (type == EventType::kPop) {
+      const auto it = push_of_pop_.find(static_cast<uint32_t>(i));
+      if (it != push_of_pop_.end()) src = it->second;
+    }
+    const std::string_view name = trace_.strings.Get(ev.name[src]);
+    const std::string_view orig_cat = trace_.strings.Get(ev.category[src]);
     const auto [pid, tid] = Where(i);
     std::string_view cat;
     char ph = 'X';
@@ -250,6 +292,24 @@ class Writer {
       out_ += ",\"s\":\"t\"";
     }
     out_ += ",\"args\":";
+    if (type == EventType::kPush) {
+      const size_t at = out_.size();
+      WriteArgs(i, keep_cat, orig_cat);
+      push_args_[static_cast<uint32_t>(i)] = out_.substr(at);
+    } else if (const auto it = push_args_.find(static_cast<uint32_t>(src));
+               it != push_args_.end()) {
+      out_ += it->second;
+      push_args_.erase(it);
+    } else {
+      WriteArgs(i, keep_cat, orig_cat);
+    }
+    out_ += '}';
+    ++stats_.events;
+  }
+
+  void WriteArgs(size_t i, bool keep_cat, std::string_view orig_cat) {
+    const EventTable& ev = trace_.events;
+    const EventType type = ev.type[i];
     JsonObjectWriter a(out_, JsonDoubles::kDigits6);
     if (ev.correlation[i] != 0) a.Field("correlation", ev.correlation[i]);
     if (ev.external_id[i] != 0) a.Field("External id", ev.external_id[i]);
@@ -270,8 +330,6 @@ class Writer {
       ++stats_.annotated;
     }
     a.Close();
-    out_ += '}';
-    ++stats_.events;
   }
 
   void Flow(std::string_view name, std::string_view cat, size_t from_event, int64_t from_ts,
@@ -369,6 +427,8 @@ class Writer {
   std::string out_;
   std::vector<Tracks> tracks_;
   std::unordered_map<uint32_t, std::string> annotation_;  // event -> its "teller" arg
+  std::unordered_map<uint32_t, uint32_t> push_of_pop_;    // pop event -> its push event
+  std::unordered_map<uint32_t, std::string> push_args_;   // push event -> its args JSON
   int64_t base_ = 0;
   uint64_t flow_id_ = 0;
   bool first_ = true;

@@ -67,11 +67,14 @@ const Case& Demo() {
 
 using EventKey = std::tuple<EventType, std::string, int64_t, int64_t>;
 
-// Every event as (type, name, start, end), sorted: what must survive the round trip.
+// Every event as (type, name, start, end), sorted: what must survive the round trip. Pops
+// are written with the name of the push they close (viewers match E to B by name), so
+// their names are left out here and checked by BeginEndNest.
 std::vector<EventKey> Events(const Trace& t) {
   std::vector<EventKey> out;
   for (size_t i = 0; i < t.events.size(); ++i) {
-    out.emplace_back(t.events.type[i], std::string(t.strings.Get(t.events.name[i])),
+    const bool pop = t.events.type[i] == EventType::kPop;
+    out.emplace_back(t.events.type[i], pop ? "" : std::string(t.strings.Get(t.events.name[i])),
                      t.events.start_ns[i], t.events.end_ns[i]);
   }
   std::sort(out.begin(), out.end());
@@ -94,6 +97,8 @@ void ReadBack(const std::string& json, const std::string& name, Trace* back) {
 
 // Phases of the exported JSON: counts per ph and per (ph, cat), flow ids by phase.
 struct Parsed {
+  size_t mismatched_ends = 0;  // E events whose name and args are not those of the open B
+  size_t unclosed = 0;         // B events never closed
   std::map<std::string, size_t> ph;
   std::map<std::string, size_t> ph_cat;
   std::multiset<uint64_t> flow_start, flow_end;
@@ -101,6 +106,7 @@ struct Parsed {
 };
 Parsed Parse(const std::string& json) {
   Parsed p;
+  std::map<std::string, std::vector<std::string>> open;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   EXPECT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS);
@@ -114,8 +120,24 @@ Parsed Parse(const std::string& json) {
     if (ph == "s" && e["id"].get(id) == simdjson::SUCCESS) p.flow_start.insert(id);
     if (ph == "f" && e["id"].get(id) == simdjson::SUCCESS) p.flow_end.insert(id);
     simdjson::dom::element t;
-    if (e["args"]["teller"].get(t) == simdjson::SUCCESS) ++p.teller_args;
+    if (ph != "E" && e["args"]["teller"].get(t) == simdjson::SUCCESS) ++p.teller_args;
+    if (ph == "B" || ph == "E") {
+      // File order is time order per thread for B/E of one thread in the export.
+      const std::string key =
+          std::to_string(int64_t(e["pid"])) + "/" + std::to_string(int64_t(e["tid"]));
+      const std::string id = std::string(std::string_view(e["name"].get_string())) + "|" +
+                             simdjson::to_string(e["args"]);
+      auto& stack = open[key];
+      if (ph == "B") {
+        stack.push_back(id);
+      } else if (stack.empty() || stack.back() != id) {
+        ++p.mismatched_ends;
+      } else {
+        stack.pop_back();
+      }
+    }
   }
+  for (const auto& [key, stack] : open) p.unclosed += stack.size();
   return p;
 }
 
@@ -131,6 +153,11 @@ TEST(ChromeTrace, DemoRoundTripsThroughTheKinetoImporter) {
   const Parsed p = Parse(json);
   EXPECT_EQ(p.ph.at("s"), stats.flows);
   EXPECT_EQ(p.flow_start, p.flow_end);  // every flow has both ends, ids unique per pair
+  // Every E closes the B open on its thread, with its name and args (as viewers match them).
+  EXPECT_GT(p.ph.at("B"), 0u);
+  EXPECT_EQ(p.ph.at("B"), p.ph.at("E"));
+  EXPECT_EQ(p.mismatched_ends, 0u);
+  EXPECT_EQ(p.unclosed, 0u);
   EXPECT_EQ(std::set<uint64_t>(p.flow_start.begin(), p.flow_start.end()).size(), stats.flows);
   // Process names: one per traced process, and thread names for its tracks.
   EXPECT_EQ(json.find("\"name\":\"process_name\"") != std::string::npos, true);
