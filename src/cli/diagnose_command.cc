@@ -1,6 +1,7 @@
 // `teller diagnose`: abnormal steps, evidence operators, fault category and explanation;
 // failures (crashes, exit statuses, open ranges, log errors), also from logs alone
 // (docs/diagnose.md).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -105,13 +106,16 @@ int WriteHtml(const Trace& trace, const reconstruct::Reconstruction& r,
   report::HtmlOptions options;
   options.sources = sources;
   report::HtmlStats stats;
+  const auto start = std::chrono::steady_clock::now();
   const std::string html = report::ToHtml(trace, r, d, options, &stats);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (Status st = WriteFileAtomic(path, html); !st.ok()) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
-  std::printf("wrote %s (%.2f MB): open it in a browser\n", path.c_str(),
-              static_cast<double>(html.size()) / 1e6);
+  std::printf("wrote %s (%.2f MB in %.2f s; %zu steps with a timeline): open it in a browser\n",
+              path.c_str(), static_cast<double>(html.size()) / 1e6, seconds, stats.detailed_steps);
   return 0;
 }
 

@@ -73,6 +73,8 @@ class HtmlWriter {
     WriteSteps(data);
     top.Key("operators");
     WriteOperators(data);
+    top.Key("top_operators");
+    WriteTopOperators(data);
     top.Key("distributions");
     WriteDistributions(data);
     top.Key("counters");
@@ -570,6 +572,27 @@ class HtmlWriter {
       r.Close();
       w.Close();
       ++stats_.operator_rows;
+    }
+    a.Close();
+  }
+
+  // The whole trace's ranking, as the text report's "top operators" (evidence of normal
+  // steps included: a fault too small to make a step abnormal still ranks here).
+  void WriteTopOperators(std::string& out) {
+    JsonArrayWriter a(out);
+    for (const diagnose::TopOperator& t : d_.top_operators) {
+      a.Next();
+      JsonObjectWriter w(out, JsonDoubles::kDigits6);
+      w.Field("name", t.name).Field("family", t.family).Field("within", t.within);
+      w.Field("layer", LayerName(t.layer)).Field("measure", localize::MeasureName(t.measure));
+      w.Field("suspicion", t.suspicion).Field("score", static_cast<double>(t.score));
+      w.Field("excess_ns", t.excess_ns).Field("straggling_ns", t.straggling_ns);
+      w.Field("count", static_cast<uint64_t>(t.count));
+      w.Field("instances", static_cast<uint64_t>(t.instances));
+      w.Field("median_ns", t.median_ns).Field("max_ratio", t.max_ratio);
+      w.Key("ranks");
+      JsonArrayWriter(out).Integers(t.ranks).Close();
+      w.Close();
     }
     a.Close();
   }

@@ -6,10 +6,13 @@
 //
 // usage: node browser_check.js --chromium PATH --url URL [--screenshot FILE.png]
 //          [--ready JS] [--expect NAME=JS]... [--serve DIR] [--timeout S] [--size WxH]
+//          [--clip X,Y,W,H]
 //   --ready JS       an expression that is true once the page has drawn itself
 //   --expect NAME=JS an expression that must be true once ready (printed as NAME)
 //   --serve DIR      serve DIR on 127.0.0.1 and open URL relative to it (for pages that
 //                    fetch their input, which file:// forbids)
+//   --clip X,Y,W,H   the screenshot shows this part of the page (CSS pixels, beyond the
+//                    window if need be) instead of the window
 // Exit status: 0 all checks passed, 1 a check failed, 2 usage or browser trouble.
 'use strict';
 const { spawn } = require('child_process');
@@ -31,6 +34,7 @@ function parseArgs(argv) {
     else if (k === '--serve') a.serve = v;
     else if (k === '--timeout') a.timeout = Number(v);
     else if (k === '--size') a.size = v.replace('x', ',');
+    else if (k === '--clip') a.clip = v.split(',').map(Number);
     else { console.error('browser_check: unknown argument ' + k); process.exit(2); }
     i++;
   }
@@ -164,7 +168,12 @@ async function main() {
       if (!v) bad++;
     }
     if (a.screenshot) {
-      const { data } = await s('Page.captureScreenshot', { format: 'png' });
+      const shot = { format: 'png' };
+      if (a.clip) {
+        shot.clip = { x: a.clip[0], y: a.clip[1], width: a.clip[2], height: a.clip[3], scale: 1 };
+        shot.captureBeyondViewport = true;
+      }
+      const { data } = await s('Page.captureScreenshot', shot);
       const png = Buffer.from(data, 'base64');
       fs.writeFileSync(a.screenshot, png);
       const ink = inkShare(png);

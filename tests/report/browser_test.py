@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Renders Teller's reports in a real browser (docs/report.md, "Tests").
 
-  browser_test.py html TELLER WORKDIR
-      The README's demo: simulate, `teller diagnose --json --html`, then headless Chromium
+  browser_test.py html TELLER WORKDIR README
+      The README's demo (its main job, read from README.md): simulate, then its `teller
+      diagnose ... --html` with --json added, then headless Chromium
       opens the HTML report: no console errors, the key elements there in the numbers the
       JSON report gives, a table sorts on a click, a screenshot that is not blank.
-  browser_test.py speedscope TELLER WORKDIR SPEEDSCOPE_DIR
+  browser_test.py speedscope TELLER WORKDIR README SPEEDSCOPE_DIR
       A small demo exported with `teller export --perfetto`, opened in speedscope (a
       trace-event viewer from npm, served from a local folder, offline): it reads the file
       and lists one profile per track the export named.
@@ -15,6 +16,7 @@ Exits 77 (ctest's skip) when chromium, node or speedscope is absent, saying whic
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,10 +25,21 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
 
-# The README's main job (keep in step with README.md).
-DEMO = ["simulate", "--profile", "vllm-v1-online", "--requests", "24", "--seed", "7", "--layers",
-        "12", "--output-median", "24", "--fault",
-        "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=1s,duration=0.5s,rank=1"]
+def readme_demo(readme):
+    """The README's main job: the arguments of its `teller simulate` (without --out) and of
+    its `teller diagnose` (without the trace), which must write the HTML report."""
+    for line in open(readme, encoding="utf-8"):
+        if "build/bin/teller simulate" in line and "/tmp/teller-demo" in line:
+            parts = [shlex.split(p) for p in line.strip().split(" && ")]
+            sim = next(p for p in parts if p[:2] == ["build/bin/teller", "simulate"])
+            diag = next(p for p in parts if p[:2] == ["build/bin/teller", "diagnose"])
+            out = sim.index("--out")
+            sim = sim[1:out] + sim[out + 2:]
+            assert "--html" in diag, "the README's main job no longer writes the HTML report"
+            html = diag[diag.index("--html") + 1]
+            diag = [a for a in diag[3:]]
+            return sim, diag, html
+    sys.exit(f"{readme}: no demo command (build/bin/teller simulate ... /tmp/teller-demo)")
 
 
 def need(tool, env):
@@ -58,14 +71,16 @@ def check(chromium, node, url, screenshot, ready, expects, serve=None):
     return r.returncode
 
 
-def html_test(teller, work):
+def html_test(teller, work, readme):
     chromium, node = need("chromium", "CHROMIUM"), need("node", "NODE")
+    sim, diag, readme_html = readme_demo(readme)
     demo = os.path.join(work, "demo")
     shutil.rmtree(demo, ignore_errors=True)
-    run([teller] + DEMO + ["--out", demo])
+    run([teller] + sim + ["--out", demo])
     report, page = os.path.join(work, "demo.json"), os.path.join(work, "demo.html")
+    diag = [page if a == readme_html else a for a in diag]
     start = time.time()
-    out = run([teller, "diagnose", demo, "--steps", "3", "--json", report, "--html", page])
+    out = run([teller, "diagnose", demo] + diag + ["--json", report])
     print(f"diagnose --json --html: {time.time() - start:.1f} s, {os.path.getsize(page)} bytes")
     assert f"wrote {page}" in out, out
     d = json.load(open(report))
@@ -100,18 +115,19 @@ def html_test(teller, work):
                  "document.body.getAttribute('data-rendered') === 'yes'", expects)
 
 
-def speedscope_test(teller, work, speedscope):
+def speedscope_test(teller, work, readme, speedscope):
     chromium, node = need("chromium", "CHROMIUM"), need("node", "NODE")
+    sim = readme_demo(readme)[0]
     if not os.path.isfile(os.path.join(speedscope, "index.html")):
         print(f"skipped: speedscope not found in {speedscope} (tools/setup.sh installs it from npm)")
         sys.exit(SKIP)
     demo = os.path.join(work, "small")
     shutil.rmtree(demo, ignore_errors=True)
-    small = [a for a in DEMO]
+    small = list(sim)
     small[small.index("--requests") + 1] = "4"
     small[small.index("--layers") + 1] = "4"
     small[small.index("--output-median") + 1] = "8"
-    small[-1] = "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=0.1s,duration=0.3s,rank=1"
+    small[small.index("--fault") + 1] = "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=0.1s,duration=0.3s,rank=1"
     run([teller] + small + ["--out", demo])
     site = os.path.join(work, "speedscope")
     shutil.rmtree(site, ignore_errors=True)
@@ -129,14 +145,14 @@ def speedscope_test(teller, work, speedscope):
 
 
 def main():
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 5:
         sys.exit(__doc__)
-    mode, teller, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    mode, teller, work, readme = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
     if mode == "html":
-        return html_test(teller, work)
-    if mode == "speedscope":
-        return speedscope_test(teller, work, sys.argv[4])
+        return html_test(teller, work, readme)
+    if mode == "speedscope" and len(sys.argv) == 6:
+        return speedscope_test(teller, work, readme, sys.argv[5])
     sys.exit(__doc__)
 
 

@@ -191,11 +191,17 @@
   function series() {
     if (!D.series.length) return;
     var s = section('series', 'Step time per rank');
-    add(s, legend([['#7f8b99', 'step'], ['#d62728', 'abnormal step']]));
-    var tmax = 0, dmax = 0;
+    add(s, legend([['#7f8b99', 'step (duration, log scale, against time)'], ['#d62728', 'abnormal step']]));
+    // Durations on a log scale: prefill steps can be ten times a decode step.
+    var tmax = 0, dmax = 0, dmin = Infinity;
     D.series.forEach(function (r) {
-      r.points.forEach(function (p) { tmax = Math.max(tmax, p[0] + p[1]); dmax = Math.max(dmax, p[1]); });
+      r.points.forEach(function (p) {
+        tmax = Math.max(tmax, p[0] + p[1]); dmax = Math.max(dmax, p[1]);
+        if (p[1] > 0) dmin = Math.min(dmin, p[1]);
+      });
     });
+    if (!(dmin < dmax)) dmin = dmax / 10 || 1;
+    var lmin = Math.log(dmin), lspan = Math.log(dmax) - lmin || 1;
     var grid = el('div', { 'class': 'series-grid' });
     var W = 420, H = 140, L = 52, B = 22, T = 18;
     D.series.forEach(function (r) {
@@ -203,14 +209,18 @@
         'data-rank': r.rank });
       add(g, sv('text', { x: L, y: 12 }, r.label + ' · ' + r.steps + ' steps' + (r.thinned ? ' (longest per bucket shown)' : '')));
       var x = function (t) { return L + (W - L - 8) * (tmax > 0 ? t / tmax : 0); };
-      var y = function (d) { return H - B - (H - B - T) * (dmax > 0 ? d / dmax : 0); };
+      var y = function (d) { return H - B - (H - B - T) * (Math.log(Math.max(d, dmin)) - lmin) / lspan; };
       add(g, sv('line', { x1: L, y1: H - B, x2: W - 8, y2: H - B, 'class': 'axis' }));
       add(g, sv('line', { x1: L, y1: T, x2: L, y2: H - B, 'class': 'axis' }));
       add(g, sv('text', { x: 2, y: T + 8 }, ns(dmax)));
-      add(g, sv('text', { x: 2, y: H - B }, '0'));
+      add(g, sv('text', { x: 2, y: H - B }, ns(dmin)));
       add(g, sv('text', { x: W - 60, y: H - 6 }, ns(tmax)));
-      var pts = r.points.map(function (p) { return x(p[0]).toFixed(1) + ',' + y(p[1]).toFixed(1); });
-      add(g, sv('polyline', { points: pts.join(' '), fill: 'none', stroke: '#7f8b99', 'stroke-width': 1 }));
+      // Each step a short segment at the height of its duration, from its start to its end.
+      var d = r.points.map(function (p) {
+        var x0 = x(p[0]), x1 = Math.max(x(p[0] + p[1]), x0 + 0.8), yy = y(p[1]).toFixed(1);
+        return 'M' + x0.toFixed(1) + ' ' + yy + 'H' + x1.toFixed(1);
+      });
+      add(g, sv('path', { d: d.join(''), fill: 'none', stroke: '#7f8b99', 'stroke-width': 2 }));
       r.points.forEach(function (p) {
         if (!p[2]) return;
         var c = sv('circle', { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3, fill: '#d62728',
@@ -250,9 +260,13 @@
       l.items.forEach(function (it) { depth = Math.max(depth, it[4]); });
       rows.push({ lane: l, depth: Math.min(depth, 7) + 1 });
     });
+    rows.forEach(function (r) {
+      // At least a label's height per lane.
+      r.height = Math.max(r.depth * 9, 13);
+    });
     var W = 1100, L = 260, RH = 9, GAP = 6, T = 20;
     var H = T + 10;
-    rows.forEach(function (r) { r.y = H; H += r.depth * RH + GAP; });
+    rows.forEach(function (r) { r.y = H; H += r.height + GAP; });
     var g = sv('svg', { width: '100%', viewBox: '0 0 ' + W + ' ' + H, 'class': 'timeline',
       id: 'timeline-' + k, preserveAspectRatio: 'xMinYMin meet' });
     var span = Math.max(1, tl.t1 - tl.t0);
@@ -262,7 +276,7 @@
     rows.forEach(function (r) {
       add(g, sv('text', { x: 2, y: r.y + 8, 'class': r.lane.gpu ? 'gpu-lane' : 'host-lane' },
           r.lane.label.length > 44 ? r.lane.label.slice(0, 20) + '…' + r.lane.label.slice(-23) : r.lane.label));
-      add(g, sv('line', { x1: L, y1: r.y + r.depth * RH + 2, x2: W, y2: r.y + r.depth * RH + 2, 'class': 'grid' }));
+      add(g, sv('line', { x1: L, y1: r.y + r.height + 2, x2: W, y2: r.y + r.height + 2, 'class': 'grid' }));
       // Others first, so that the evidence is drawn on top.
       var items = r.lane.items.slice().sort(function (a, b) { return a[3] === b[3] ? 0 : (a[3] === 0 ? -1 : 1); });
       items.forEach(function (it) {
@@ -370,8 +384,24 @@
   }
 
   function operators() {
-    if (!D.operators.length) return;
+    if (!D.operators.length && !D.top_operators.length) return;
     var s = section('operators', 'Operators against their peers');
+    if (D.top_operators.length) {
+      add(s, el('h3', {}, 'Top operators of the whole trace (most suspicious first)'));
+      table(s, 'top-operators-table', [
+        { key: 'name', title: 'operator', cls: 'name mono' }, { key: 'layer', title: 'layer' },
+        { key: 'measure', title: 'measure' },
+        { key: 'suspicion', title: 'suspicion', num: true, fmt: function (v) { return fixed(v, 1); } },
+        { key: 'count', title: 'slower', num: true },
+        { key: 'instances', title: 'instances', num: true },
+        { key: 'median_ns', title: 'median', num: true, fmt: ns },
+        { key: 'excess_ns', title: 'excess', num: true, fmt: ns },
+        { key: 'max_ratio', title: 'max ratio', num: true, fmt: function (v) { return fixed(v, 2) + 'x'; } },
+        { key: 'ranks', title: 'ranks', fmt: function (v) { return v.join(','); } }
+      ], D.top_operators, 10);
+    }
+    if (!D.operators.length) return;
+    add(s, el('h3', {}, 'Evidence of the abnormal steps by operator'));
     add(s, el('p', { 'class': 'muted' }, 'The evidence of the abnormal steps by operator: time against ' +
         'the peers\' median (' + (D.meta.mode === 'baseline' ? 'from the baseline' : 'from this trace') +
         '). Click a column to sort.'));
@@ -468,5 +498,7 @@
   distributions();
   logs();
   counters();
+  // Milliseconds from navigation to the drawn report (the figure docs/report.md gives).
+  document.body.setAttribute('data-render-ms', String(Math.round(performance.now())));
   document.body.setAttribute('data-rendered', 'yes');
 })();
