@@ -204,41 +204,33 @@ class Writer {
     out_ += Micros(ts, base_);
   }
 
+  // One metadata event: {"ph":"M","name":<what>,...,"args":{<key>:<value>}}.
+  template <typename T>
+  void Metadata(std::string_view what, int64_t pid, uint32_t tid, std::string_view key,
+                const T& value) {
+    Begin('M', what, "", pid, tid, base_);
+    out_ += ",\"args\":";
+    JsonObjectWriter(out_).Field(key, value).Close();
+    out_ += '}';
+  }
+
   void WriteMetadata() {
     for (size_t p = 0; p < tracks_.size(); ++p) {
       const ProcessInfo& info = trace_.processes[p];
       const Tracks& t = tracks_[p];
-      Begin('M', "process_name", "", t.pid, 0, base_);
-      out_ += ",\"args\":";
-      JsonObjectWriter(out_).Field("name", ProcessLabel(trace_, static_cast<uint32_t>(p))).Close();
-      out_ += '}';
-      Begin('M', "process_sort_index", "", t.pid, 0, base_);
-      out_ += ",\"args\":";
-      JsonObjectWriter(out_)
-          .Field("sort_index", static_cast<int64_t>(info.rank >= 0 ? info.rank : 100000 + p))
-          .Close();
-      out_ += '}';
+      Metadata("process_name", t.pid, 0, "name", ProcessLabel(trace_, static_cast<uint32_t>(p)));
+      Metadata("process_sort_index", t.pid, 0, "sort_index",
+               static_cast<int64_t>(info.rank >= 0 ? info.rank : 100000 + p));
+      // Host threads first, then the GPU streams, each named.
       int64_t order = 0;
       for (const auto& [host_tid, tid] : t.host) {
-        Begin('M', "thread_name", "", t.pid, tid, base_);
-        out_ += ",\"args\":";
-        JsonObjectWriter(out_).Field("name", "thread " + std::to_string(host_tid)).Close();
-        out_ += '}';
-        Begin('M', "thread_sort_index", "", t.pid, tid, base_);
-        out_ += ",\"args\":";
-        JsonObjectWriter(out_).Field("sort_index", order++).Close();
-        out_ += '}';
+        Metadata("thread_name", t.pid, tid, "name", "thread " + std::to_string(host_tid));
+        Metadata("thread_sort_index", t.pid, tid, "sort_index", order++);
         ++stats_.tracks;
       }
       for (const auto& [key, tid] : t.gpu) {
-        Begin('M', "thread_name", "", t.pid, tid, base_);
-        out_ += ",\"args\":";
-        JsonObjectWriter(out_).Field("name", StreamLabel(key.first, key.second)).Close();
-        out_ += '}';
-        Begin('M', "thread_sort_index", "", t.pid, tid, base_);
-        out_ += ",\"args\":";
-        JsonObjectWriter(out_).Field("sort_index", order++).Close();
-        out_ += '}';
+        Metadata("thread_name", t.pid, tid, "name", StreamLabel(key.first, key.second));
+        Metadata("thread_sort_index", t.pid, tid, "sort_index", order++);
         ++stats_.tracks;
       }
     }

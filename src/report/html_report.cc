@@ -218,7 +218,9 @@ class HtmlWriter {
       std::stable_sort(steps.begin(), steps.end(), [&](uint32_t x, uint32_t y) {
         return r_.nodes.start_ns[r_.steps[x].node] < r_.nodes.start_ns[r_.steps[y].node];
       });
-      const size_t cap = std::max<size_t>(o_.series_points, 2);
+      // Many ranks share a budget of 30,000 points, so that a page of 64 ranks stays small.
+      const size_t cap = std::max<size_t>(
+          std::min(o_.series_points, std::max<size_t>(100, 30000 / order.size())), 2);
       std::vector<uint32_t> keep;
       if (steps.size() <= cap) {
         keep = steps;
@@ -269,9 +271,12 @@ class HtmlWriter {
     return r_.nodes.end_ns[n] - r_.nodes.start_ns[n];
   }
 
-  void WriteEvidenceList(std::string& out, const std::vector<diagnose::Evidence>& list) {
+  // `max` entries at most; call paths only when `paths` (the steps with a timeline).
+  void WriteEvidenceList(std::string& out, const std::vector<diagnose::Evidence>& list, bool paths,
+                         size_t max) {
     JsonArrayWriter a(out);
-    for (const diagnose::Evidence& e : list) {
+    for (size_t i = 0; i < list.size() && i < max; ++i) {
+      const diagnose::Evidence& e = list[i];
       a.Next();
       JsonObjectWriter w(out, JsonDoubles::kDigits6);
       w.Field("name", e.name).Field("family", e.family).Field("within", e.within);
@@ -285,7 +290,7 @@ class HtmlWriter {
       // The call path, outermost first: engine step -> operators -> runtime call -> GPU work.
       w.Key("path");
       JsonArrayWriter p(out);
-      if (e.node < r_.nodes.size()) {
+      if (paths && e.node < r_.nodes.size()) {
         std::vector<uint32_t> chain;
         for (int32_t n = static_cast<int32_t>(e.node); n >= 0 && chain.size() < 64;
              n = r_.nodes.parent[static_cast<size_t>(n)]) {
@@ -466,11 +471,14 @@ class HtmlWriter {
         for (const std::string& req : s.requests) q.Element(req);
         q.Close();
       }
-      w.Key("evidence");
-      WriteEvidenceList(out, s.evidence);
-      w.Key("consequences");
-      WriteEvidenceList(out, s.consequences);
       const bool detailed = k < o_.detailed_steps;
+      w.Key("evidence");
+      WriteEvidenceList(out, s.evidence, detailed, s.evidence.size());
+      // Consequences can be one per rank and collective: the steps without a timeline
+      // list the first eight, in the diagnosis's order.
+      w.Key("consequences");
+      WriteEvidenceList(out, s.consequences, detailed, detailed ? s.consequences.size() : 8);
+      w.Field("consequences_total", static_cast<uint64_t>(s.consequences.size()));
       if (detailed) {
         w.Key("timeline");
         WriteTimeline(out, s);

@@ -62,7 +62,9 @@ struct HtmlOptions {
   size_t timeline_items = 400;       // most slices per step timeline (evidence always kept)
   size_t table_rows = 2000;          // most rows of a table (pages of 25 in the page)
   size_t distribution_roots = 4;     // top roots with a duration distribution
-  size_t series_points = 1500;       // most points per rank of the step-time series
+  // Most points per rank of the step-time series; all ranks together share 30,000 (at
+  // least 100 each), so that many ranks keep the page small.
+  size_t series_points = 1500;
 };
 
 // What ToHtml put in, for the command's summary and the tests.
