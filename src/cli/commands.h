@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "teller/core/status.h"
+#include "teller/core/trace.h"
+#include "teller/diagnose/diagnose.h"
+#include "teller/reconstruct/reconstruct.h"
 #include "teller/sim/sim.h"
 
 namespace teller::cli {
@@ -19,6 +23,16 @@ int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
 int DiagnoseCommand(const std::vector<std::string>& args);
 int EvalCommand(const std::vector<std::string>& args);
+int TraceExportCommand(const std::vector<std::string>& args);
+
+// Imports `paths` as one trace and reconstructs it with the rules of `rules` (built-in
+// ones when empty), as `teller diagnose` and `teller export` read their TRACEs.
+Status LoadTrace(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
+                 reconstruct::Reconstruction* r);
+// Writes the Chrome trace-event export (report::ToChromeTrace) to `path` and prints what it
+// holds; errors go to stderr prefixed with `who`. Returns 0, or 1 on an error.
+int WriteChromeTrace(const Trace& trace, const reconstruct::Reconstruction& r,
+                     const diagnose::Diagnosis* d, const std::string& path, const char* who);
 
 // `simulate --compare`: simulates `config` (capped to kCompareRequests requests) into a
 // temporary directory that is removed afterwards, imports it and `real_path`, compares and

@@ -1,6 +1,7 @@
 // `teller diagnose`: abnormal steps, evidence operators, fault category and explanation;
 // failures (crashes, exit statuses, open ranges, log errors), also from logs alone
 // (docs/diagnose.md).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,14 +13,15 @@
 #include "teller/diagnose/diagnose.h"
 #include "teller/diagnose/failures.h"
 #include "teller/ingest/ingest.h"
+#include "teller/report/report.h"
 
 namespace teller::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: teller diagnose TRACE... [--baseline TRACE...] [--json FILE] [--top K]\n"
-    "                       [--steps N] [--threshold X] [--min-effect X] [--rules FILE]\n"
-    "                       [--fail-on-anomaly]\n"
+    "usage: teller diagnose TRACE... [--baseline TRACE...] [--json FILE] [--html FILE]\n"
+    "                       [--trace-out FILE] [--top K] [--steps N] [--threshold X]\n"
+    "                       [--min-effect X] [--rules FILE] [--fail-on-anomaly]\n"
     "\n"
     "Rebuilds per-step call trees and finds the abnormal steps, the operators that are the\n"
     "evidence, a likely fault category and an explanation with the aligned log lines.\n"
@@ -37,6 +39,11 @@ constexpr const char* kHelp =
     "                       modelled on them and the incident is scored against them\n"
     "                       (default: each family is modelled on the trace itself)\n"
     "  --json FILE          write the full report (schema: docs/diagnose.md)\n"
+    "  --html FILE          write a self-contained HTML report to open in a browser:\n"
+    "                       verdict, step times per rank, a timeline of each abnormal\n"
+    "                       step, operators, collectives, logs, counters (docs/report.md)\n"
+    "  --trace-out FILE     write the trace with the findings as a Chrome trace-event\n"
+    "                       JSON for ui.perfetto.dev (as `teller export --perfetto`)\n"
     "  --top K              operators in the top-operators ranking (default 10)\n"
     "  --steps N            abnormal steps printed (default 10)\n"
     "  --threshold X        step score above which a step is abnormal (default 0.6)\n"
@@ -76,8 +83,10 @@ std::string LogsJson(const Trace& trace, const std::vector<diagnose::Finding>& f
   return out;
 }
 
-Status Load(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
-            reconstruct::Reconstruction* r) {
+}  // namespace
+
+Status LoadTrace(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
+                 reconstruct::Reconstruction* r) {
   for (const std::string& p : paths) TELLER_RETURN_IF_ERROR(ingest::ImportPath(p, *trace));
   reconstruct::Options o;
   if (!rules.empty()) {
@@ -89,11 +98,32 @@ Status Load(const std::vector<std::string>& paths, const std::string& rules, Tra
   return Status::Ok();
 }
 
+namespace {
+
+int WriteHtml(const Trace& trace, const reconstruct::Reconstruction& r,
+              const diagnose::Diagnosis& d, const std::vector<std::string>& sources,
+              const std::string& path) {
+  report::HtmlOptions options;
+  options.sources = sources;
+  report::HtmlStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string html = report::ToHtml(trace, r, d, options, &stats);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (Status st = WriteFileAtomic(path, html); !st.ok()) {
+    std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s (%.2f MB in %.2f s; %zu steps with a timeline): open it in a browser\n",
+              path.c_str(), static_cast<double>(html.size()) / 1e6, seconds, stats.detailed_steps);
+  return 0;
+}
+
 }  // namespace
 
 int DiagnoseCommand(const std::vector<std::string>& args) {
   std::vector<std::string> traces, baseline;
-  std::string json, rules;
+  std::string json, rules, html, trace_out;
   diagnose::Options options;
   size_t max_steps = 10;
   bool in_baseline = false;
@@ -131,6 +161,10 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       options.localize.min_ratio = x;
     } else if (a == "--json") {
       if (!value(&json)) return 2;
+    } else if (a == "--html") {
+      if (!value(&html)) return 2;
+    } else if (a == "--trace-out") {
+      if (!value(&trace_out)) return 2;
     } else if (a == "--rules") {
       if (!value(&rules)) return 2;
     } else if (a == "--top" || a == "--steps") {
@@ -170,7 +204,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   }
   Trace trace;
   reconstruct::Reconstruction r;
-  if (Status st = Load(traces, rules, &trace, &r); !st.ok()) {
+  if (Status st = LoadTrace(traces, rules, &trace, &r); !st.ok()) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
@@ -196,6 +230,17 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       }
       std::printf("wrote %s\n", json.c_str());
     }
+    if (!trace_out.empty()) {
+      std::fprintf(stderr, "teller diagnose: no events: --trace-out %s not written\n",
+                   trace_out.c_str());
+      return 1;
+    }
+    if (!html.empty()) {
+      diagnose::Diagnosis logs_only;
+      logs_only.mode = "logs";
+      logs_only.findings = findings;
+      if (WriteHtml(trace, r, logs_only, traces, html) != 0) return 1;
+    }
     return fail_on_anomaly && diagnose::HasErrorFinding(findings) ? kExitAnomaly : 0;
   }
   if (r.steps.empty()) {
@@ -209,7 +254,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   if (!baseline.empty()) {
     Trace bt;
     reconstruct::Reconstruction br;
-    if (Status st = Load(baseline, rules, &bt, &br); !st.ok()) {
+    if (Status st = LoadTrace(baseline, rules, &bt, &br); !st.ok()) {
       std::fprintf(stderr, "teller diagnose: baseline: %s\n", st.message().c_str());
       return 1;
     }
@@ -225,6 +270,10 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     }
     std::printf("wrote %s\n", json.c_str());
   }
+  if (!trace_out.empty() && WriteChromeTrace(trace, r, &d, trace_out, "teller diagnose") != 0) {
+    return 1;
+  }
+  if (!html.empty() && WriteHtml(trace, r, d, traces, html) != 0) return 1;
   if (fail_on_anomaly && (d.abnormal_steps > 0 || diagnose::HasErrorFinding(d.findings))) {
     return kExitAnomaly;
   }

@@ -26,7 +26,10 @@ constexpr const char* kUsage =
     "Diagnose:\n"
     "  diagnose TRACE... [--baseline TRACE...] [--json FILE] [--top K]\n"
     "                     abnormal steps, the operators that are the evidence, a likely\n"
-    "                     fault category and why (Teller, Kineto or Nsight traces)\n"
+    "                     fault category and why (Teller, Kineto or Nsight traces);\n"
+    "                     --html FILE writes a report to open in a browser\n"
+    "  export TRACE... --perfetto FILE [--diagnosis JSON]\n"
+    "                     the trace for Perfetto and trace-event viewers, with the findings\n"
     "Read:\n"
     "  dump [--stats] [--meta] FILE|DIR\n"
     "                     print the events of raw trace files as JSON lines\n"
@@ -93,7 +96,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "inspect" || command == "dataset" || command == "simulate" ||
-      command == "inject" || command == "tpe" || command == "diagnose" || command == "eval") {
+      command == "inject" || command == "tpe" || command == "diagnose" || command == "eval" ||
+      command == "export") {
     ReexecWithHugePages(argv);
   }
   const std::vector<std::string> args(argv + 2, argv + argc);
@@ -106,6 +110,7 @@ int main(int argc, char** argv) {
   if (command == "tpe") return teller::cli::TpeCommand(args);
   if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
   if (command == "eval") return teller::cli::EvalCommand(args);
+  if (command == "export") return teller::cli::TraceExportCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

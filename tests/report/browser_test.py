@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Renders Teller's reports in a real browser (docs/report.md, "Tests").
+
+  browser_test.py html TELLER WORKDIR README
+      The README's demo (its main job, read from README.md): simulate, then its `teller
+      diagnose ... --html` with --json added, then headless Chromium
+      opens the HTML report: no console errors, the key elements there in the numbers the
+      JSON report gives, a table sorts on a click, a screenshot that is not blank.
+  browser_test.py speedscope TELLER WORKDIR README SPEEDSCOPE_DIR
+      A small demo exported with `teller export --perfetto`, opened in speedscope (a
+      trace-event viewer from npm, served from a local folder, offline): it reads the file
+      and lists one profile per track the export named.
+
+Exits 77 (ctest's skip) when chromium, node or speedscope is absent, saying which.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+
+def readme_demo(readme):
+    """The README's main job: the arguments of its `teller simulate` (without --out) and of
+    its `teller diagnose` (without the trace), which must write the HTML report."""
+    for line in open(readme, encoding="utf-8"):
+        if "build/bin/teller simulate" in line and "/tmp/teller-demo" in line:
+            parts = [shlex.split(p) for p in line.strip().split(" && ")]
+            sim = next(p for p in parts if p[:2] == ["build/bin/teller", "simulate"])
+            diag = next(p for p in parts if p[:2] == ["build/bin/teller", "diagnose"])
+            out = sim.index("--out")
+            sim = sim[1:out] + sim[out + 2:]
+            assert "--html" in diag, "the README's main job no longer writes the HTML report"
+            html = diag[diag.index("--html") + 1]
+            diag = [a for a in diag[3:]]
+            return sim, diag, html
+    sys.exit(f"{readme}: no demo command (build/bin/teller simulate ... /tmp/teller-demo)")
+
+
+def need(tool, env):
+    path = os.environ.get(env) or shutil.which(tool)
+    if not path:
+        print(f"skipped: {tool} not found (tools/setup.sh installs it; or set {env})")
+        sys.exit(SKIP)
+    return path
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def check(chromium, node, url, screenshot, ready, expects, serve=None):
+    cmd = [node, os.path.join(HERE, "browser_check.js"), "--chromium", chromium, "--url", url,
+           "--screenshot", screenshot, "--ready", ready, "--timeout", "20"]
+    if serve:
+        cmd += ["--serve", serve]
+    for name, expr in expects:
+        cmd += ["--expect", f"{name}={expr}"]
+    start = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    print(r.stdout + r.stderr, end="")
+    print(f"browser: {time.time() - start:.1f} s")
+    return r.returncode
+
+
+def html_test(teller, work, readme):
+    chromium, node = need("chromium", "CHROMIUM"), need("node", "NODE")
+    sim, diag, readme_html = readme_demo(readme)
+    demo = os.path.join(work, "demo")
+    shutil.rmtree(demo, ignore_errors=True)
+    run([teller] + sim + ["--out", demo])
+    report, page = os.path.join(work, "demo.json"), os.path.join(work, "demo.html")
+    diag = [page if a == readme_html else a for a in diag]
+    start = time.time()
+    out = run([teller, "diagnose", demo] + diag + ["--json", report])
+    print(f"diagnose --json --html: {time.time() - start:.1f} s, {os.path.getsize(page)} bytes")
+    assert f"wrote {page}" in out, out
+    d = json.load(open(report))
+    abnormal = [s for s in d["steps"] if s["abnormal"]]
+    ranks = {r["rank"] for s in d["steps"] for r in s["ranks"]}
+    marked = sum(len(s["ranks"]) for s in abnormal)
+    consequences = sum(len(s["consequences"]) for s in abnormal[:20])
+    verdict = f"{len(abnormal)} of {len(d['steps'])} steps abnormal"
+    q = "document.querySelectorAll"
+    expects = [
+        ("verdict", f"document.getElementById('verdict-line').textContent.indexOf({json.dumps(verdict)}) === 0"),
+        ("categories", f"{q}('#categories .chip').length === {len({s['fault_type'] for s in abnormal})}"),
+        ("roots listed", f"{q}('#roots li').length === {min(5, len(d['top_operators']))}"),
+        ("a series per rank", f"{q}('svg.series').length === {len(ranks)}"),
+        ("abnormal steps marked", f"{q}('circle.abnormal-point').length === {marked}"),
+        ("a timeline per detailed step", f"{q}('svg.timeline').length === {min(20, len(abnormal))}"),
+        ("roots highlighted", f"{q}('svg.timeline rect.role-1').length > 0"),
+        ("call paths", f"{q}('ol.path li').length > 0"),
+        ("collective arrivals", f"({q}('svg.collective rect.late').length > 0) === {str(consequences > 0).lower()}"),
+        ("distributions", f"{q}('svg.distribution').length === {min(4, len(d['top_operators']))}"),
+        ("counters", f"{q}('#counters-table tbody tr').length === {min(50, len(d['counters']))}"),
+        # Sorting: a click on "count" puts the largest count first.
+        ("operator table sorts",
+         "(function(){var t=document.getElementById('operators-table');"
+         "var th=t.querySelector('th[data-key=count]');th.click();"
+         "var first=Number(t.querySelector('tbody tr td:nth-child(4)').textContent);"
+         "var d=JSON.parse(document.getElementById('teller-data').textContent);"
+         "return first===Math.max.apply(null,d.operators.map(function(o){return o.count;}));})()"),
+    ]
+    shot = os.path.join(work, "demo.png")
+    return check(chromium, node, "file://" + os.path.abspath(page), shot,
+                 "document.body.getAttribute('data-rendered') === 'yes'", expects)
+
+
+def speedscope_test(teller, work, readme, speedscope):
+    chromium, node = need("chromium", "CHROMIUM"), need("node", "NODE")
+    sim = readme_demo(readme)[0]
+    if not os.path.isfile(os.path.join(speedscope, "index.html")):
+        print(f"skipped: speedscope not found in {speedscope} (tools/setup.sh installs it from npm)")
+        sys.exit(SKIP)
+    demo = os.path.join(work, "small")
+    shutil.rmtree(demo, ignore_errors=True)
+    small = list(sim)
+    small[small.index("--requests") + 1] = "4"
+    small[small.index("--layers") + 1] = "4"
+    small[small.index("--output-median") + 1] = "8"
+    small[small.index("--fault") + 1] = "kernel_slow_one_gpu:target=gemm,magnitude=3,onset=0.1s,duration=0.3s,rank=1"
+    run([teller] + small + ["--out", demo])
+    site = os.path.join(work, "speedscope")
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(speedscope, site)
+    out = run([teller, "export", demo, "--perfetto", os.path.join(site, "trace.json")])
+    tracks = int(re.search(r"on (\d+) tracks", out).group(1))
+    expects = [
+        # One profile per track: speedscope shows "(1/N)" beside the profile's name.
+        ("all tracks", f"document.body.innerText.indexOf('(1/{tracks})') >= 0"),
+        ("named by rank", "/rank \\d+ \\(/.test(document.body.innerText)"),
+    ]
+    shot = os.path.join(work, "speedscope.png")
+    return check(chromium, node, "index.html#profileURL=/trace.json", shot,
+                 "document.body.innerText.indexOf('/" + str(tracks) + ")') >= 0", expects, serve=site)
+
+
+def main():
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    mode, teller, work, readme = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    if mode == "html":
+        return html_test(teller, work, readme)
+    if mode == "speedscope" and len(sys.argv) == 6:
+        return speedscope_test(teller, work, readme, sys.argv[5])
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
