@@ -1,5 +1,6 @@
 #include "teller/logs/signatures.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -86,9 +87,16 @@ Result<std::shared_ptr<const SignatureSet>> SignatureSet::FromText(std::string_v
       Rule r;
       r.signature = static_cast<uint32_t>(set->signatures_.size() - 1);
       r.at_start = key == "starts";
-      const size_t amp = value.find(" && ");
+      // " && " splits; so does a trailing " &&" (with nothing after it: an error below).
+      size_t amp = value.find(" && ");
+      if (amp == std::string_view::npos && value.size() >= 3 &&
+          value.substr(value.size() - 3) == " &&") {
+        amp = value.size() - 3;
+      }
       r.needle = std::string(Trim(value.substr(0, amp)));
-      if (amp != std::string_view::npos) r.also = std::string(Trim(value.substr(amp + 4)));
+      if (amp != std::string_view::npos) {
+        r.also = std::string(Trim(value.substr(std::min(value.size(), amp + 4))));
+      }
       if (r.needle.size() < 2 || (amp != std::string_view::npos && r.also.empty())) {
         return error("a text to look for needs at least 2 bytes");
       }
