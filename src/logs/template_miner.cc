@@ -16,6 +16,9 @@ namespace teller::logs {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+// Token ids of Match for tokens never interned: they equal no template token and route
+// down wildcard branches; kUnknownName marks those that are names (IsName).
+constexpr StringId kUnknownName = StringPool::kNotFound - 1;
 constexpr std::string_view kFileMagic = "teller-log-templates 1";
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
@@ -30,6 +33,23 @@ bool IsPath(std::string_view t) {
   if (t.size() > 1 && t[0] == '/') return true;
   if (t.size() > 2 && (t[0] == '.' || t[0] == '~') && t[1] == '/') return true;
   return t.find("://") != std::string_view::npos;
+}
+
+// Starts with a capital letter, then letters, digits or masks, maybe one closing mark:
+// "HTTPS", "SOCKS<*>", "SCHEDULED", "WindowsUpdateAgent.".
+bool IsName(std::string_view t) {
+  if (!t.empty() && (t.back() == ':' || t.back() == ',' || t.back() == '.' || t.back() == ';')) {
+    t.remove_suffix(1);
+  }
+  if (t.empty() || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.substr(i, 3) == kWildcard) {
+      i += 2;
+      continue;
+    }
+    if (!IsAlnum(t[i])) return false;
+  }
+  return true;
 }
 
 bool IsNameChar(char c) { return IsAlnum(c) || c == '.' || c == '-' || c == '_'; }
@@ -53,23 +73,46 @@ struct Run {
   size_t end;
   bool masked;
   bool variable;
+  size_t letters;  // masked runs: leading letters kept ("SOCKS5" -> "SOCKS<*>"), else 0
 };
 Run ScanRun(std::string_view t, size_t i) {
-  size_t k = i;
+  size_t k = i, first_digit = std::string_view::npos;
   bool digit = false, hex = true;
   while (k < t.size() && IsAlnum(t[k])) {
+    if (IsDigit(t[k]) && !digit) first_digit = k;
     digit |= IsDigit(t[k]);
     hex &= IsDigit(t[k]) || IsHexLetter(t[k]);
     ++k;
   }
   const bool masked = digit || (hex && k - i >= 8);
-  return {k, masked, masked || hex};
+  // A name with a number after it ("SOCKS5", "node129", "wl0") keeps the name; a run that
+  // could be hex ("e820", "a3f9c2") is a number whole.
+  const size_t letters = masked && digit && !hex ? first_digit - i : 0;
+  return {k, masked, (masked && letters == 0) || hex, letters};
+}
+
+// Day and month names: parts of dates, so values ("Fri Jun 17 07:07:00 2005").
+bool IsDateName(std::string_view t) {
+  if (!t.empty() && (t.back() == ',' || t.back() == '.')) t.remove_suffix(1);
+  if (t.size() != 3) return false;
+  static constexpr std::string_view kNames[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun",
+                                                "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+                                                "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (std::string_view n : kNames) {
+    if (t == n) return true;
+  }
+  return false;
 }
 
 // Appends token `t`, masked, to `out`.
 void MaskToken(std::string_view t, std::string* out) {
   if (IsPath(t)) {
     out->append(kWildcard);
+    return;
+  }
+  if (IsDateName(t)) {
+    out->append(kWildcard);
+    if (t.size() == 4) out->push_back(t.back());
     return;
   }
   const size_t n = t.size();
@@ -112,9 +155,10 @@ void MaskToken(std::string_view t, std::string* out) {
       bool last_masked = false;
       for (size_t j = i; j < end;) {
         const Run r = ScanRun(t, j);
-        if (r.masked && last_masked) {
+        if (r.masked && r.letters == 0 && last_masked) {
           out->pop_back();  // "<*>." + "<*>" -> "<*>"
         } else if (r.masked) {
+          out->append(t.substr(j, r.letters));
           out->append(kWildcard);
         } else {
           out->append(t.substr(j, r.end - j));
@@ -184,6 +228,7 @@ struct TemplateMiner::State {
   std::vector<Template> templates;
   std::vector<Node> nodes;
   std::unordered_map<uint64_t, uint32_t> edges;
+  std::vector<uint8_t> name;   // by token id: IsName
   std::string masked;          // scratch of Add
   std::vector<StringId> line;  // scratch of Add
 
@@ -255,11 +300,15 @@ struct TemplateMiner::State {
     nodes[node].templates.push_back(id);
   }
 
-  // The template of leaf `leaf` most similar to `t` when its similarity reaches the
-  // threshold, else kNoTemplate. Similarity: the share of positions where the template
-  // holds the line's token (a wildcard of the template counts for positions where the
-  // line has a wildcard too: both are variables); ties go to the template with more
-  // wildcards (the more general one), then to the older.
+  // The template of `candidates` (a leaf's) most similar to `t` when its similarity
+  // reaches the threshold, else kNoTemplate. Similarity: the share of positions where the
+  // template holds the line's token (a wildcard of the template counts for positions
+  // where the line has a wildcard too: both are variables); ties go to the template with
+  // more wildcards (the more general one), then to the older. A template whose name
+  // (IsName) differs from the line's name at some position is never taken, however
+  // similar: "Transitioned from NEW to SCHEDULED" and "... from SCHEDULED to RUNNING",
+  // "via HTTPS" and "via SOCKS5", "Begin" and "End" are different events, while values in
+  // lower case (user and host names) and masked ones merge.
   TemplateId Best(const std::vector<TemplateId>* candidates, const std::vector<StringId>& t) const {
     if (candidates == nullptr) return kNoTemplate;
     TemplateId best = kNoTemplate;
@@ -269,7 +318,13 @@ struct TemplateMiner::State {
     for (TemplateId id : *candidates) {
       const Template& tp = templates[id];
       size_t equal = 0;
-      for (size_t i = 0; i < n; ++i) equal += tp.tokens[i] == t[i];
+      bool names_differ = false;
+      for (size_t i = 0; i < n; ++i) {
+        const bool eq = tp.tokens[i] == t[i];
+        equal += eq;
+        names_differ |= !eq && IsNameId(tp.tokens[i]) && IsNameId(t[i]);
+      }
+      if (names_differ) continue;
       if (best == kNoTemplate || equal > best_equal ||
           (equal == best_equal && tp.wildcards > best_wild)) {
         best = id;
@@ -290,6 +345,8 @@ struct TemplateMiner::State {
     return Best(leaf == kNone ? nullptr : &nodes[leaf].templates, t);
   }
 
+  bool IsNameId(StringId id) const { return id == kUnknownName || (id < name.size() && name[id]); }
+
   void Tokens(std::string_view masked_text, std::vector<StringId>* out) {
     out->clear();
     size_t i = 0;
@@ -297,7 +354,13 @@ struct TemplateMiner::State {
     while (i < n) {
       size_t j = masked_text.find(' ', i);
       if (j == std::string_view::npos) j = n;
-      out->push_back(pool.Intern(masked_text.substr(i, j - i)));
+      const std::string_view tok = masked_text.substr(i, j - i);
+      const StringId id = pool.Intern(tok);
+      if (id >= name.size()) {
+        name.resize(id + 1, 0);
+        name[id] = IsName(tok);
+      }
+      out->push_back(id);
       i = j + 1;
     }
   }
@@ -344,9 +407,11 @@ TemplateId TemplateMiner::Match(std::string_view message) const {
   while (i < masked.size()) {
     size_t j = masked.find(' ', i);
     if (j == std::string::npos) j = masked.size();
-    // A token never seen cannot equal a template's token; kNotFound routes it down the
-    // wildcard branch and compares unequal.
-    t.push_back(s_->pool.Find(std::string_view(masked).substr(i, j - i)));
+    // A token never seen cannot equal a template's token: kNotFound (or kUnknownName)
+    // routes it down the wildcard branch and compares unequal.
+    const std::string_view tok = std::string_view(masked).substr(i, j - i);
+    const StringId id = s_->pool.Find(tok);
+    t.push_back(id != StringPool::kNotFound ? id : IsName(tok) ? kUnknownName : id);
     i = j + 1;
   }
   return s_->Lookup(t);

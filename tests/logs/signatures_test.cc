@@ -88,11 +88,9 @@ TEST(SignaturesTest, BuiltInIsTheSharedFile) {
   // One line per item of the vocabulary the file must cover.
   const std::pair<const char*, const char*> lines[] = {
       {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"},
-      {"RuntimeError: CUDA error: an illegal memory access was encountered",
-       "cuda_illegal_access"},
+      {"RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_illegal_access"},
       {"RuntimeError: CUDA error: device-side assert triggered", "cuda_device_assert"},
-      {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)",
-       "nccl_timeout"},
+      {"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)", "nccl_timeout"},
       {"To avoid data inconsistency, we are taking the entire process down.", "nccl_abort"},
       {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "xid"},
       {"Sequence group 7 is preempted by PreemptionMode.RECOMPUTE mode", "kv_preemption"},

@@ -39,6 +39,11 @@ TEST(MaskMessageTest, MasksNumbersIdsPathsHexAndAddresses) {
             "BIOS-<*>: HTTP/<*> IOThunderboltSwitch<<*>>(<*>)::cb");
   EXPECT_EQ(Masked("took 1.13 s on 2026-05-12 at 08:01:39,978 host calvisitor-10-105-160-95"),
             "took <*> s on <*> at <*>,<*> host calvisitor-<*>");
+  // A name before a number keeps its letters, unless the run could be hex.
+  EXPECT_EQ(Masked("via SOCKS5 on node129 and wl0, e820 a3f9c2"),
+            "via SOCKS<*> on node<*> and wl<*>, <*> <*>");
+  // Dates: day and month names are values too.
+  EXPECT_EQ(Masked("at Fri Jun 17 07:07:00 2005, May 3."), "at <*> <*> <*> <*> <*>, <*> <*>.");
   // Blanks: runs of spaces and tabs become one space; none at the ends.
   EXPECT_EQ(Masked("  a \t\t b  "), "a b");
   EXPECT_EQ(Masked(""), "");
@@ -73,6 +78,28 @@ TEST(TemplateMinerTest, LinesMergeIntoTemplatesAtTheSimilarityThreshold) {
   EXPECT_EQ(m.Add("   "), 6u);
   EXPECT_EQ(m.Add(""), 6u);
   EXPECT_EQ(m.Text(6), "");
+}
+
+// Names (a capital letter first) are constants: two lines that differ in a name never
+// merge, however similar; lower-case values do.
+TEST(TemplateMinerTest, DifferentNamesAreDifferentTemplates) {
+  TemplateMiner m;
+  // 7 tokens; the second line has 5 equal (0.71 >= 0.7) but NEW/SCHEDULED and
+  // SCHEDULED/RUNNING are names that differ.
+  EXPECT_EQ(m.Add("task_1 Task Transitioned from NEW to SCHEDULED"), 0u);
+  EXPECT_EQ(m.Add("task_2 Task Transitioned from SCHEDULED to RUNNING"), 1u);
+  EXPECT_EQ(m.Add("task_3 Task Transitioned from NEW to SCHEDULED"), 0u);
+  EXPECT_EQ(m.Text(0), "task_<*> Task Transitioned from NEW to SCHEDULED");
+  // "HTTPS" and "SOCKS<*>" (masked SOCKS5) are names too.
+  EXPECT_EQ(m.Add("10.0.0.1:80 open through proxy p.example.com:5070 HTTPS"), 2u);
+  EXPECT_EQ(m.Add("10.0.0.2:22 open through proxy s.example.com:5070 SOCKS5"), 3u);
+  EXPECT_EQ(m.Match("10.0.0.3:22 open through proxy s.example.com:5070 SOCKS4"), 3u);
+  // Lower-case values merge: 5 of 6 equal.
+  EXPECT_EQ(m.Add("session opened for user cyrus by uid=0"), 4u);
+  EXPECT_EQ(m.Add("session opened for user root by uid=0"), 4u);
+  EXPECT_EQ(m.Text(4), "session opened for user <*> by uid=<*>");
+  // Match sees a name it never interned as a name: no merge with "NEW".
+  EXPECT_EQ(m.Match("task_4 Task Transitioned from PENDING to SCHEDULED"), kNoTemplate);
 }
 
 TEST(TemplateMinerTest, MatchChangesNothing) {

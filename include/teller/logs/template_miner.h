@@ -10,7 +10,9 @@
 //     (a token that is a wildcard, or one past `max_children` distinct tokens at a node,
 //     goes to the node's wildcard branch);
 //  3. in the leaf, the template with the highest share of equal tokens wins when that share
-//     reaches `similarity`; the line then merges into it (positions where they differ become
+//     reaches `similarity` and no position holds two different names (tokens that start
+//     with a capital letter: "NEW" and "RUNNING", "HTTPS" and "SOCKS<*>" name different
+//     events); the line then merges into it (positions where they differ become
 //     wildcards); otherwise the line starts a new template.
 // Lines are added one at a time (streaming); templates only ever gain wildcards, and ids
 // never change, so an id handed out stays valid. Templates are saved to a text file and
@@ -38,8 +40,12 @@ inline constexpr std::string_view kWildcard = "<*>";
 // Masks the variable parts of a message and normalizes its blanks: tokens are runs of
 // bytes other than space and tab, written to `out` separated by one space. In a token,
 //  - a path (starting with '/', "./" or "~/") or a URL (holding "://") becomes "<*>" whole;
-//  - every run of letters and digits holding a digit (numbers, hex, ids, IP parts, "v2")
-//    becomes "<*>", and so does a run of 8 or more hex letters alone ("deadbeef");
+//  - a host with its port ("proxy.example.com:5070"), and a day or month name (Mon..Sun,
+//    Jan..Dec: parts of dates) become "<*>";
+//  - every run of letters and digits holding a digit (numbers, hex, ids, IP parts) becomes
+//    "<*>", keeping the letters in front of the first digit when the run cannot be hex
+//    ("SOCKS5" -> "SOCKS<*>", "node129" -> "node<*>", but "e820" -> "<*>"); so does a run
+//    of 8 or more hex letters alone ("deadbeef");
 //  - masked runs joined only by '.', ':' or '-' become one "<*>" (so "10.0.0.7:5070",
 //    "1.13" and "2026-05-12" are one wildcard each).
 // Everything else stays as printed: "blk_-6952295868487656571" -> "blk_-<*>",
