@@ -1,6 +1,7 @@
 #include "teller/logs/template_miner.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,18 +22,35 @@ constexpr uint32_t kNone = UINT32_MAX;
 constexpr StringId kUnknownName = StringPool::kNotFound - 1;
 constexpr std::string_view kFileMagic = "teller-log-templates 1";
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlnum(char c) { return IsDigit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-bool IsHexLetter(char c) { return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-// Characters that join masked runs into one wildcard: decimal points, IP dots, ports,
-// times, dates and uuid dashes.
-bool IsJoiner(char c) { return c == '.' || c == ':' || c == '-'; }
+// Character classes, one table lookup each: masking looks at every byte of every line.
+enum : uint8_t {
+  kDigitClass = 1,
+  kLetterClass = 2,
+  kHexClass = 4,     // digits and a-f, A-F
+  kBlankClass = 8,   // space, tab
+  kJoinerClass = 16  // '.', ':', '-': join masked runs into one wildcard (decimal points,
+                     // IP dots, ports, times, dates, uuid dashes)
+};
+constexpr auto kClass = [] {
+  std::array<uint8_t, 256> c{};
+  for (int i = '0'; i <= '9'; ++i) c[i] = kDigitClass | kHexClass;
+  for (int i = 'a'; i <= 'z'; ++i) c[i] = kLetterClass | (i <= 'f' ? kHexClass : 0);
+  for (int i = 'A'; i <= 'Z'; ++i) c[i] = kLetterClass | (i <= 'F' ? kHexClass : 0);
+  c[' '] = c['\t'] = kBlankClass;
+  c['.'] = c[':'] = c['-'] = kJoinerClass;
+  return c;
+}();
+uint8_t ClassOf(char c) { return kClass[static_cast<unsigned char>(c)]; }
+bool IsBlank(char c) { return ClassOf(c) & kBlankClass; }
+bool IsDigit(char c) { return ClassOf(c) & kDigitClass; }
+bool IsAlnum(char c) { return ClassOf(c) & (kDigitClass | kLetterClass); }
+bool IsJoiner(char c) { return ClassOf(c) & kJoinerClass; }
 
-bool IsPath(std::string_view t) {
+// `colon`: the token holds a ':' (looked up once per token).
+bool IsPath(std::string_view t, bool colon) {
   if (t.size() > 1 && t[0] == '/') return true;
   if (t.size() > 2 && (t[0] == '.' || t[0] == '~') && t[1] == '/') return true;
-  return t.find("://") != std::string_view::npos;
+  return colon && t.find("://") != std::string_view::npos;
 }
 
 // Starts with a capital letter, then letters, digits or masks, maybe one closing mark:
@@ -77,13 +95,16 @@ struct Run {
 };
 Run ScanRun(std::string_view t, size_t i) {
   size_t k = i, first_digit = std::string_view::npos;
-  bool digit = false, hex = true;
-  while (k < t.size() && IsAlnum(t[k])) {
-    if (IsDigit(t[k]) && !digit) first_digit = k;
-    digit |= IsDigit(t[k]);
-    hex &= IsDigit(t[k]) || IsHexLetter(t[k]);
+  uint8_t all = kHexClass, any = 0;
+  while (k < t.size()) {
+    const uint8_t c = ClassOf(t[k]);
+    if (!(c & (kDigitClass | kLetterClass))) break;
+    if ((c & kDigitClass) && !(any & kDigitClass)) first_digit = k;
+    any |= c;
+    all &= c;
     ++k;
   }
+  const bool digit = any & kDigitClass, hex = all & kHexClass;
   const bool masked = digit || (hex && k - i >= 8);
   // A name with a number after it ("SOCKS5", "node129", "wl0") keeps the name; a run that
   // could be hex ("e820", "a3f9c2") is a number whole.
@@ -106,11 +127,12 @@ bool IsDateName(std::string_view t) {
 
 // Appends token `t`, masked, to `out`.
 void MaskToken(std::string_view t, std::string* out) {
-  if (IsPath(t)) {
+  const bool colon = std::memchr(t.data(), ':', t.size()) != nullptr;
+  if (IsPath(t, colon)) {
     out->append(kWildcard);
     return;
   }
-  if (IsDateName(t)) {
+  if ((t.size() == 3 || t.size() == 4) && IsDateName(t)) {
     out->append(kWildcard);
     if (t.size() == 4) out->push_back(t.back());
     return;
@@ -119,11 +141,13 @@ void MaskToken(std::string_view t, std::string* out) {
   size_t i = 0;
   while (i < n) {
     if (!IsAlnum(t[i])) {
-      out->push_back(t[i]);
-      ++i;
+      size_t j = i + 1;
+      while (j < n && !IsAlnum(t[j])) ++j;
+      out->append(t.data() + i, j - i);
+      i = j;
       continue;
     }
-    if (i == 0 || !IsNameChar(t[i - 1])) {
+    if (colon && (i == 0 || !IsNameChar(t[i - 1]))) {
       if (const size_t e = HostPortEnd(t, i); e > i) {
         out->append(kWildcard);
         i = e;
@@ -135,6 +159,18 @@ void MaskToken(std::string_view t, std::string* out) {
     // variable (holds a digit, or is hex letters alone: the "bdcc" of a uuid), or when a
     // run alone is 8 or more hex letters. Otherwise each run holding a digit is masked
     // alone ("BIOS-e820" -> "BIOS-<*>").
+    const Run first = ScanRun(t, i);
+    if (!(first.end + 1 < n && IsJoiner(t[first.end]) && IsAlnum(t[first.end + 1]))) {
+      // One run alone, the common case.
+      if (first.masked) {
+        out->append(t.data() + i, first.letters);
+        out->append(kWildcard);
+      } else {
+        out->append(t.data() + i, first.end - i);
+      }
+      i = first.end;
+      continue;
+    }
     // Two passes over the span: classify it, then write it.
     size_t end = i;
     bool any_digit = false, all_variable = true;
@@ -228,7 +264,13 @@ struct TemplateMiner::State {
   std::vector<Template> templates;
   std::vector<Node> nodes;
   std::unordered_map<uint64_t, uint32_t> edges;
-  std::vector<uint8_t> name;   // by token id: IsName
+  std::vector<uint8_t> name;  // by token id: IsName
+  struct Slot {
+    uint64_t hash;
+    StringId id;
+  };
+  std::vector<Slot> slots;  // open addressing over the pool's ids (InternToken)
+  size_t slot_count = 0;
   std::string masked;          // scratch of Add
   std::vector<StringId> line;  // scratch of Add
 
@@ -347,22 +389,69 @@ struct TemplateMiner::State {
 
   bool IsNameId(StringId id) const { return id == kUnknownName || (id < name.size() && name[id]); }
 
-  void Tokens(std::string_view masked_text, std::vector<StringId>* out) {
+  // The masked tokens of `message` as ids of the pool, interned as they are masked (one
+  // pass over the line). The pool's own map is only asked for tokens the table below has
+  // not seen: its hash costs more than this one, which reads 8 bytes at a time.
+  void TokensOf(std::string_view message, std::vector<StringId>* out) {
     out->clear();
+    masked.clear();
+    const size_t n = message.size();
     size_t i = 0;
-    const size_t n = masked_text.size();
     while (i < n) {
-      size_t j = masked_text.find(' ', i);
-      if (j == std::string_view::npos) j = n;
-      const std::string_view tok = masked_text.substr(i, j - i);
-      const StringId id = pool.Intern(tok);
-      if (id >= name.size()) {
-        name.resize(id + 1, 0);
-        name[id] = IsName(tok);
-      }
-      out->push_back(id);
-      i = j + 1;
+      while (i < n && IsBlank(message[i])) ++i;
+      if (i == n) break;
+      size_t j = i;
+      while (j < n && !IsBlank(message[j])) ++j;
+      const size_t start = masked.size();
+      MaskToken(message.substr(i, j - i), &masked);
+      out->push_back(InternToken(std::string_view(masked).substr(start)));
+      i = j;
     }
+  }
+
+  static uint64_t Hash(std::string_view s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    std::memcpy(&w, s.data() + i, s.size() - i);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 32);
+  }
+
+  StringId InternToken(std::string_view tok) {
+    if (tok == kWildcard) return wildcard;  // the most frequent token by far
+    if (slots.empty()) slots.assign(256, {0, kNone});
+    const uint64_t h = Hash(tok);
+    size_t mask = slots.size() - 1, k = h & mask;
+    while (slots[k].id != kNone) {
+      if (slots[k].hash == h && pool.Get(slots[k].id) == tok) return slots[k].id;
+      k = (k + 1) & mask;
+    }
+    const StringId id = pool.Intern(tok);
+    if (id >= name.size()) {
+      name.resize(id + 1, 0);
+      name[id] = IsName(tok);
+    }
+    slots[k] = {h, id};
+    if (++slot_count * 2 > slots.size()) {
+      // Grow: re-file every entry in a table twice the size.
+      std::vector<Slot> old(slots.size() * 2, Slot{0, kNone});
+      old.swap(slots);
+      mask = slots.size() - 1;
+      for (const Slot& e : old) {
+        if (e.id == kNone) continue;
+        size_t x = e.hash & mask;
+        while (slots[x].id != kNone) x = (x + 1) & mask;
+        slots[x] = e;
+      }
+    }
+    return id;
   }
 
   TemplateId AddTokens(const std::vector<StringId>& t, uint64_t count) {
@@ -394,8 +483,7 @@ TemplateMiner::TemplateMiner(TemplateMiner&&) noexcept = default;
 TemplateMiner& TemplateMiner::operator=(TemplateMiner&&) noexcept = default;
 
 TemplateId TemplateMiner::Add(std::string_view message) {
-  MaskMessage(message, &s_->masked);
-  s_->Tokens(s_->masked, &s_->line);
+  s_->TokensOf(message, &s_->line);
   return s_->AddTokens(s_->line, 1);
 }
 
@@ -541,8 +629,7 @@ Result<TemplateMiner> TemplateMiner::Parse(std::string_view text, const std::str
     }
     // Masking again is a no-op on a saved template and makes a hand-written one
     // ("disk 3 failed") match the masked lines it is meant for.
-    MaskMessage(b == std::string_view::npos ? std::string_view() : line.substr(b + 1), &masked);
-    s.Tokens(masked, &tokens);
+    s.TokensOf(b == std::string_view::npos ? std::string_view() : line.substr(b + 1), &tokens);
     Template tp;
     tp.tokens = tokens;
     tp.count = count;
