@@ -654,6 +654,27 @@ TEST(FailuresCliTest, LogsAloneAreTriaged) {
   EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
+// `--log-signatures FILE` replaces the built-in signatures; a damaged file is an error
+// naming its line.
+TEST(FailuresCliTest, LogSignaturesFileIsUsed) {
+  const std::string dir = TempDir("sigs");
+  std::ofstream(dir + "/server.log")
+      << "ERROR 05-23 09:31:47 [io.py:3] OSError: [Errno 28] No space left on device\n";
+  std::ofstream(dir + "/site.rules") << "[disk_full] runtime_driver auto\n"
+                                        "title: scratch disk full\n"
+                                        "why: The node's scratch disk filled up.\n"
+                                        "contains: No space left on device\n";
+  Cli c = Teller("diagnose '" + dir + "/server.log' --log-signatures '" + dir + "/site.rules'");
+  EXPECT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("failures: 1 error, 0 warnings"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("runtime_driver      scratch disk full"), std::string::npos) << c.out;
+  std::ofstream(dir + "/bad.rules") << "[disk_full] disk auto\n";
+  c = Teller("diagnose '" + dir + "/server.log' --log-signatures '" + dir + "/bad.rules'");
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.err.find("bad.rules:1: unknown category 'disk'"), std::string::npos) << c.err;
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
 TEST(FailuresCliTest, MinEffectIsValidated) {
   for (const char* bad : {"1", "0.5", "abc", "nan", "-2"}) {
     const Cli c = Teller(std::string("diagnose x.log --min-effect ") + bad);
