@@ -19,6 +19,7 @@ int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
 int DiagnoseCommand(const std::vector<std::string>& args);
 int EvalCommand(const std::vector<std::string>& args);
+int LogsCommand(const std::vector<std::string>& args);
 
 // `simulate --compare`: simulates `config` (capped to kCompareRequests requests) into a
 // temporary directory that is removed afterwards, imports it and `real_path`, compares and
