@@ -276,8 +276,10 @@ struct TemplateMiner::State {
 
   explicit State(const MinerOptions& o) : options(o) {
     options.depth = std::clamp(options.depth, 3, 64);
+    if (!(options.similarity == options.similarity)) {  // NaN
+      options.similarity = MinerOptions{}.similarity;
+    }
     options.similarity = std::clamp(options.similarity, 0.0, 1.0);
-    if (!(options.similarity == options.similarity)) options.similarity = 0.5;  // NaN
     options.max_children = std::max(options.max_children, 1);
     wildcard = pool.Intern(kWildcard);
     nodes.emplace_back();  // the root
