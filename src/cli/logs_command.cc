@@ -73,8 +73,8 @@ int LogsCommand(const std::vector<std::string>& args) {
       if (!value(&v)) return 2;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (end == v.c_str() || *end != '\0' || n < 0 || n > 1000000) {
-        std::fprintf(stderr, "teller logs mine: %s expects a whole number, got '%s'\n",
-                     a.c_str(), v.c_str());
+        std::fprintf(stderr, "teller logs mine: %s expects a whole number, got '%s'\n", a.c_str(),
+                     v.c_str());
         return 2;
       }
       if (a == "--top") {
@@ -146,9 +146,8 @@ int LogsCommand(const std::vector<std::string>& args) {
     fresh += id >= known;
     seen += id < known;
   }
-  std::stable_sort(order.begin(), order.end(), [&](logs::TemplateId a, logs::TemplateId b) {
-    return lines[a] > lines[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](logs::TemplateId a, logs::TemplateId b) { return lines[a] > lines[b]; });
   std::printf("%zu lines of %zu %s: %zu templates", trace.logs.size(), files.size(),
               files.size() == 1 ? "file" : "files", order.size());
   if (!templates.empty()) {

@@ -38,11 +38,10 @@ TEST_F(LogsCliTest, BaselineTemplatesAreReusedOnAnIncident) {
             "0 2 Received request cmpl-<*> from <*>\n"
             "1 1 Finished request cmpl-<*> in <*> ms\n");
 
-  o = Teller("logs mine '" + tmp_ + "/inc.log' --templates '" + tmp_ + "/base.tpl' --out '" +
-             tmp_ + "/inc.tpl'");
+  o = Teller("logs mine '" + tmp_ + "/inc.log' --templates '" + tmp_ + "/base.tpl' --out '" + tmp_ +
+             "/inc.tpl'");
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("3 lines of 1 file: 2 templates (1 new, 1 of the 2 in "),
-            std::string::npos)
+  EXPECT_NE(o.out.find("3 lines of 1 file: 2 templates (1 new, 1 of the 2 in "), std::string::npos)
       << o.out;
   // Most frequent first: the new template (2 lines) before the old one (1 line).
   const size_t fresh =
