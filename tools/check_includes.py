@@ -14,10 +14,10 @@ import re
 import sys
 
 # Stage -> the stages it may include besides itself. The pipeline order is core, format,
-# collect, ingest, reconstruct, localize, slice, tpe, diagnose, report; sim, inject, dataset and eval
-# sit beside it, cli on top.
-PIPELINE = ["core", "format", "collect", "ingest", "reconstruct", "localize", "slice", "tpe",
-            "diagnose", "report"]
+# collect, ingest, logs, reconstruct, localize, slice, tpe, diagnose, report; sim, inject,
+# dataset and eval sit beside it, cli on top.
+PIPELINE = ["core", "format", "collect", "ingest", "logs", "reconstruct", "localize", "slice",
+            "tpe", "diagnose", "report"]
 ALLOWED = {stage: set(PIPELINE[:i]) for i, stage in enumerate(PIPELINE)}
 ALLOWED.update({
     "sim": {"core", "format"},

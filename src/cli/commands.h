@@ -33,6 +33,7 @@ Status LoadTrace(const std::vector<std::string>& paths, const std::string& rules
 // holds; errors go to stderr prefixed with `who`. Returns 0, or 1 on an error.
 int WriteChromeTrace(const Trace& trace, const reconstruct::Reconstruction& r,
                      const diagnose::Diagnosis* d, const std::string& path, const char* who);
+int LogsCommand(const std::vector<std::string>& args);
 
 // `simulate --compare`: simulates `config` (capped to kCompareRequests requests) into a
 // temporary directory that is removed afterwards, imports it and `real_path`, compares and

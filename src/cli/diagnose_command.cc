@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kHelp =
     "usage: teller diagnose TRACE... [--baseline TRACE...] [--json FILE] [--html FILE]\n"
     "                       [--trace-out FILE] [--top K] [--steps N] [--threshold X]\n"
-    "                       [--min-effect X] [--rules FILE] [--fail-on-anomaly]\n"
+    "                       [--min-effect X] [--rules FILE] [--log-signatures FILE]\n"
+    "                       [--fail-on-anomaly]\n"
     "\n"
     "Rebuilds per-step call trees and finds the abnormal steps, the operators that are the\n"
     "evidence, a likely fault category and an explanation with the aligned log lines.\n"
@@ -50,6 +51,9 @@ constexpr const char* kHelp =
     "  --min-effect X       least time ratio to its peers that makes an instance\n"
     "                       evidence; X > 1 (default 1.2: 20% slower)\n"
     "  --rules FILE         classification rules (default: built in)\n"
+    "  --log-signatures FILE\n"
+    "                       what log lines report, replacing the built-in signatures (a\n"
+    "                       file of the form of share/teller/log_signatures.rules)\n"
     "  --fail-on-anomaly    exit with status 3 when an abnormal step or an error\n"
     "                       finding was found (for CI)\n"
     "\n"
@@ -167,6 +171,14 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       if (!value(&trace_out)) return 2;
     } else if (a == "--rules") {
       if (!value(&rules)) return 2;
+    } else if (a == "--log-signatures") {
+      if (!value(&v)) return 2;
+      auto sigs = logs::SignatureSet::FromFile(v);
+      if (!sigs.ok()) {
+        std::fprintf(stderr, "teller diagnose: %s\n", sigs.status().message().c_str());
+        return 1;
+      }
+      options.log_signatures = sigs.value();
     } else if (a == "--top" || a == "--steps") {
       if (!value(&v)) return 2;
       char* end = nullptr;
@@ -208,7 +220,8 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
-  const std::vector<diagnose::Finding> findings = diagnose::FindFailures(trace, &r);
+  const std::vector<diagnose::Finding> findings = diagnose::FindFailures(
+      trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());
   if (r.nodes.size() == 0) {
     // Logs alone (or a run that recorded no events): the failures are the diagnosis.
     if (trace.logs.size() == 0 && !trace.run.known) {

@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "  inspect TRACE... [--json] [--request ID] [--tree]\n"
     "                     rebuild per-request, per-step call trees from a Teller trace,\n"
     "                     a Kineto JSON or an Nsight Systems export, with aligned logs\n"
+    "  logs mine LOGFILE... [--templates FILE] [--out FILE]\n"
+    "                     log templates, reusing a baseline's; new ones marked\n"
     "  dataset export TRACE... --out DIR [--setting NAME]\n"
     "                     per-request examples (trace.json, log.txt, annotation.json)\n"
     "  dataset build RAW... --out DIR   labelled per-request examples from simulated or\n"
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
   if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
   if (command == "eval") return teller::cli::EvalCommand(args);
   if (command == "export") return teller::cli::TraceExportCommand(args);
+  if (command == "logs") return teller::cli::LogsCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -272,7 +272,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   d.mode = baseline != nullptr ? "baseline" : "self";
   const localize::Result loc = localize::Localize(trace, r, options.localize, baseline);
   d.scope = loc.whole_trace ? "whole_trace" : "steps";
-  d.findings = FindFailures(trace, &r);
+  d.findings = FindFailures(
+      trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());
   const reconstruct::Nodes& n = r.nodes;
   const localize::Options& lo = options.localize;
   for (const CounterEntry& c : trace.counters.entries()) {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "teller/core/json_writer.h"
+#include "teller/logs/signatures.h"
 
 namespace teller::diagnose {
 namespace {
@@ -32,226 +33,10 @@ constexpr size_t kMaxTracebackLines = 400;
 constexpr size_t kTracebackFrames = 3;
 
 // ---- Error lines of logs --------------------------------------------------------------
-// One table: a line matches the first row whose `needle` it contains (case-sensitive; and
-// `also`, when set; with `at_start` the message must begin with the needle). Rows of one
-// `id` form one finding per trace, whatever their needle. More specific rows come first:
-// "CUDA error: out of memory" is an OOM before it is a CUDA error.
-struct LogPattern {
-  const char* id;
-  const char* needle;
-  const char* also;
-  bool at_start;
-  FaultCategory category;
-  const char* what;  // the finding's title
-  const char* why;   // its explanation
-};
-
-constexpr const char* kWhyOom =
-    "The GPU ran out of memory: an allocation failed after the caching allocator had freed "
-    "what it could. The operation that asked for memory fails and, unless the program catches "
-    "it, the process stops. Causes: a batch, sequence or KV cache larger than the device "
-    "holds, another process on the same GPU, fragmentation, or a leak that grew over the run.";
-constexpr const char* kWhyKernelFault =
-    "A GPU kernel faulted (out-of-bounds or misaligned access, illegal instruction, failed "
-    "device-side assertion). The CUDA context is unusable afterwards: every later CUDA call "
-    "of the process fails with the same error, so the first such line names the fault, and "
-    "the call that reports it may be later than the kernel that caused it (launches are "
-    "asynchronous; CUDA_LAUNCH_BLOCKING=1 makes them synchronous).";
-constexpr const char* kWhyNcclTimeout =
-    "A collective did not complete within the process group's timeout and PyTorch's NCCL "
-    "watchdog gave up on it. A collective completes only when every rank joins: one rank "
-    "that crashed, hung or fell behind (or a network fault) leaves all the others waiting. "
-    "Look for the rank that did not reach this collective (the lowest SeqNum, or the one "
-    "without this line).";
-constexpr const char* kWhyNcclError =
-    "NCCL reported an error in a communication call (a system or network failure, a remote "
-    "peer that went away, an internal error or invalid use). The collective and the ones "
-    "after it fail on this rank, and its peers then wait for it.";
-constexpr const char* kWhyNcclAbort =
-    "After a failed or timed-out collective, PyTorch aborted the NCCL communicator and takes "
-    "the process down (SIGABRT), since later GPU work could run on incomplete data. This is a "
-    "consequence: the cause is the error or timeout reported before it.";
-constexpr const char* kWhyXid =
-    "The NVIDIA kernel driver logged an Xid: an error of the GPU or of the driver (memory "
-    "faults, ECC errors, a GPU that stopped responding or fell off the bus, NVLink errors). "
-    "The code says which; NVIDIA's Xid catalog explains each.";
-constexpr const char* kWhyDriver =
-    "The CUDA runtime or driver reported an error: the device, the driver or the "
-    "installation failed, not one kernel's code.";
-constexpr const char* kWhyEngine =
-    "The serving engine reported that its core or a worker failed or died. Requests in "
-    "flight fail and no new ones are served; the root cause is usually logged just before "
-    "(a traceback, an out-of-memory or CUDA error).";
-constexpr const char* kWhyFailed =
-    "The program reported a failed check (the verdict of an evaluation or test harness). The "
-    "lines around it give the values that did not meet their threshold.";
-
-constexpr LogPattern kLogPatterns[] = {
-    // PyTorch's exception when the caching allocator cannot get memory
-    // (torch.OutOfMemoryError, formerly torch.cuda.OutOfMemoryError).
-    {"cuda_oom", "OutOfMemoryError", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    // The message of that exception ("CUDA out of memory. Tried to allocate 2.00 GiB ..."),
-    // also raised as a RuntimeError by older PyTorch versions.
-    {"cuda_oom", "CUDA out of memory", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    // The CUDA runtime's text for cudaErrorMemoryAllocation, as c10's CUDA checks print it.
-    {"cuda_oom", "CUDA error: out of memory", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    // The error's enum names (runtime, driver, HIP), as libraries and engines log them.
-    {"cuda_oom", "cudaErrorMemoryAllocation", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    {"cuda_oom", "CUDA_ERROR_OUT_OF_MEMORY", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    {"cuda_oom", "hipErrorOutOfMemory", nullptr, false, FaultCategory::kMemoryResource,
-     "CUDA out of memory", kWhyOom},
-    // cudaErrorIllegalAddress: "an illegal memory access was encountered".
-    {"cuda_illegal_access", "illegal memory access", nullptr, false, FaultCategory::kCudaKernel,
-     "illegal memory access on the GPU", kWhyKernelFault},
-    {"cuda_illegal_access", "cudaErrorIllegalAddress", nullptr, false, FaultCategory::kCudaKernel,
-     "illegal memory access on the GPU", kWhyKernelFault},
-    {"cuda_illegal_access", "CUDA_ERROR_ILLEGAL_ADDRESS", nullptr, false,
-     FaultCategory::kCudaKernel, "illegal memory access on the GPU", kWhyKernelFault},
-    // "CUDA error: device-side assert triggered": a kernel's assert() failed.
-    {"cuda_device_assert", "device-side assert", nullptr, false, FaultCategory::kCudaKernel,
-     "device-side assertion failed in a GPU kernel", kWhyKernelFault},
-    // The per-thread lines the kernel itself prints before that error
-    // ("Indexing.cu:1141: ...: block: [615,0,0], thread: [121,0,0] Assertion `...` failed.").
-    {"cuda_device_assert", "block: [", "Assertion `", false, FaultCategory::kCudaKernel,
-     "device-side assertion failed in a GPU kernel", kWhyKernelFault},
-    // Other kernel faults of the CUDA runtime: cudaErrorIllegalInstruction,
-    // cudaErrorMisalignedAddress, cudaErrorLaunchFailure.
-    {"cuda_kernel_fault", "illegal instruction was encountered", nullptr, false,
-     FaultCategory::kCudaKernel, "GPU kernel fault", kWhyKernelFault},
-    {"cuda_kernel_fault", "misaligned address", nullptr, false, FaultCategory::kCudaKernel,
-     "GPU kernel fault", kWhyKernelFault},
-    {"cuda_kernel_fault", "unspecified launch failure", nullptr, false, FaultCategory::kCudaKernel,
-     "GPU kernel fault", kWhyKernelFault},
-    // PyTorch's NCCL watchdog: "[Rank 0] Watchdog caught collective operation timeout:
-    // WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ...) ran for 600013 milliseconds ...".
-    {"nccl_timeout", "Watchdog caught collective operation timeout", nullptr, false,
-     FaultCategory::kCommunication, "NCCL collective timed out (watchdog)", kWhyNcclTimeout},
-    // The abort that follows a failed collective ("Some NCCL operations have failed or timed
-    // out ... To avoid data inconsistency, we are taking the entire process down.").
-    {"nccl_abort", "Some NCCL operations have failed or timed out", nullptr, false,
-     FaultCategory::kCommunication, "NCCL communicator aborted, process taken down", kWhyNcclAbort},
-    {"nccl_abort", "taking the entire process down", nullptr, false, FaultCategory::kCommunication,
-     "NCCL communicator aborted, process taken down", kWhyNcclAbort},
-    {"nccl_abort", "watchdog thread terminated with exception", nullptr, false,
-     FaultCategory::kCommunication, "NCCL communicator aborted, process taken down", kWhyNcclAbort},
-    {"nccl_abort", "NCCL communicator was aborted", nullptr, false, FaultCategory::kCommunication,
-     "NCCL communicator aborted, process taken down", kWhyNcclAbort},
-    // NCCL's result codes and PyTorch's wrapping of them ("NCCL error in: ...
-    // ProcessGroupNCCL.cpp:1333, unhandled system error", torch.distributed.DistBackendError).
-    {"nccl_error", "ncclSystemError", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    {"nccl_error", "ncclInternalError", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    {"nccl_error", "ncclRemoteError", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    {"nccl_error", "ncclUnhandledCudaError", nullptr, false, FaultCategory::kCommunication,
-     "NCCL error", kWhyNcclError},
-    {"nccl_error", "ncclInvalidUsage", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    {"nccl_error", "NCCL error", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    {"nccl_error", "DistBackendError", nullptr, false, FaultCategory::kCommunication, "NCCL error",
-     kWhyNcclError},
-    // The kernel driver's GPU errors in dmesg/syslog: "NVRM: Xid (PCI:0000:3b:00): 79, ...".
-    {"xid", "NVRM: Xid", nullptr, false, FaultCategory::kRuntimeDriver, "GPU driver error (Xid)",
-     kWhyXid},
-    // "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus", also without an Xid line.
-    {"xid", "fallen off the bus", nullptr, false, FaultCategory::kRuntimeDriver,
-     "GPU driver error (Xid)", kWhyXid},
-    // Runtime errors of the device or installation rather than of one kernel.
-    {"cuda_driver", "uncorrectable ECC error", nullptr, false, FaultCategory::kRuntimeDriver,
-     "CUDA driver or device error", kWhyDriver},
-    {"cuda_driver", "CUDA driver version is insufficient", nullptr, false,
-     FaultCategory::kRuntimeDriver, "CUDA driver or device error", kWhyDriver},
-    {"cuda_driver", "no CUDA-capable device is detected", nullptr, false,
-     FaultCategory::kRuntimeDriver, "CUDA driver or device error", kWhyDriver},
-    // Any other CUDA error as c10 prints it ("CUDA error: <cudaGetErrorString text>") or a
-    // driver API result name (CUDA_ERROR_*): after the specific rows above.
-    {"cuda_error", "CUDA error:", nullptr, false, FaultCategory::kRuntimeDriver, "CUDA error",
-     kWhyDriver},
-    {"cuda_error", "CUDA_ERROR_", nullptr, false, FaultCategory::kRuntimeDriver, "CUDA error",
-     kWhyDriver},
-    // vLLM's engine-core failures: "EngineCore failed to start.", "EngineCore encountered a
-    // fatal error.", "Engine core initialization failed. See root cause above.",
-    // EngineDeadError, "Engine core proc EngineCore_DP0 died unexpectedly", "Worker proc
-    // VllmWorker-3 died unexpectedly".
-    {"engine_error", "EngineCore failed to start", nullptr, false,
-     FaultCategory::kSchedulingSoftware, "serving engine failed", kWhyEngine},
-    {"engine_error", "EngineCore encountered a fatal error", nullptr, false,
-     FaultCategory::kSchedulingSoftware, "serving engine failed", kWhyEngine},
-    {"engine_error", "Engine core initialization failed", nullptr, false,
-     FaultCategory::kSchedulingSoftware, "serving engine failed", kWhyEngine},
-    {"engine_error", "EngineDeadError", nullptr, false, FaultCategory::kSchedulingSoftware,
-     "serving engine failed", kWhyEngine},
-    {"engine_error", "died unexpectedly", nullptr, false, FaultCategory::kSchedulingSoftware,
-     "serving engine failed", kWhyEngine},
-    // A harness's verdict in capitals at the start of a message ("FAILED: Recovery thresholds
-    // not met"): upper-case FAILED is a verdict, the lower-case word is everyday prose.
-    {"failed_check", "FAILED", nullptr, true, FaultCategory::kSchedulingSoftware,
-     "a check reported FAILED", kWhyFailed},
-};
-constexpr int kNoPattern = -1;
-
-// The first row of kLogPatterns that `message` matches, or kNoPattern. Logs run to
-// millions of lines and most match nothing, so one pass over the message looks up each
-// byte pair in an index of the needles by their first two bytes and compares only the
-// needles that start with it (a substring search per needle costs several times more).
-class PatternMatcher {
- public:
-  PatternMatcher() : begin_((1 << 16) + 1, 0) {
-    constexpr size_t n = std::size(kLogPatterns);
-    for (size_t k = 0; k < n; ++k) {
-      ++begin_[Pair(kLogPatterns[k].needle[0], kLogPatterns[k].needle[1]) + 1];
-      length_[k] = std::strlen(kLogPatterns[k].needle);
-    }
-    for (size_t i = 1; i < begin_.size(); ++i) begin_[i] += begin_[i - 1];
-    rows_.resize(n);
-    std::vector<uint16_t> fill(begin_.begin(), begin_.end() - 1);
-    // Rows in table order within each pair, so the first that matches is the lowest.
-    for (size_t k = 0; k < n; ++k) {
-      rows_[fill[Pair(kLogPatterns[k].needle[0], kLogPatterns[k].needle[1])]++] =
-          static_cast<uint8_t>(k);
-    }
-  }
-  int Match(std::string_view m) const {
-    int best = kNoPattern;
-    for (size_t i = 0; i + 1 < m.size(); ++i) {
-      const size_t pair = Pair(m[i], m[i + 1]);
-      for (size_t j = begin_[pair]; j < begin_[pair + 1]; ++j) {
-        const size_t k = rows_[j];
-        if (best != kNoPattern && k >= static_cast<size_t>(best)) break;
-        const LogPattern& p = kLogPatterns[k];
-        if ((p.at_start && i != 0) || m.size() - i < length_[k] ||
-            std::memcmp(m.data() + i, p.needle, length_[k]) != 0) {
-          continue;
-        }
-        if (p.also != nullptr && m.find(p.also) == std::string_view::npos) continue;
-        best = static_cast<int>(k);
-        break;
-      }
-      if (best == 0) break;
-    }
-    return best;
-  }
-
- private:
-  static size_t Pair(char a, char b) {
-    return static_cast<size_t>(static_cast<unsigned char>(a)) << 8 | static_cast<unsigned char>(b);
-  }
-  std::vector<uint16_t> begin_;  // rows_[begin_[pair] .. begin_[pair + 1]) start with pair
-  std::vector<uint8_t> rows_;
-  size_t length_[std::size(kLogPatterns)] = {};
-};
-
-int MatchPattern(std::string_view message) {
-  static const PatternMatcher matcher;
-  return matcher.Match(message);
-}
+// What a line reports comes from the log signatures (share/teller/log_signatures.rules,
+// logs::SignatureSet): the first rule a line matches names its signature; lines of one
+// signature form one finding per trace.
+constexpr int kNoPattern = logs::SignatureSet::kNoSignature;
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
@@ -525,7 +310,8 @@ struct Group {
 
 class LogScan {
  public:
-  explicit LogScan(const Trace& trace) : trace_(trace), logs_(trace.logs) {}
+  LogScan(const Trace& trace, const logs::SignatureSet& signatures)
+      : trace_(trace), logs_(trace.logs), signatures_(signatures) {}
 
   std::vector<Finding> Run() {
     consumed_.assign(logs_.size(), false);
@@ -533,7 +319,7 @@ class LogScan {
     for (uint32_t row = 0; row < logs_.size(); ++row) {
       if (consumed_[row]) continue;
       const std::string_view m = trace_.strings.Get(logs_.message[row]);
-      const int p = MatchPattern(m);
+      const int p = signatures_.Match(m);
       if (p != kNoPattern) {
         AddPattern(p, row, PatternSeverityIsError(row));
       } else if (logs_.level[row] == LogLevel::kError || logs_.level[row] == LogLevel::kCritical) {
@@ -585,15 +371,15 @@ class LogScan {
   }
 
   Group& AddPattern(int p, uint32_t row, bool error) {
-    const LogPattern& lp = kLogPatterns[p];
-    Group& g = GroupFor(std::string("p:") + lp.id);
+    const logs::Signature& sig = signatures_.at(static_cast<size_t>(p));
+    Group& g = GroupFor("p:" + sig.id);
     if (g.count == 0) {
       g.pattern = p;
-      g.what = lp.what;
-      g.why = lp.why;
-      g.category = lp.category;
+      g.what = sig.title;
+      g.why = sig.why;
+      g.category = sig.category;
     }
-    g.error |= error;
+    g.error |= error && !sig.warning_only;
     Add(g, row);
     return g;
   }
@@ -673,7 +459,7 @@ class LogScan {
     }
     const std::string_view m = trace_.strings.Get(logs_.message[exception_row]);
     excerpt.push_back(Excerpt(m));
-    const int p = MatchPattern(m);
+    const int p = signatures_.Match(m);
     Group* g = nullptr;
     if (p != kNoPattern) {
       // The exception names a known failure (torch.OutOfMemoryError, "RuntimeError: CUDA
@@ -714,7 +500,7 @@ class LogScan {
     const std::string_view first = trace_.strings.Get(logs_.message[row]);
     f.title = g.what;
     if (g.is_template) f.title += ": " + Excerpt(Template(first));  // the template says what
-    if (g.pattern >= 0 && std::string_view(kLogPatterns[g.pattern].id) == "xid") {
+    if (g.pattern >= 0 && signatures_.at(static_cast<size_t>(g.pattern)).id == "xid") {
       // "NVRM: Xid (PCI:0000:3b:00): 79, ..." -> the code, which says what failed.
       const size_t at = first.find("): ");
       if (at != std::string_view::npos) {
@@ -791,6 +577,7 @@ class LogScan {
 
   const Trace& trace_;
   const LogTable& logs_;
+  const logs::SignatureSet& signatures_;
   std::vector<bool> consumed_;
   std::vector<Group> groups_;
   std::vector<std::string> keys_;
@@ -828,7 +615,12 @@ int OrderGroup(const Finding& f) {
 }  // namespace
 
 std::vector<Finding> FindFailures(const Trace& trace, const reconstruct::Reconstruction* r) {
-  std::vector<Finding> logs = LogScan(trace).Run();
+  return FindFailures(trace, r, *logs::SignatureSet::BuiltIn());
+}
+
+std::vector<Finding> FindFailures(const Trace& trace, const reconstruct::Reconstruction* r,
+                                  const logs::SignatureSet& signatures) {
+  std::vector<Finding> logs = LogScan(trace, signatures).Run();
   std::vector<Finding> out;
   std::vector<ProcessEnd> ends;
   if (r != nullptr) ends = ProcessEnds(trace, *r);

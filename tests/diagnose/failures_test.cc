@@ -18,6 +18,7 @@
 
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
+#include "teller/logs/signatures.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller {
@@ -206,6 +207,79 @@ TEST(FailuresTest, UnmatchedErrorLinesGroupByTemplate) {
   }
   EXPECT_EQ(big, 1u);
   EXPECT_EQ(summary, 1u);
+}
+
+// The serving signatures that are warnings whatever the line's level: the engine survived
+// them, but they explain slowness (preemption) or lost requests.
+TEST(FailuresTest, ServingWarningsStayWarnings) {
+  const PatternCase cases[] = {
+      {"Sequence group chat-939561076e37472e9902d0cd38511301 is preempted by "
+       "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can "
+       "affect the end-to-end performance. total_num_cumulative_preemption=1",
+       FaultCategory::kMemoryResource, "requests preempted: KV cache full"},
+      {"Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.4000 -> 0.5000",
+       FaultCategory::kMemoryResource, "requests preempted: KV cache full"},
+      {"Aborted request chatcmpl-e62bd42e7a2c49b789e2bf60f7c520da.",
+       FaultCategory::kSchedulingSoftware, "requests aborted"},
+      {"node1:1234:1290 [0] NCCL WARN Call to connect returned Connection refused, retrying",
+       FaultCategory::kCommunication, "NCCL warning"},
+      {"No available shared memory broadcast block found in 60 seconds. This typically happens "
+       "when some processes are hanging.",
+       FaultCategory::kSchedulingSoftware, "engine worker stalled"},
+  };
+  for (const PatternCase& c : cases) {
+    Trace t;
+    AddLog(t, 3, LogLevel::kWarning, c.message);
+    AddLog(t, 4, LogLevel::kError, c.message);  // even at ERROR level
+    const auto f = LogFindings(t);
+    ASSERT_EQ(f.size(), 1u) << c.message;
+    EXPECT_EQ(f[0].severity, "warning") << c.message;
+    EXPECT_EQ(FaultCategoryName(f[0].category), FaultCategoryName(c.category)) << c.message;
+    EXPECT_EQ(f[0].title, std::string(c.title) + " (2 lines)");
+  }
+}
+
+// Engine deaths of vLLM v0 and SGLang join vLLM v1's.
+TEST(FailuresTest, EngineFailuresOfEachEngine) {
+  Trace t;
+  AddLog(t, 1, LogLevel::kError, "Engine background task failed");
+  AddLog(t, 2, LogLevel::kError, "Scheduler hit an exception: Traceback (most recent call last):");
+  AddLog(t, 3, LogLevel::kError,
+         "Received sigquit from a child process. It usually means the child failed.");
+  AddLog(t, 4, LogLevel::kError, "vllm.v1.engine.exceptions.EngineDeadError: EngineCore died");
+  const auto f = LogFindings(t);
+  ASSERT_EQ(f.size(), 1u) << diagnose::FindingsText(f);
+  EXPECT_EQ(f[0].title, "serving engine failed (4 lines)");
+  EXPECT_EQ(f[0].severity, "error");
+}
+
+// A user's signature file replaces the built-in one: its rules name the lines, and the
+// built-in ones no longer apply.
+TEST(FailuresTest, UserSignaturesReplaceTheBuiltInOnes) {
+  auto sigs = logs::SignatureSet::FromText(
+      "[disk_full] runtime_driver auto\n"
+      "title: scratch disk full\n"
+      "why: The node's scratch disk filled up.\n"
+      "contains: No space left on device\n",
+      "site.rules");
+  ASSERT_TRUE(sigs.ok()) << sigs.status().message();
+  Trace t;
+  AddLog(t, 1, LogLevel::kError, "OSError: [Errno 28] No space left on device: '/scratch/x'");
+  AddLog(t, 2, LogLevel::kWarning, "CUDA out of memory. Tried to allocate 1.00 GiB");
+  const auto f = FindFailures(t, nullptr, *sigs.value());
+  ASSERT_EQ(f.size(), 1u) << diagnose::FindingsText(f);
+  EXPECT_EQ(f[0].title, "scratch disk full");
+  EXPECT_EQ(f[0].category, FaultCategory::kRuntimeDriver);
+  EXPECT_EQ(f[0].explanation, "The node's scratch disk filled up.");
+  EXPECT_EQ(f[0].severity, "error");
+  // Built in: the out-of-memory line is named (an error: only DEBUG and INFO lines are
+  // taken for advice), and the ERROR line that no rule names is
+  // grouped by its template.
+  const auto b = FindFailures(t, nullptr);
+  ASSERT_EQ(b.size(), 2u) << diagnose::FindingsText(b);
+  EXPECT_EQ(b[0].title, "CUDA out of memory");
+  EXPECT_EQ(b[0].severity, "error");
+  EXPECT_EQ(b[1].title.rfind("ERROR line: OSError:", 0), 0u) << b[1].title;
 }
 
 // ---- Python tracebacks --------------------------------------------------------------------
@@ -577,6 +651,27 @@ TEST(FailuresCliTest, LogsAloneAreTriaged) {
   c = Teller("diagnose '" + dir + "/warn.log' --fail-on-anomaly");
   EXPECT_EQ(c.status, 0) << c.out;
   EXPECT_NE(c.out.find("0 errors, 1 warning"), std::string::npos) << c.out;
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
+// `--log-signatures FILE` replaces the built-in signatures; a damaged file is an error
+// naming its line.
+TEST(FailuresCliTest, LogSignaturesFileIsUsed) {
+  const std::string dir = TempDir("sigs");
+  std::ofstream(dir + "/server.log")
+      << "ERROR 05-23 09:31:47 [io.py:3] OSError: [Errno 28] No space left on device\n";
+  std::ofstream(dir + "/site.rules") << "[disk_full] runtime_driver auto\n"
+                                        "title: scratch disk full\n"
+                                        "why: The node's scratch disk filled up.\n"
+                                        "contains: No space left on device\n";
+  Cli c = Teller("diagnose '" + dir + "/server.log' --log-signatures '" + dir + "/site.rules'");
+  EXPECT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("failures: 1 error, 0 warnings"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("runtime_driver      scratch disk full"), std::string::npos) << c.out;
+  std::ofstream(dir + "/bad.rules") << "[disk_full] disk auto\n";
+  c = Teller("diagnose '" + dir + "/server.log' --log-signatures '" + dir + "/bad.rules'");
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.err.find("bad.rules:1: unknown category 'disk'"), std::string::npos) << c.err;
   EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 

@@ -10,6 +10,7 @@
 #define TELLER_DIAGNOSE_DIAGNOSE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,8 @@ struct Options {
   double step_threshold = 0.6;  // a step is abnormal when its score exceeds this
   size_t max_evidence = 8;      // evidence entries per step
   size_t top_k = 10;            // top_operators listed
+  // What log lines report (share/teller/log_signatures.rules); null = the built-in set.
+  std::shared_ptr<const logs::SignatureSet> log_signatures;
 };
 
 // One instance that took longer than its peers (a root), or that waited for one (a

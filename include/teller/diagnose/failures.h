@@ -15,6 +15,7 @@
 
 #include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
+#include "teller/logs/signatures.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::diagnose {
@@ -37,7 +38,11 @@ struct Finding {
 // Trace-level failures, errors first (docs/diagnose.md, "Failures", for the order). `r`
 // may be null (a trace with logs only): then no ranges are known to be open. Open ranges
 // are the pushes that reconstruction closed at the end of their thread (kEventSynthetic).
+// Log lines are recognised by the built-in log signatures (share/teller/log_signatures.rules).
 std::vector<Finding> FindFailures(const Trace& trace, const reconstruct::Reconstruction* r);
+// The same with the user's signatures (logs::SignatureSet::FromFile) instead.
+std::vector<Finding> FindFailures(const Trace& trace, const reconstruct::Reconstruction* r,
+                                  const logs::SignatureSet& signatures);
 
 // Appends the findings as one JSON array of objects with the fields of Finding; unknown
 // rank, pid, ts_ns, source and line are null.
