@@ -405,6 +405,7 @@ struct FileState {
   int32_t rank = -1;
   int32_t world_size = -1;
   bool saw_trace_events = false;
+  uint64_t elements = 0;  // of the events array, objects or not
 };
 
 struct CategoryEntry {
@@ -1116,6 +1117,7 @@ error_code Importer::ParseEvents(od::array& events, ParseError* err) {
       return e;
     }
     ++events_in_window_;
+    ++state_.elements;
     if (type != od::json_type::object) {
       ++state_.counters.non_object_event;
       continue;
@@ -1407,11 +1409,14 @@ Status Importer::Run(PaddedBuffer& json) {
 }
 
 Status Importer::Finish(size_t first_row) {
-  if (!state_.saw_trace_events) {
+  // An array of numbers or strings is no array-form trace; an empty one is an empty trace.
+  const bool no_events =
+      array_form_ && state_.elements > 0 && state_.counters.non_object_event == state_.elements;
+  if (!state_.saw_trace_events || no_events) {
     Rollback(first_row, FileState());
-    return Status::Error(name_ +
-                         ": not a Chrome trace (no traceEvents array, and not an array of "
-                         "events)");
+    return Status::Error(name_ + (no_events
+                                      ? ": not a Chrome trace (an array without event objects)"
+                                      : ": not a Chrome trace (no traceEvents)"));
   }
   EventTable& t = trace_.events;
   const size_t end_row = t.size();
