@@ -549,6 +549,7 @@ class Importer {
   // The JSON-array form of the trace-event format (`[ {event}, ... ]`) rather than the
   // object form (`{"traceEvents": [...]}`).
   bool array_form_ = false;
+  size_t input_size_ = 0;  // of the JSON as given, before a missing `]` was appended
   FileState state_;
   std::vector<CategoryEntry> categories_;
   size_t last_category_ = 0;
@@ -1263,11 +1264,12 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
 Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const {
   size_t offset = 0;
   if (err.where != nullptr && err.where >= json.data() && err.where <= json.data() + json.size()) {
-    offset = static_cast<size_t>(err.where - json.data());
+    // Not past the input's end: the `]` appended to an unclosed array form is not input.
+    offset = std::min(static_cast<size_t>(err.where - json.data()), input_size_);
   } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR) {
     offset = LocateStage1Error(json.view(), err.code);
   } else if (err.where != nullptr) {
-    offset = json.size();
+    offset = input_size_;
   }
   std::string msg = name_ + ": ";
   if (err.code == simdjson::EMPTY) {
@@ -1284,7 +1286,7 @@ Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const 
   if (err.code == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) {
     // simdjson notices this when it runs out of input, and points at the start of the
     // document it was iterating: the true position is the end of the input.
-    return Status::Error(msg + "invalid JSON at byte " + std::to_string(json.size()) +
+    return Status::Error(msg + "invalid JSON at byte " + std::to_string(input_size_) +
                          " (the end of the input): the file ends inside an object or array, "
                          "it is truncated; expected " +
                          err.expected);
@@ -1302,6 +1304,7 @@ size_t FindCut(const char* buf, size_t from, size_t end);
 void Importer::PrepareForm(PaddedBuffer& json) {
   char* buf = json.data();
   size_t n = json.size();
+  input_size_ = n;
   // A UTF-8 byte order mark (written by some Windows tools and editors) is not JSON.
   if (n >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) std::memset(buf, ' ', 3);
   size_t first = 0;

@@ -710,9 +710,19 @@ TEST(KinetoFormsTest, ByteOrderMarkAndArrayFormReadAsTraces) {
   EXPECT_TRUE(s.ok()) << s.message();
   ImportText("[1, 2, 3]", &s);
   EXPECT_EQ(s.message(), "mem.json: not a Chrome trace (an array without event objects)");
-  // An array form cut inside an event is truncated, not closed by guessing.
+  // An array form cut inside an event is truncated, not closed by guessing; the `]` added
+  // after a '}' that closed only the event's args is no input, and no error points past
+  // the input's end.
   ImportText("[\n" + events[0] + ",\n" + events[1].substr(0, 30), &s);
   EXPECT_FALSE(s.ok());
+  const std::string cut_after_args =
+      "[\n" + events[0] + ",\n" + events[1].substr(0, events[1].size() - 1);
+  ImportText(cut_after_args, &s);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind(
+                "mem.json: invalid JSON at byte " + std::to_string(cut_after_args.size()), 0),
+            0u)
+      << s.message();
 }
 
 TEST(KinetoFormsTest, ConcatenatedDocumentsAreAnErrorNotDropped) {
