@@ -56,14 +56,18 @@ constexpr const char* kUsage =
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
 
-// The analysis commands allocate hundreds of MB of fresh arrays, and on the virtual
-// machines Teller runs on every first touch of a 4 KiB page is a costly fault. glibc's
-// malloc backs its large chunks with transparent huge pages when the tunable
-// glibc.malloc.hugetlb=1 is set, which glibc reads only at process start: so these
-// commands re-execute themselves once with it (measured on df_index_resolver: 8,500 ->
-// 3,800 page faults, `teller inspect` 0.33 -> 0.23 s). `teller run` never does this, so
-// the traced program's environment is untouched. TELLER_NO_HUGEPAGES=1 turns it off.
+// Opt-in (TELLER_HUGEPAGES=1): the analysis commands re-execute themselves once with
+// GLIBC_TUNABLES=glibc.malloc.hugetlb=1, so that malloc's large chunks get transparent huge
+// pages (glibc reads the tunable only at process start). It used to be the default, but the
+// kernel zeroes (and, with THP defrag=madvise, compacts memory for) every 2 MiB page on its
+// first touch: on a busy machine `teller inspect` of 16 copies of df_index_resolver took
+// 8.9 s with it against 1.6 s without, and on an idle one it gained nothing (docs/ingest-
+// kineto.md, "Huge pages"). The Kineto importer's input buffer keeps its own madvise hint.
+// `teller run` never re-executes, so the traced program's environment is untouched;
+// TELLER_NO_HUGEPAGES=1 wins over TELLER_HUGEPAGES.
 void ReexecWithHugePages(char** argv) {
+  const char* opt_in = std::getenv("TELLER_HUGEPAGES");
+  if (opt_in == nullptr || std::strcmp(opt_in, "1") != 0) return;
   if (std::getenv("TELLER_NO_HUGEPAGES") != nullptr) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string current = tunables != nullptr ? tunables : "";

@@ -4,6 +4,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -127,8 +130,10 @@ Status Gunzip(std::string_view in, const std::string& name, const GunzipOptions&
     if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
       if (capacity >= options.max_output_bytes) {
         out.SetSize(0);
-        return Status::Error(name + ": gunzipped data larger than " +
-                             std::to_string(options.max_output_bytes) + " bytes");
+        std::string msg = name + ": gunzipped data larger than " +
+                          std::to_string(options.max_output_bytes) + " bytes";
+        if (!options.limit_reason.empty()) msg += " (" + options.limit_reason + ")";
+        return Status::Error(std::move(msg));
       }
       capacity = std::min(std::max(capacity * 2, capacity + kGrowBytes), options.max_output_bytes);
       buffer = out.Reserve(capacity, out_pos);
@@ -145,6 +150,44 @@ Status Gunzip(std::string_view in, const std::string& name, const GunzipOptions&
   }
   out.SetSize(out_pos);
   st.output_bytes = out_pos;
+  return Status::Ok();
+}
+
+Status GuardedGunzipOptions(size_t compressed_bytes, GunzipOptions* options) {
+  constexpr const char* kVariable = "TELLER_MAX_GUNZIP_BYTES";
+  const char* env = std::getenv(kVariable);
+  if (env != nullptr && *env != '\0') {
+    const std::string_view text(env);
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    std::string_view suffix(end, static_cast<size_t>(text.data() + text.size() - end));
+    int shift = 0;
+    if (suffix.size() == 1) {
+      const std::string_view units = "KMGT";
+      const size_t unit = units.find(static_cast<char>(std::toupper(suffix[0])));
+      if (unit != std::string_view::npos) {
+        shift = 10 * static_cast<int>(unit + 1);
+        suffix.remove_prefix(1);
+      }
+    }
+    if (ec != std::errc() || !suffix.empty() || (shift > 0 && value > (UINT64_MAX >> shift))) {
+      return Status::Error(std::string(kVariable) + "=" + env +
+                           ": expected a number of bytes (suffix K, M, G or T allowed) or 0 "
+                           "for no limit");
+    }
+    value <<= shift;
+    options->max_output_bytes = value == 0 ? SIZE_MAX : static_cast<size_t>(value);
+    options->limit_reason = std::string("the limit set by ") + kVariable;
+    return Status::Ok();
+  }
+  const size_t by_ratio = compressed_bytes > SIZE_MAX / kGunzipGuardRatio
+                              ? SIZE_MAX
+                              : compressed_bytes * kGunzipGuardRatio;
+  options->max_output_bytes = std::max(kGunzipGuardFloor, by_ratio);
+  options->limit_reason = "a guard against gzip bombs: at most " +
+                          std::to_string(kGunzipGuardRatio) + "x the compressed size, at least " +
+                          std::to_string(kGunzipGuardFloor >> 20) + " MiB; " + kVariable +
+                          "=BYTES (K/M/G/T suffix, 0 = none) sets another limit";
   return Status::Ok();
 }
 

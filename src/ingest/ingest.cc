@@ -3,11 +3,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <string>
 
+#include "src/ingest/kineto_importer.h"
+#include "src/ingest/log_importer.h"
+#include "src/ingest/teller_raw_importer.h"
 #include "teller/core/file_util.h"
 
 namespace teller::ingest {
@@ -47,7 +53,142 @@ std::string_view InputFormatName(InputFormat f) {
   return "unknown";
 }
 
-InputFormat DetectFormat(const std::string& path) {
+namespace {
+
+// Bytes looked at to tell a file's format (and, for a pipe, read before deciding to read
+// the rest): enough for every magic and for a fair verdict on "is this text".
+constexpr size_t kSniffBytes = 4096;
+
+// The name's promise of a format whose bytes did not match (the error then says so);
+// empty for names that promise nothing (a log may be called anything).
+std::string_view PromisedFormat(std::string_view name) {
+  for (const std::string_view suffix :
+       {".json.gz", ".json", ".gz", ".sqlite", ".sqlite3", ".tlr", ".nsys-rep", ".qdrep"}) {
+    if (EndsWith(name, suffix)) return suffix;
+  }
+  return {};
+}
+
+std::string FirstBytesHex(std::string_view head) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < head.size() && i < 8; ++i) {
+    if (i > 0) out += ' ';
+    const auto b = static_cast<unsigned char>(head[i]);
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// Length of the UTF-8 sequence starting at head[i] (1-4), 0 when it is not valid UTF-8,
+// or -1 when it is cut by the end of the head.
+int Utf8Sequence(std::string_view head, size_t i) {
+  const auto b = static_cast<unsigned char>(head[i]);
+  int len = 0;
+  if (b < 0x80) return 1;
+  if (b >= 0xc2 && b <= 0xdf) {
+    len = 2;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    len = 3;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    len = 4;
+  } else {
+    return 0;
+  }
+  for (int k = 1; k < len; ++k) {
+    if (i + k >= head.size()) return -1;
+    if ((static_cast<unsigned char>(head[i + k]) & 0xc0) != 0x80) return 0;
+  }
+  return len;
+}
+
+// Whether `head` reads as the start of a text file (a log): no NUL byte, and at most one
+// byte in ten a control character (other than tab, newlines, form feed, backspace and the
+// escape of terminal colours) or outside valid UTF-8, so that a log with a few Latin-1
+// bytes passes and random bytes (half of them invalid UTF-8) do not.
+bool LooksLikeText(std::string_view head, bool whole) {
+  size_t bad = 0;
+  for (size_t i = 0; i < head.size();) {
+    const auto b = static_cast<unsigned char>(head[i]);
+    if (b == 0) return false;
+    if (b < 0x20 || b == 0x7f) {
+      if (b != '\t' && b != '\n' && b != '\r' && b != '\f' && b != '\v' && b != '\b' && b != 0x1b) {
+        ++bad;
+      }
+      ++i;
+      continue;
+    }
+    const int len = Utf8Sequence(head, i);
+    if (len < 0) {
+      if (whole) bad += head.size() - i;
+      break;
+    }
+    if (len == 0) {
+      ++bad;
+      ++i;
+      continue;
+    }
+    i += static_cast<size_t>(len);
+  }
+  return bad * 10 <= head.size();
+}
+
+}  // namespace
+
+InputFormat DetectFormatOfBytes(std::string_view head, std::string_view name, bool whole,
+                                std::string* why) {
+  auto unknown = [why](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return InputFormat::kUnknown;
+  };
+  const size_t n = head.size();
+  const auto* u = reinterpret_cast<const unsigned char*>(head.data());
+  if (n == 0) return unknown("the file is empty");
+  if (n >= 4 && std::memcmp(u, "TLRC", 4) == 0) return InputFormat::kTellerRaw;
+  if (n >= 16 && std::memcmp(u, "SQLite format 3", 16) == 0) return InputFormat::kNsysSqlite;
+  if (n >= 2 && u[0] == 0x1f && u[1] == 0x8b) {
+    return EndsWith(name, ".log.gz") ? InputFormat::kLog : InputFormat::kKineto;
+  }
+  // JSON: '{' (object form) or '[' then '{' or ']' (array form; a log line may start with
+  // "[2024-..." but not with "[{"), after an optional UTF-8 byte order mark and whitespace.
+  size_t i = n >= 3 && std::memcmp(u, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  auto is_space = [](unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (i < n && is_space(u[i])) ++i;
+  if (i < n && u[i] == '{') return InputFormat::kKineto;
+  if (i < n && u[i] == '[') {
+    size_t j = i + 1;
+    while (j < n && is_space(u[j])) ++j;
+    if (j < n ? (u[j] == '{' || u[j] == ']') : whole) return InputFormat::kKineto;
+  }
+  if (i == n) {
+    return unknown(whole ? "the file holds only whitespace"
+                         : "it starts with " + std::to_string(n) + " bytes of whitespace");
+  }
+  const std::string_view promised = PromisedFormat(name);
+  if (!promised.empty()) {
+    std::string what = "named *" + std::string(promised) + " but its content is not ";
+    if (EndsWith(promised, ".gz")) {
+      what += "gzip data";
+    } else if (promised == ".json") {
+      what += "JSON";
+    } else if (promised == ".tlr") {
+      what += "a Teller raw trace";
+    } else if (promised == ".nsys-rep" || promised == ".qdrep") {
+      return unknown("an Nsight Systems report: export it first (nsys export --type sqlite)");
+    } else {
+      what += "an SQLite database";
+    }
+    const char* bytes = !whole ? "+ bytes" : n == 1 ? " byte" : " bytes";
+    return unknown(what + " (" + std::to_string(n) + bytes + ", starting " + FirstBytesHex(head) +
+                   ")");
+  }
+  if (LooksLikeText(head, whole)) return InputFormat::kLog;
+  return unknown("binary data that is no format Teller reads (starting " + FirstBytesHex(head) +
+                 ")");
+}
+
+InputFormat DetectFormat(const std::string& path, std::string* why) {
   if (IsDirectory(path)) {
     for (const auto& name : ListDir(path)) {
       if (name == "manifest.json" || EndsWith(name, ".tlr")) return InputFormat::kTellerRaw;
@@ -55,28 +196,95 @@ InputFormat DetectFormat(const std::string& path) {
     for (const auto& name : ListDir(path)) {
       if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) return InputFormat::kKineto;
     }
+    if (why != nullptr) *why = "a directory without *.tlr, manifest.json or *.json(.gz) files";
+    return InputFormat::kUnknown;
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (why != nullptr) *why = std::string("cannot open: ") + std::strerror(errno);
+    return InputFormat::kUnknown;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    // Reading a pipe's first bytes would take them from the importer: ImportPath reads it
+    // once, as a stream.
+    if (why != nullptr) *why = "not a regular file (a pipe or device: read as a stream)";
     return InputFormat::kUnknown;
   }
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return InputFormat::kUnknown;
-  unsigned char head[16] = {};
-  const ssize_t n = read(fd, head, sizeof(head));
+  if (fd < 0) {
+    if (why != nullptr) *why = std::string("cannot open: ") + std::strerror(errno);
+    return InputFormat::kUnknown;
+  }
+  char head[kSniffBytes];
+  size_t n = 0;
+  while (n < sizeof(head)) {
+    const ssize_t got = read(fd, head + n, sizeof(head) - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    n += static_cast<size_t>(got);
+  }
   close(fd);
-  if (n >= 4 && std::memcmp(head, "TLRC", 4) == 0) return InputFormat::kTellerRaw;
-  if (n >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return InputFormat::kNsysSqlite;
-  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
-    return EndsWith(path, ".log.gz") ? InputFormat::kLog : InputFormat::kKineto;
-  }
-  for (ssize_t i = 0; i < n; ++i) {  // JSON starts with '{' after optional whitespace
-    if (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t') continue;
-    if (head[i] == '{') return InputFormat::kKineto;
-    break;
-  }
-  return n > 0 ? InputFormat::kLog : InputFormat::kUnknown;
+  return DetectFormatOfBytes(std::string_view(head, n), path, static_cast<size_t>(st.st_size) <= n,
+                             why);
 }
 
+namespace {
+
+std::string NotATrace(const std::string& path, const std::string& why) {
+  return path + ": not a trace Teller can read: " + why +
+         " (expected a Teller trace directory or .tlr file, a Kineto .json/.json.gz, an "
+         "Nsight Systems .sqlite export, or a log file)";
+}
+
+// A pipe, FIFO or character device (/dev/stdin): read once, to its end, then imported from
+// memory; its first bytes decide the format before the rest is read, so that endless
+// binary input (/dev/urandom) is refused at once.
+Status ImportStream(const std::string& path, Trace& trace) {
+  // Like cat, this waits for a FIFO's writer.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
+  PaddedBuffer raw;
+  Status read = AppendFromFd(fd, path, raw, kSniffBytes);
+  std::string why;
+  const InputFormat format =
+      read.ok() ? DetectFormatOfBytes(raw.view(), path, raw.size() < kSniffBytes, &why)
+                : InputFormat::kUnknown;
+  if (read.ok() && format != InputFormat::kUnknown && format != InputFormat::kNsysSqlite) {
+    read = AppendFromFd(fd, path, raw);
+  }
+  close(fd);
+  TELLER_RETURN_IF_ERROR(read);
+  switch (format) {
+    case InputFormat::kKineto:
+      return ImportKinetoBuffer(std::move(raw), path, trace);
+    case InputFormat::kLog: {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+      return ImportLogBytes(raw.view(), path, now_ns, LogOptions{}, trace);
+    }
+    case InputFormat::kTellerRaw:
+      return ImportTellerRawBytes(raw.view(), path, trace);
+    case InputFormat::kNsysSqlite:
+      return Status::Error(path +
+                           ": an Nsight Systems SQLite export cannot be read from a pipe "
+                           "(SQLite needs a file): save it to a file first");
+    case InputFormat::kUnknown:
+      break;
+  }
+  return Status::Error(NotATrace(path, why));
+}
+
+}  // namespace
+
 Status ImportPath(const std::string& path, Trace& trace) {
-  const InputFormat format = DetectFormat(path);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::Error("cannot open " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return ImportStream(path, trace);
+  std::string why;
+  const InputFormat format = DetectFormat(path, &why);
   switch (format) {
     case InputFormat::kTellerRaw:
       return ImportTellerRaw(path, trace);
@@ -97,14 +305,7 @@ Status ImportPath(const std::string& path, Trace& trace) {
     case InputFormat::kUnknown:
       break;
   }
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    return Status::Error("cannot open " + path + ": " + std::strerror(errno));
-  }
-  return Status::Error(path +
-                       ": not a trace Teller can read (expected a Teller trace "
-                       "directory or .tlr file, a Kineto .json/.json.gz, an Nsight Systems "
-                       ".sqlite export, or a log file)");
+  return Status::Error(NotATrace(path, why));
 }
 
 }  // namespace teller::ingest

@@ -141,12 +141,36 @@ class PaddedOutput : public GunzipOutput {
 
 }  // namespace
 
-Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out) {
+Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out,
+                  GunzipInfo* info) {
   PaddedOutput sink(out);
-  return Gunzip(in, name, GunzipOptions(), sink);
+  GunzipOptions options;
+  TELLER_RETURN_IF_ERROR(GuardedGunzipOptions(in.size(), &options));
+  return Gunzip(in, name, options, sink, info);
 }
 
-Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out) {
+Status AppendFromFd(int fd, const std::string& name, PaddedBuffer& out, size_t until) {
+  size_t got = out.size();
+  while (got < until) {
+    if (got == out.capacity() && !out.Reserve(std::max<size_t>(out.capacity() * 2, 1 << 16))) {
+      return Status::Error(name + ": out of memory reading " + std::to_string(got) + " bytes");
+    }
+    const size_t room = std::min(out.capacity(), until) - got;
+    const ssize_t n = read(fd, out.data() + got, room);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      out.Resize(got);
+      return Status::Error(name + ": read error: " + ErrnoText(err));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.Resize(got);
+  return Status::Ok();
+}
+
+Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out, GunzipInfo* info) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Error(path + ": cannot open: " + ErrnoText(errno));
   struct stat st;
@@ -160,30 +184,22 @@ Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out) {
     return Status::Error(path + ": is a directory, expected a .json or .json.gz file");
   }
   PaddedBuffer raw;
-  const size_t size = static_cast<size_t>(st.st_size);
+  // A pipe or FIFO has no size: the buffer grows as it is read.
+  const size_t size = S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0;
   if (!raw.Reserve(size)) {
     close(fd);
     return Status::Error(path + ": out of memory reading " + std::to_string(size) + " bytes");
   }
-  size_t got = 0;
-  while (true) {
-    if (got == raw.capacity() && !raw.Reserve(raw.capacity() * 2)) {
-      close(fd);
-      return Status::Error(path + ": out of memory");
-    }
-    const ssize_t n = read(fd, raw.data() + got, raw.capacity() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      return Status::Error(path + ": read error: " + ErrnoText(err));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const Status read_status = AppendFromFd(fd, path, raw);
   close(fd);
-  raw.Resize(got);
-  if (IsGzip(raw.view())) return GunzipInto(raw.view(), path, out);
+  TELLER_RETURN_IF_ERROR(read_status);
+  return MaybeGunzip(std::move(raw), path, out, info);
+}
+
+Status MaybeGunzip(PaddedBuffer&& raw, const std::string& name, PaddedBuffer& out,
+                   GunzipInfo* info) {
+  if (info != nullptr) *info = GunzipInfo();
+  if (IsGzip(raw.view())) return GunzipInto(raw.view(), name, out, info);
   out = std::move(raw);
   return Status::Ok();
 }
@@ -389,6 +405,7 @@ struct FileState {
   int32_t rank = -1;
   int32_t world_size = -1;
   bool saw_trace_events = false;
+  uint64_t elements = 0;  // of the events array, objects or not
 };
 
 struct CategoryEntry {
@@ -491,12 +508,13 @@ struct ParseError {
   error_code code = simdjson::SUCCESS;
   const char* where = nullptr;  // pointer into the buffer when known
   std::string expected;         // what the importer expected there
+  bool trailing = false;        // the trace parsed, and another JSON value follows it
 };
 
 class Importer {
  public:
-  Importer(const std::string& name, Trace& trace, od::parser& parser)
-      : name_(name), trace_(trace), parser_(parser) {}
+  Importer(const std::string& name, Trace& trace, od::parser& parser, size_t gzip_members)
+      : name_(name), trace_(trace), parser_(parser), gzip_members_(gzip_members) {}
 
   Status Run(PaddedBuffer& json);
 
@@ -518,12 +536,20 @@ class Importer {
   uint32_t HostThread(const IdValue& tid);
   uint32_t GpuStream(const RawEvent& ev);
   Status Finish(size_t first_row);
+  // Blanks a UTF-8 byte order mark, tells the array form from the object form, and closes
+  // an array form that lacks its final `]`.
+  void PrepareForm(PaddedBuffer& json);
   Status ErrorAt(const PaddedBuffer& json, const ParseError& err) const;
   void Rollback(size_t rows, FileState&& saved);
 
   const std::string& name_;
   Trace& trace_;
   od::parser& parser_;
+  const size_t gzip_members_;  // of the file the JSON was gunzipped from; 0 when plain
+  // The JSON-array form of the trace-event format (`[ {event}, ... ]`) rather than the
+  // object form (`{"traceEvents": [...]}`).
+  bool array_form_ = false;
+  size_t input_size_ = 0;  // of the JSON as given, before a missing `]` was appended
   FileState state_;
   std::vector<CategoryEntry> categories_;
   size_t last_category_ = 0;
@@ -1092,6 +1118,7 @@ error_code Importer::ParseEvents(od::array& events, ParseError* err) {
       return e;
     }
     ++events_in_window_;
+    ++state_.elements;
     if (type != od::json_type::object) {
       ++state_.counters.non_object_event;
       continue;
@@ -1111,12 +1138,24 @@ error_code Importer::ParseEvents(od::array& events, ParseError* err) {
 
 error_code Importer::ParseTopLevel(od::document& doc, bool final, bool* ended_with_events,
                                    ParseError* err) {
+  *ended_with_events = false;
+  if (array_form_) {
+    od::array events;
+    if (const error_code e = doc.get_array().get(events); e != simdjson::SUCCESS) {
+      err->expected = "an array of events (the JSON-array form of a Chrome trace)";
+      return e;
+    }
+    window_has_events_ = true;
+    if (const error_code e = ParseEvents(events, err); e != simdjson::SUCCESS) return e;
+    *ended_with_events = true;
+    return simdjson::SUCCESS;
+  }
   od::object root;
   if (const error_code e = doc.get_object().get(root); e != simdjson::SUCCESS) {
-    err->expected = "a JSON object (a Chrome trace: {\"traceEvents\": [...]})";
+    err->expected =
+        "a JSON object (a Chrome trace: {\"traceEvents\": [...]}) or an array of events";
     return e;
   }
-  *ended_with_events = false;
   for (auto field_result : root) {
     od::field field;
     if (const error_code e = std::move(field_result).get(field); e != simdjson::SUCCESS) {
@@ -1180,6 +1219,18 @@ bool Importer::ParseWindow(const char* begin, size_t len, size_t capacity, bool 
     if (doc.current_location().get(where) == simdjson::SUCCESS) err->where = where;
     return false;
   }
+  if (final) {
+    // simdjson stops at the end of the first value: anything after it but whitespace is a
+    // second document (`cat a.json b.json`, or two gzip members each holding a trace),
+    // which would otherwise be dropped without a word.
+    const char* next = nullptr;
+    if (doc.current_location().get(next) == simdjson::SUCCESS) {
+      err->code = simdjson::TRAILING_CONTENT;
+      err->where = next;
+      err->trailing = true;
+      return false;
+    }
+  }
   if (window_has_events_) state_.saw_trace_events = true;
   if (!final && !ended_with_events) {
     err->code = simdjson::TAPE_ERROR;
@@ -1213,15 +1264,32 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
 Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const {
   size_t offset = 0;
   if (err.where != nullptr && err.where >= json.data() && err.where <= json.data() + json.size()) {
-    offset = static_cast<size_t>(err.where - json.data());
+    // Not past the input's end: the `]` appended to an unclosed array form is not input.
+    offset = std::min(static_cast<size_t>(err.where - json.data()), input_size_);
   } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR) {
     offset = LocateStage1Error(json.view(), err.code);
   } else if (err.where != nullptr) {
-    offset = json.size();
+    offset = input_size_;
   }
   std::string msg = name_ + ": ";
   if (err.code == simdjson::EMPTY) {
     return Status::Error(msg + "empty file, expected a Chrome trace JSON object");
+  }
+  if (err.trailing) {
+    msg += "invalid JSON at byte " + std::to_string(offset) +
+           ": a second JSON document follows the trace (concatenated documents";
+    if (gzip_members_ > 1)
+      msg += "; the file has " + std::to_string(gzip_members_) + " gzip members";
+    msg += "); expected only whitespace after the trace";
+    return Status::Error(std::move(msg));
+  }
+  if (err.code == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) {
+    // simdjson notices this when it runs out of input, and points at the start of the
+    // document it was iterating: the true position is the end of the input.
+    return Status::Error(msg + "invalid JSON at byte " + std::to_string(input_size_) +
+                         " (the end of the input): the file ends inside an object or array, "
+                         "it is truncated; expected " +
+                         err.expected);
   }
   msg += "invalid JSON at byte " + std::to_string(offset) + ": " +
          simdjson::error_message(err.code) + "; expected " + err.expected;
@@ -1231,6 +1299,33 @@ Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const 
 // Finds the next cut at or after `from`: returns the position of the comma of a
 // `}` ws `,` ws `{` run that contains a newline, with whitespace right after the comma
 // (overwritten with `}`); npos when there is none.
+size_t FindCut(const char* buf, size_t from, size_t end);
+
+void Importer::PrepareForm(PaddedBuffer& json) {
+  char* buf = json.data();
+  size_t n = json.size();
+  input_size_ = n;
+  // A UTF-8 byte order mark (written by some Windows tools and editors) is not JSON.
+  if (n >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) std::memset(buf, ' ', 3);
+  size_t first = 0;
+  while (first < n && IsJsonSpace(buf[first])) ++first;
+  array_form_ = first < n && buf[first] == '[';
+  if (!array_form_) return;
+  // The trace-event format lets the array form end without its `]` (a process that died
+  // while writing), possibly after a trailing comma: close it, so that what was written
+  // is read. Anything else at the end is left for the parse to report.
+  size_t last = n;
+  while (last > first + 1 && IsJsonSpace(buf[last - 1])) --last;
+  const char end = buf[last - 1];
+  if (last - 1 == first || end == ']') return;
+  if (end != ',' && end != '}') return;
+  if (end == ',') buf[last - 1] = ' ';
+  if (!json.Reserve(n + 1)) return;  // out of memory: the parse reports the missing `]`
+  buf = json.data();
+  buf[n] = ']';
+  json.Resize(n + 1);
+}
+
 size_t FindCut(const char* buf, size_t from, size_t end) {
   size_t pos = from;
   while (pos < end) {
@@ -1264,11 +1359,15 @@ Status Importer::Run(PaddedBuffer& json) {
       trace_.events.Reserve(std::max(needed, trace_.events.type.capacity() * 3 / 2));
     }
   }
+  PrepareForm(json);
   char* const buf = json.data();
   const size_t total = json.size();
   size_t doc_start = 0;  // where the current window's document starts
   size_t body = 0;       // first byte of real input in the current window
-  constexpr std::string_view kPrefix = "{\"traceEvents\":[";
+  const std::string_view kPrefix = array_form_ ? "[" : "{\"traceEvents\":[";
+  // What closes a window's document at a cut: the events array, and in the object form
+  // the top-level object; padded with spaces to the 3 bytes that are overwritten.
+  const char* const kClose = array_form_ ? "]  " : "]} ";
   while (true) {
     const size_t window = g_window_bytes;
     size_t search_from = body + window;
@@ -1291,9 +1390,7 @@ Status Importer::Run(PaddedBuffer& json) {
       // Close the window's document at the cut: `,` -> `]`, then `}`, then a space so
       // that nothing past the end looks like JSON.
       const char saved_bytes[3] = {buf[cut], buf[cut + 1], buf[cut + 2]};
-      buf[cut] = ']';
-      buf[cut + 1] = '}';
-      buf[cut + 2] = ' ';
+      std::memcpy(buf + cut, kClose, 3);
       const bool ok = ParseWindow(buf + doc_start, cut + 2 - doc_start,
                                   json.capacity() + PaddedBuffer::kPadding - doc_start,
                                   /*final=*/false, &err);
@@ -1315,9 +1412,14 @@ Status Importer::Run(PaddedBuffer& json) {
 }
 
 Status Importer::Finish(size_t first_row) {
-  if (!state_.saw_trace_events) {
+  // An array of numbers or strings is no array-form trace; an empty one is an empty trace.
+  const bool no_events =
+      array_form_ && state_.elements > 0 && state_.counters.non_object_event == state_.elements;
+  if (!state_.saw_trace_events || no_events) {
     Rollback(first_row, FileState());
-    return Status::Error(name_ + ": not a Chrome trace (no traceEvents)");
+    return Status::Error(name_ + (no_events
+                                      ? ": not a Chrome trace (an array without event objects)"
+                                      : ": not a Chrome trace (no traceEvents)"));
   }
   EventTable& t = trace_.events;
   const size_t end_row = t.size();
@@ -1419,27 +1521,32 @@ od::parser& ThreadParser() {
 
 }  // namespace
 
-Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace) {
-  Importer importer(name, trace, ThreadParser());
+Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace,
+                        size_t gzip_members) {
+  Importer importer(name, trace, ThreadParser(), gzip_members);
   return importer.Run(json);
 }
 
-Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace& trace) {
+Status ImportKinetoBuffer(PaddedBuffer&& raw, const std::string& name, Trace& trace) {
   PaddedBuffer json;
-  if (IsGzip(bytes)) {
-    TELLER_RETURN_IF_ERROR(GunzipInto(bytes, name, json));
-  } else {
-    if (!json.Reserve(bytes.size())) return Status::Error(name + ": out of memory");
-    if (!bytes.empty()) std::memcpy(json.data(), bytes.data(), bytes.size());
-    json.Resize(bytes.size());
-  }
-  return ImportKinetoJson(json, name, trace);
+  GunzipInfo info;
+  TELLER_RETURN_IF_ERROR(MaybeGunzip(std::move(raw), name, json, &info));
+  return ImportKinetoJson(json, name, trace, info.members);
+}
+
+Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace& trace) {
+  PaddedBuffer raw;
+  if (!raw.Reserve(bytes.size())) return Status::Error(name + ": out of memory");
+  if (!bytes.empty()) std::memcpy(raw.data(), bytes.data(), bytes.size());
+  raw.Resize(bytes.size());
+  return ImportKinetoBuffer(std::move(raw), name, trace);
 }
 
 Status ImportKineto(const std::string& path, Trace& trace) {
   PaddedBuffer json;
-  TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json));
-  return ImportKinetoJson(json, path, trace);
+  GunzipInfo info;
+  TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json, &info));
+  return ImportKinetoJson(json, path, trace, info.members);
 }
 
 }  // namespace teller::ingest

@@ -5,10 +5,12 @@
 #define TELLER_SRC_INGEST_KINETO_IMPORTER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "teller/core/gzip.h"
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
 
@@ -49,20 +51,38 @@ class PaddedBuffer {
 };
 
 // Reads `path` into `out`, gunzipping it when it starts with the gzip magic (any number
-// of members). Errors name the file: "<file>: truncated gzip stream",
+// of members, up to the gzip-bomb guard of core/gzip.h). A pipe or FIFO is read to its
+// end. Errors name the file: "<file>: truncated gzip stream",
 // "<file>: corrupt gzip data at byte N", "<file>: cannot open: <errno text>".
-Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out);
+// `info` (optional) receives the gunzip figures (members 0 for a plain file).
+Status ReadMaybeGzip(const std::string& path, PaddedBuffer& out, GunzipInfo* info = nullptr);
 
-// Gunzips (all members of) `in` into `out`. `name` is used in error messages.
-Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out);
+// Appends what `fd` yields to `out` until end of file or until `out` holds `until` bytes.
+// `name` is used in error messages.
+Status AppendFromFd(int fd, const std::string& name, PaddedBuffer& out, size_t until = SIZE_MAX);
+
+// `raw` itself when it is not gzip, else its gunzipped content (with the guard), in `out`.
+Status MaybeGunzip(PaddedBuffer&& raw, const std::string& name, PaddedBuffer& out,
+                   GunzipInfo* info = nullptr);
+
+// Gunzips (all members of) `in` into `out`, with the gzip-bomb guard of core/gzip.h.
+// `name` is used in error messages.
+Status GunzipInto(std::string_view in, const std::string& name, PaddedBuffer& out,
+                  GunzipInfo* info = nullptr);
 
 // Imports a Kineto trace held in memory: plain JSON or gzip bytes. `name` stands for the
 // file path (process key, label, source, error messages). Used by the fuzzer.
 Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace& trace);
 
+// The same from a buffer already read (a pipe's content), plain or gzip; consumes it.
+Status ImportKinetoBuffer(PaddedBuffer&& raw, const std::string& name, Trace& trace);
+
 // Imports from a buffer already holding the JSON text (the buffer is modified: window
-// boundaries are overwritten temporarily, see the .cc). `name` as above.
-Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace);
+// boundaries are overwritten temporarily, a byte order mark is blanked and a missing
+// final `]` of the array form appended; see the .cc). `name` as above; `gzip_members`,
+// the members of the file it was gunzipped from, only words an error message.
+Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace,
+                        size_t gzip_members = 0);
 
 // Window size of the chunked parse (bytes of JSON per simdjson document). Exposed for
 // tests, which shrink it to exercise window boundaries on small files; 0 restores the

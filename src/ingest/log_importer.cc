@@ -478,7 +478,8 @@ Status ImportLogBytes(std::string_view data, const std::string& file_name, int64
     // of the text and counted.
     GunzipOptions gz;
     gz.allow_trailing_garbage = true;
-    gz.max_output_bytes = kMaxInflatedBytes;
+    TELLER_RETURN_IF_ERROR(GuardedGunzipOptions(data.size(), &gz));
+    gz.max_output_bytes = std::min(gz.max_output_bytes, kMaxInflatedBytes);
     GunzipInfo info;
     TELLER_RETURN_IF_ERROR(GunzipToString(data, file_name, gz, &inflated, &info));
     if (info.trailing_bytes != 0)

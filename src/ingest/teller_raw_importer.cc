@@ -2,6 +2,8 @@
 // directory, or one *.tlr file. Event-clock (CLOCK_MONOTONIC) times are put on UTC with
 // each file's clock anchors, piecewise linearly between anchors so that drift between
 // the two clocks during a long run is followed.
+#include "src/ingest/teller_raw_importer.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -275,6 +277,13 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
     if (!IsRegularFile(log_path)) continue;
     TELLER_RETURN_IF_ERROR(ImportLogFile(log_path, LogOptions{}, trace, monotonic_to_utc));
   }
+  return Status::Ok();
+}
+
+Status ImportTellerRawBytes(std::string_view bytes, const std::string& name, Trace& trace) {
+  auto t = raw::ReadRawBytes(bytes, name);
+  if (!t.ok()) return t.status();
+  ImportOneFile(t.value(), trace);
   return Status::Ok();
 }
 

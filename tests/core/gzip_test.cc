@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace teller {
 namespace {
@@ -138,6 +142,61 @@ TEST(GunzipTest, NotGzipAndSizeLimit) {
   EXPECT_EQ(l.message(), "l.gz: gunzipped data larger than 1000 bytes");
   ASSERT_TRUE(GunzipToString(GzipMember(std::string(1000, 'q')), "l.gz", small, &out).ok());
   EXPECT_EQ(out, std::string(1000, 'q'));
+}
+
+// The guard every importer of a .gz applies (docs/ingest-kineto.md, "Errors"): 200x the
+// compressed size, at least 256 MiB; TELLER_MAX_GUNZIP_BYTES replaces it.
+TEST(GunzipGuardTest, DefaultLimitAndTheVariable) {
+  unsetenv("TELLER_MAX_GUNZIP_BYTES");
+  GunzipOptions o;
+  ASSERT_TRUE(GuardedGunzipOptions(1000, &o).ok());
+  EXPECT_EQ(o.max_output_bytes, size_t{256} << 20);  // 200 x 1000 is below the floor
+  ASSERT_TRUE(GuardedGunzipOptions(size_t{10} << 20, &o).ok());
+  EXPECT_EQ(o.max_output_bytes, size_t{2000} << 20);  // 200 x 10 MiB
+  const std::vector<std::pair<const char*, size_t>> values = {
+      {"65536", 65536},        {"64K", 65536},          {"3m", size_t{3} << 20},
+      {"2G", size_t{2} << 30}, {"1T", size_t{1} << 40}, {"0", SIZE_MAX}};
+  for (const auto& [text, bytes] : values) {
+    setenv("TELLER_MAX_GUNZIP_BYTES", text, 1);
+    ASSERT_TRUE(GuardedGunzipOptions(1000, &o).ok()) << text;
+    EXPECT_EQ(o.max_output_bytes, bytes) << text;
+    EXPECT_EQ(o.limit_reason, "the limit set by TELLER_MAX_GUNZIP_BYTES");
+  }
+  for (const char* bad : {"lots", "12Q", "-5", "1.5G", "99999999999999T"}) {
+    setenv("TELLER_MAX_GUNZIP_BYTES", bad, 1);
+    const Status s = GuardedGunzipOptions(1000, &o);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.message(), std::string("TELLER_MAX_GUNZIP_BYTES=") + bad +
+                               ": expected a number of bytes (suffix K, M, G or T allowed) or 0 "
+                               "for no limit");
+  }
+  unsetenv("TELLER_MAX_GUNZIP_BYTES");
+}
+
+TEST(GunzipGuardTest, BombIsRefusedWithAClearError) {
+  unsetenv("TELLER_MAX_GUNZIP_BYTES");
+  // 300 members of 1 MiB of zeros: 300 MiB from about 300 KB (1000:1), over the 256 MiB
+  // floor of the guard; a real trace's 256 MiB would take 9 MB or more of gzip (<= 30:1).
+  const std::string member = GzipMember(std::string(size_t{1} << 20, '\0'), 9);
+  std::string bomb;
+  for (int i = 0; i < 300; ++i) bomb += member;
+  ASSERT_LT(bomb.size(), size_t{400} << 10);
+  GunzipOptions o;
+  ASSERT_TRUE(GuardedGunzipOptions(bomb.size(), &o).ok());
+  std::string out;
+  const Status s = GunzipToString(bomb, "bomb.json.gz", o, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(),
+            "bomb.json.gz: gunzipped data larger than 268435456 bytes (a guard against gzip "
+            "bombs: at most 200x the compressed size, at least 256 MiB; "
+            "TELLER_MAX_GUNZIP_BYTES=BYTES (K/M/G/T suffix, 0 = none) sets another limit)");
+  EXPECT_TRUE(out.empty());
+  // Within the limit the same members gunzip whole.
+  std::string small;
+  for (int i = 0; i < 3; ++i) small += member;
+  ASSERT_TRUE(GuardedGunzipOptions(small.size(), &o).ok());
+  ASSERT_TRUE(GunzipToString(small, "ok.gz", o, &out).ok());
+  EXPECT_EQ(out, std::string(size_t{3} << 20, '\0'));
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 // libFuzzer target for the Kineto importer: any bytes (plain or gzip) must give an ok
 // Status or an error Status, never a crash, a sanitizer report or a runaway allocation.
 // Small windows are used so that the window cut / rollback logic is exercised on the
-// small inputs libFuzzer produces. Seeds: any *.json / *.json.gz Chrome trace.
+// small inputs libFuzzer produces. The same bytes also go through the format detection of
+// ImportPath (DetectFormatOfBytes: magic numbers, the JSON forms, the text check). Seeds:
+// any *.json / *.json.gz Chrome trace.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "src/ingest/kineto_importer.h"
+#include "teller/ingest/ingest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool init = [] {
@@ -17,6 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)init;
   teller::Trace trace;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  (void)teller::ingest::DetectFormatOfBytes(bytes, "fuzz.json", size % 2 == 0);
+  (void)teller::ingest::DetectFormatOfBytes(bytes, "fuzz", size % 2 == 1);
   const teller::Status status = teller::ingest::ImportKinetoBytes(bytes, "fuzz.json", trace);
   // Invariants of a successful import: every row's process exists; end >= start.
   if (status.ok()) {

@@ -14,12 +14,14 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "real_data.h"
@@ -649,6 +651,163 @@ TEST(KinetoSyntheticTest, FuzzLikeInputsNeverCrash) {
   EXPECT_EQ(t.events.size(), 2u);
   EXPECT_EQ(t.events.start_ns[0], 1000 + 1500);
   EXPECT_EQ(t.strings.Get(t.events.name[0]), "a\"b");
+}
+
+// ---------------------------------------------------------------------------------------
+// Forms of the trace-event format, and input that is not one trace (issue 14)
+
+// `n` cpu_op events, one per line as Kineto writes them, op<i> at ts = 10 * i us.
+std::vector<std::string> NumberedEvents(int n) {
+  std::vector<std::string> events;
+  for (int i = 0; i < n; ++i) {
+    events.push_back("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op" + std::to_string(i) +
+                     "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(10 * i) +
+                     ",\"dur\":1,\"args\":{\"External id\":" + std::to_string(i) + "}}");
+  }
+  return events;
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? sep : "") + parts[i];
+  return out;
+}
+
+// The start times the numbered events must give: 10 * i us in ns, in file order.
+std::vector<int64_t> NumberedStarts(int n) {
+  std::vector<int64_t> starts;
+  for (int i = 0; i < n; ++i) starts.push_back(int64_t{10'000} * i);
+  return starts;
+}
+
+TEST(KinetoFormsTest, ByteOrderMarkAndArrayFormReadAsTraces) {
+  const auto events = NumberedEvents(300);
+  const std::string body = Join(events, ",\n");
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"object", TraceJson(body)},
+      {"bom object", "\xEF\xBB\xBF" + TraceJson(body)},
+      {"array", "[\n" + body + "\n]\n"},
+      {"bom array", "\xEF\xBB\xBF  [\n" + body + "\n]"},
+      // The format allows the final ']' to be missing, also after a trailing comma.
+      {"array without ]", "[\n" + body + "\n"},
+      {"array without ] after a comma", "[\n" + body + ",\n\n"},
+  };
+  for (const size_t window : {size_t{0}, size_t{300}}) {  // one window, and many cuts
+    SetKinetoWindowBytesForTesting(window);
+    for (const auto& [what, text] : forms) {
+      Status s;
+      const Trace& t = ImportText(text, &s);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+      EXPECT_EQ(t.events.start_ns, NumberedStarts(300)) << what << ", window " << window;
+      EXPECT_EQ(t.strings.Get(t.events.name[299]), "op299") << what;
+      EXPECT_EQ(t.counters.items().size(), 0u) << what;
+    }
+  }
+  SetKinetoWindowBytesForTesting(0);
+  // An empty array is an empty trace; an array of non-objects is not a trace.
+  Status s;
+  EXPECT_EQ(ImportText("[]", &s).events.size(), 0u);
+  EXPECT_TRUE(s.ok()) << s.message();
+  ImportText("[1, 2, 3]", &s);
+  EXPECT_EQ(s.message(), "mem.json: not a Chrome trace (an array without event objects)");
+  // An array form cut inside an event is truncated, not closed by guessing; the `]` added
+  // after a '}' that closed only the event's args is no input, and no error points past
+  // the input's end.
+  ImportText("[\n" + events[0] + ",\n" + events[1].substr(0, 30), &s);
+  EXPECT_FALSE(s.ok());
+  const std::string cut_after_args =
+      "[\n" + events[0] + ",\n" + events[1].substr(0, events[1].size() - 1);
+  ImportText(cut_after_args, &s);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind(
+                "mem.json: invalid JSON at byte " + std::to_string(cut_after_args.size()), 0),
+            0u)
+      << s.message();
+}
+
+TEST(KinetoFormsTest, ConcatenatedDocumentsAreAnErrorNotDropped) {
+  const std::string first = TraceJson(Join(NumberedEvents(3), ",\n"));
+  const std::string second = TraceJson(Join(NumberedEvents(5), ",\n"));
+  for (const std::string& sep : {std::string(), std::string("\n"), std::string(" \n\t")}) {
+    Status s;
+    const Trace& t = ImportText(first + sep + second, &s);
+    ASSERT_FALSE(s.ok()) << "separator of " << sep.size();
+    // The second document starts right after the first and its separator.
+    EXPECT_EQ(s.message().rfind("mem.json: invalid JSON at byte " +
+                                    std::to_string(first.size() + sep.size()) +
+                                    ": a second JSON document follows the trace",
+                                0),
+              0u)
+        << s.message();
+    EXPECT_EQ(t.events.size(), 0u);
+  }
+  // Also for the array form, and after whitespace that is fine on its own.
+  Status s;
+  ImportText("[" + NumberedEvents(2)[0] + "]\n[" + NumberedEvents(2)[1] + "]", &s);
+  EXPECT_NE(s.message().find("a second JSON document"), std::string::npos) << s.message();
+  EXPECT_TRUE((ImportText(first + " \n\n", &s), s.ok())) << s.message();
+  // Two gzip members, each a whole trace (cat a.json.gz b.json.gz): the same error, which
+  // names the members; a trace split over members still reads whole (MultiMemberGzip).
+  Trace t;
+  s = ImportKinetoBytes(Gzip(first) + Gzip(second), "two.json.gz", t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("two.json.gz: invalid JSON at byte " + std::to_string(first.size())),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("the file has 2 gzip members"), std::string::npos) << s.message();
+  EXPECT_EQ(t.events.size(), 0u);
+}
+
+TEST(KinetoFormsTest, TruncatedJsonIsReportedWhereItEnds) {
+  // 2000 events, about 190 KB: cut at 60%, at an event boundary, inside an event and
+  // inside a number; with one window and with the windowed parse, the error must name
+  // the end of the input (where the file was cut), not the start of the last window.
+  const auto events = NumberedEvents(2000);
+  const std::string json = TraceJson(Join(events, ",\n"));
+  const size_t at60 = json.size() * 6 / 10;
+  const size_t boundary = json.find("},\n", at60) + 3;   // after "},\n": the next event is gone
+  const size_t inside = json.find("\"pid\"", at60);      // inside an object
+  const size_t number = json.find("\"ts\":", at60) + 7;  // inside the digits of ts
+  for (const size_t window : {size_t{0}, size_t{4096}}) {
+    SetKinetoWindowBytesForTesting(window);
+    for (const size_t cut : {boundary, inside, number}) {
+      Status s;
+      ImportText(json.substr(0, cut), &s);
+      ASSERT_FALSE(s.ok());
+      EXPECT_EQ(s.message().rfind("mem.json: invalid JSON at byte " + std::to_string(cut) +
+                                      " (the end of the input): the file ends inside an "
+                                      "object or array, it is truncated",
+                                  0),
+                0u)
+          << "cut " << cut << " of " << json.size() << ", window " << window << ": " << s.message();
+    }
+    // Cut inside a string: simdjson's stage 1 finds it; the offset is the opening quote
+    // of the unclosed string, the last one before the cut.
+    const size_t in_name = json.find("\"op", at60) + 3;
+    Status s;
+    ImportText(json.substr(0, in_name), &s);
+    EXPECT_NE(s.message().find("at byte " + std::to_string(in_name - 3)), std::string::npos)
+        << s.message();
+  }
+  SetKinetoWindowBytesForTesting(0);
+}
+
+TEST(KinetoFormsTest, GunzipLimitComesFromTheEnvironment) {
+  const std::string json = TraceJson(Join(NumberedEvents(2000), ",\n"));  // ~190 KB
+  ASSERT_GT(json.size(), size_t{64} << 10);
+  const std::string gz = Gzip(json);
+  setenv("TELLER_MAX_GUNZIP_BYTES", "64K", 1);
+  Trace t;
+  const Status s = ImportKinetoBytes(gz, "big.json.gz", t);
+  unsetenv("TELLER_MAX_GUNZIP_BYTES");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(),
+            "big.json.gz: gunzipped data larger than 65536 bytes (the limit set by "
+            "TELLER_MAX_GUNZIP_BYTES)");
+  EXPECT_EQ(t.events.size(), 0u);
+  Trace u;
+  ASSERT_TRUE(ImportKinetoBytes(gz, "big.json.gz", u).ok());  // the default guard lets it be
+  EXPECT_EQ(u.events.size(), 2000u);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,8 +5,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/ingest/kineto_importer.h"
@@ -174,6 +178,49 @@ TEST_F(RawSignatureTest, SameLaunchSameStringInEveryImporter) {
   EXPECT_EQ(SignatureOfCorrelation(kineto, 1), expected);
   EXPECT_EQ(SignatureOfCorrelation(nsys, 1), expected);
   EXPECT_EQ(SignatureOfCorrelation(teller_raw, 1), expected);
+}
+
+// A .tlr read through a pipe (`cat p0.tlr | teller inspect /dev/stdin`) gives the rows the
+// file gives; an Nsight export through a pipe is refused, naming why.
+TEST_F(RawSignatureTest, RawFileThroughAPipeMatchesTheFile) {
+  const std::string path = WriteFile({"k", "memcpy"}, {Kernel(1, 1, {8, 2, 1}, {544, 1, 1}, 87568),
+                                                       Kernel(2, 1, {4, 1, 1}, {128, 1, 1}, 0),
+                                                       Copy(EventKind::kMemcpy, 3, 2, 1)});
+  Trace file;
+  ASSERT_TRUE(ImportPath(path, file).ok());
+  ASSERT_EQ(file.events.size(), 3u);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string sqlite_head = std::string("SQLite format 3\0", 16) + std::string(4080, 'x');
+  for (const std::string* input : {&bytes, &sqlite_head}) {
+    std::signal(SIGPIPE, SIG_IGN);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    std::thread writer([input, fd = fds[1]] {
+      size_t done = 0;
+      while (done < input->size()) {
+        const ssize_t n = write(fd, input->data() + done, input->size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      close(fd);
+    });
+    Trace piped;
+    const std::string name = "/dev/fd/" + std::to_string(fds[0]);
+    const Status s = ImportPath(name, piped);
+    close(fds[0]);
+    writer.join();
+    if (input == &sqlite_head) {
+      EXPECT_EQ(s.message(), name +
+                                 ": an Nsight Systems SQLite export cannot be read from a pipe "
+                                 "(SQLite needs a file): save it to a file first");
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(piped.events.start_ns, file.events.start_ns);
+    EXPECT_EQ(piped.events.type, file.events.type);
+    EXPECT_EQ(SignatureOfCorrelation(piped, 1), SignatureOfCorrelation(file, 1));
+  }
 }
 
 }  // namespace

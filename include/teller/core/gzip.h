@@ -35,7 +35,20 @@ struct GunzipOptions {
   bool allow_trailing_garbage = false;
   // Output beyond this is refused (an error), rather than exhausting memory.
   size_t max_output_bytes = SIZE_MAX;
+  // Appended in parentheses to the "larger than" error: where the limit comes from and how
+  // to raise it (set by GuardedGunzipOptions).
+  std::string limit_reason;
 };
+
+// The guard against gzip bombs that every importer of a .gz applies: output at most
+// kGunzipGuardRatio times the compressed size, and never less than kGunzipGuardFloor
+// bytes (real traces and logs gunzip to 5-30 times their size; a bomb to about 1000).
+// The environment variable TELLER_MAX_GUNZIP_BYTES replaces it by a fixed limit: a number
+// of bytes with an optional K, M, G or T suffix (powers of 1024), or 0 for no limit.
+// Error: "TELLER_MAX_GUNZIP_BYTES=<v>: expected ..." when the variable cannot be read.
+inline constexpr size_t kGunzipGuardRatio = 200;
+inline constexpr size_t kGunzipGuardFloor = size_t{256} << 20;
+Status GuardedGunzipOptions(size_t compressed_bytes, GunzipOptions* options);
 
 struct GunzipInfo {
   size_t output_bytes = 0;
@@ -48,7 +61,7 @@ struct GunzipInfo {
 //   "<name>: truncated gzip stream (input ends at byte N inside a member starting at byte M)"
 //   "<name>: corrupt gzip data at byte N"
 //   "<name>: corrupt gzip data at byte N (trailing bytes after the last member)"
-//   "<name>: gunzipped data larger than N bytes"
+//   "<name>: gunzipped data larger than N bytes" (+ " (<limit_reason>)" when set)
 // Offsets count bytes of `in` from 0.
 Status Gunzip(std::string_view in, const std::string& name, const GunzipOptions& options,
               GunzipOutput& out, GunzipInfo* info = nullptr);

@@ -15,6 +15,7 @@
 #define TELLER_INGEST_INGEST_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -31,9 +32,18 @@ enum class InputFormat {
 };
 std::string_view InputFormatName(InputFormat f);
 
-// Looks at the file's first bytes (gzip magic, '{', SQLite header, raw chunk magic) or,
-// for a directory, at its files.
-InputFormat DetectFormat(const std::string& path);
+// Looks at the file's first 4 KiB (raw chunk magic, SQLite header, gzip magic, '{' or
+// "[{" after an optional UTF-8 byte order mark and whitespace, else text for a log) or,
+// for a directory, at its files. kUnknown for an empty or whitespace-only file, binary
+// data, a file whose name promises a format (.json, .gz, .sqlite, .tlr) its bytes do not
+// have, and a pipe or device (not read here: ImportPath reads those once, as a stream);
+// `why` (optional) then says which, for an error message.
+InputFormat DetectFormat(const std::string& path, std::string* why = nullptr);
+
+// The same verdict on bytes: `head` is the start of the input named `name`, `whole` true
+// when it is all of it.
+InputFormat DetectFormatOfBytes(std::string_view head, std::string_view name, bool whole,
+                                std::string* why = nullptr);
 
 // Kineto / PyTorch-profiler Chrome trace (.json, .json.gz). One file is one process
 // (one rank). Host events of the file's pids become processes keyed by the file; GPU
@@ -64,7 +74,10 @@ Status ImportLogFile(const std::string& path, const LogOptions& options, Trace& 
                      int64_t monotonic_to_utc_ns = 0);
 
 // Any input: dispatches on DetectFormat. A directory of Kineto rank files is imported
-// file by file as one multi-rank trace.
+// file by file as one multi-rank trace. A pipe, FIFO or /dev/stdin is read once, to its
+// end, and imported from memory (Kineto JSON plain or gzip, a log, one raw .tlr file; not
+// an Nsight export, which SQLite reads from a file). Input of no known format is an error
+// "<path>: not a trace Teller can read: <why> (expected ...)".
 Status ImportPath(const std::string& path, Trace& trace);
 
 }  // namespace teller::ingest
