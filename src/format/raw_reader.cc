@@ -20,6 +20,13 @@ namespace {
 // Strings ids are dense per file; a huge id in an intact chunk is nonsense, not a
 // reason to allocate gigabytes.
 constexpr uint32_t kMaxStringId = 1u << 26;
+// String ids count up from 0 per process, and every string record takes at least 8 bytes
+// of the file: an id far beyond what the file could hold is damage, and must not make the
+// reader allocate a string table of that size (a damaged id of 2^26 costs 2 GiB).
+uint32_t MaxStringId(size_t file_bytes) {
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(kMaxStringId, static_cast<uint64_t>(file_bytes) / 8 + 65536));
+}
 
 uint32_t LoadU32(const char* p) {
   uint32_t v;
@@ -155,7 +162,7 @@ class ChunkParser {
       const uint32_t id = LoadU32(payload.data() + pos);
       const uint32_t len = LoadU32(payload.data() + pos + 4);
       pos += 8;
-      if (len > payload.size() - pos || id >= kMaxStringId) {
+      if (len > payload.size() - pos || id >= MaxStringId(bytes_.size())) {
         ++trace_.stats.bad_records;
         return;
       }
@@ -392,7 +399,7 @@ class BlockParser {
         const uint64_t len = e.value;
         const uint64_t room = static_cast<uint64_t>(committed - i) * sizeof(EventRecord);
         const uint64_t n = len > room ? 0 : (len + sizeof(EventRecord) - 1) / sizeof(EventRecord);
-        if (e.name >= kMaxStringId || len > room) {
+        if (e.name >= MaxStringId(bytes_.size()) || len > room) {
           ++trace_.stats.bad_records;
           break;
         }

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "teller/core/counter_registry.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/raw_format.h"
@@ -240,8 +241,8 @@ Status WriteProcessFile(const Trace& trace, uint32_t proc, const std::vector<uin
   stats.records += records.size();
   // A clean end, so readers do not report the file as cut short.
   PayloadBuilder end;
-  end.AddKeyValue("events_dropped", "0");
-  end.AddKeyValue("exported_events", std::to_string(rows.size()));
+  end.AddKeyValue(CounterName(CounterId::kEventsDropped), "0");
+  end.AddKeyValue(CounterName(CounterId::kExportedEvents), std::to_string(rows.size()));
   return w.WritePayload(ChunkType::kEnd, end);
 }
 

@@ -220,6 +220,32 @@ TEST(RawReaderTest, NewerWritersStayReadable) {
   std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
 }
 
+TEST(RawReaderTest, AStringIdBeyondWhatTheFileCouldHoldIsDamage) {
+  // String ids count up from 0 and each string record takes at least 8 bytes, so a file of
+  // a few hundred bytes holds no id near 2^26 - 1: reading it as an index would allocate a
+  // 2 GiB string table (found by the raw-reader fuzzer). It is a bad record instead, and
+  // the good strings around it stay.
+  char tmpl[] = "/tmp/teller-raw-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/s.tlr";
+  {
+    auto w = RawFileWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    PayloadBuilder good;
+    good.AddString(3, "kept");
+    ASSERT_TRUE(w.value()->WritePayload(ChunkType::kStrings, good).ok());
+    PayloadBuilder huge;
+    huge.AddString((1u << 26) - 1, "far");
+    ASSERT_TRUE(w.value()->WritePayload(ChunkType::kStrings, huge).ok());
+  }
+  auto t = ReadRawFile(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->stats.bad_records, 1u);
+  ASSERT_EQ(t->strings.size(), 4u);
+  EXPECT_EQ(t->strings[3], "kept");
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+}
+
 TEST(RawWriterTest, RefusesToOverwriteAnExistingFile) {
   char tmpl[] = "/tmp/teller-raw-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

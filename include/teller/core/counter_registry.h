@@ -76,6 +76,8 @@ enum class CounterStage : uint8_t {
     "CUPTI buffers whose iteration ended with an error (rest of the buffer lost)")                 \
   X(kCuptiApiUnmatchedExits, "cupti_api_unmatched_exits", kCollector, kWarning,                    \
     "API exits without a matching enter (calls open when collection started)")                     \
+  X(kExportedEvents, "exported_events", kCollector, kInfo,                                         \
+    "events `teller inject` wrote into the file (raw::ExportTrace in place of a collector)")       \
   /* Raw trace import. */                                                                          \
   X(kRawDamagedRegions, "raw.damaged_regions", kRaw, kDataLoss,                                    \
     "places in a raw file where damage was found")                                                 \
