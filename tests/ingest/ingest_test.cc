@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "real_data.h"
+#include "zlib_gzip.h"
 
 namespace teller::ingest {
 namespace {
@@ -71,19 +72,7 @@ constexpr const char* kLogText =
     "INFO 06-10 06:17:01 [engine.py:4] Finished request cmpl-1\n";
 
 // gzip of `data` by zlib (independent of the libdeflate decoder under test).
-std::string Deflate(const std::string& data) {
-  z_stream zs{};
-  deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+std::string Deflate(const std::string& data) { return zlib_gzip::Gzip(data); }
 
 struct Outcome {
   Status status;

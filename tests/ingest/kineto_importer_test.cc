@@ -26,6 +26,7 @@
 
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
+#include "zlib_gzip.h"
 
 namespace teller::ingest {
 namespace {
@@ -95,19 +96,7 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-std::string Gzip(const std::string& data) {
-  z_stream zs{};
-  deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+std::string Gzip(const std::string& data) { return zlib_gzip::Gzip(data); }
 
 // Wraps events (a JSON array body) into a minimal trace.
 std::string TraceJson(const std::string& events, const std::string& extra = "") {
