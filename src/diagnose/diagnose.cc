@@ -244,6 +244,10 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       }
       habit.total.Finish();
       suspicion = std::min(suspicion, HabitualSuspicion(family, rate, habit));
+    } else {
+      // Without one, the other ranks show the habit (suspicion.h): a family that deviates
+      // on every rank alike is not news on any of them.
+      suspicion = std::min(suspicion, OtherRanksSuspicion(family, rate, min_ratio));
     }
     // Deviating right before a rank made every other rank wait is a second, independent
     // sign: the two suspicions add (their chances multiply).

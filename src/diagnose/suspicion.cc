@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "teller/core/stats.h"
 
@@ -178,6 +179,30 @@ double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
     best = std::min(best, LeastChanceLog10(tested, x, p, c, &runs));
   }
   return -best;
+}
+
+double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio) {
+  size_t holding = 0;
+  for (const auto& seq : family.sequences) holding += !seq.empty();
+  if (holding < kMinRanksForHabit) return std::numeric_limits<double>::infinity();
+  double most = 0;
+  for (size_t i = 0; i < family.sequences.size(); ++i) {
+    const std::vector<double>& own = family.sequences[i];
+    // A process without evidence is not suspicious against any habit.
+    if (std::none_of(own.begin(), own.end(), [](double r) { return r > 0; })) continue;
+    FamilyDeviations tested, habit;
+    tested.sequences.push_back(own);
+    for (double r : own) tested.total.Add(r, min_ratio);
+    for (size_t j = 0; j < family.sequences.size(); ++j) {
+      if (j == i) continue;
+      habit.sequences.push_back(family.sequences[j]);
+      for (double r : family.sequences[j]) habit.total.Add(r, min_ratio);
+    }
+    tested.total.Finish();
+    habit.total.Finish();
+    most = std::max(most, HabitualSuspicion(tested, q, habit));
+  }
+  return std::max(0.0, most - std::log10(static_cast<double>(holding)));
 }
 
 double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio) {

@@ -11,6 +11,7 @@
 #ifndef TELLER_SRC_DIAGNOSE_SUSPICION_H_
 #define TELLER_SRC_DIAGNOSE_SUSPICION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -90,6 +91,18 @@ double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q);
 inline constexpr double kHabitPrior = 10.0;
 double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
                          const FamilyDeviations& habit);
+
+// The other ranks as a family's habit, without a baseline. The ranks of a job run the same
+// program: an operator that deviates on every rank alike (a host op whose time depends on
+// the data, a kernel beside a concurrent stream) does so by habit, while a fault on one
+// rank makes that rank unlike the others. Each process's instances (`family.sequences`,
+// one per process) are judged by HabitualSuspicion with the other processes' instances as
+// the habit; the result is the largest of these less log10 of the processes tried (the
+// chance that the most deviating of m ranks deviates so is at most m times one's). With
+// fewer than kMinRanksForHabit processes holding instances there is no majority to call a
+// habit: the result is then +infinity (no bound).
+inline constexpr size_t kMinRanksForHabit = 3;
+double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio);
 
 }  // namespace teller::diagnose
 

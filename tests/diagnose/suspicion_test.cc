@@ -182,5 +182,54 @@ TEST(HabitualSuspicion, ARunAsLongAsTheHabitsLongestIsNotSuspiciousByHand) {
   EXPECT_NEAR(HabitualSuspicion(g, qg, Habit(1000, at, 1.5)), 17.880, 1e-3);
 }
 
+// A family on `processes` processes of n instances each; those listed in `at` (per
+// process) deviate by `ratio`.
+FamilyDeviations Ranks(size_t processes, size_t n, const std::vector<std::vector<size_t>>& at,
+                       double ratio) {
+  FamilyDeviations f;
+  for (size_t p = 0; p < processes; ++p) {
+    f.sequences.emplace_back(n, 0.0);
+    if (p < at.size()) {
+      for (size_t i : at[p]) f.sequences[p][i] = ratio;
+    }
+    for (double r : f.sequences[p]) f.total.Add(r, kMin);
+  }
+  f.total.Finish();
+  return f;
+}
+
+TEST(OtherRanksSuspicion, AFaultOnOneRankByHand) {
+  // Four ranks of 10 instances; rank 3 deviates three in a row at 2x, the others never.
+  // The class rest as in OneInstanceAtTheLeastRatioByHand (999 instances, 9 at 1.5x): its
+  // size scale is (9 ln(1.5 / 1.2) + 2 x 0.5) / (9 + 2) = 0.273487, so q(2) = 0.5
+  // exp(-ln(2 / 1.5) / 0.273487) / 1000 = 1.746321e-4. Rank 3 against the other three (30
+  // instances, none deviating): q_h = 10 q / 40 = 4.365802e-5, c_h = 10 q / 10 = q. Three
+  // or more of 10 at q_h (binomial): log10 = -11.000726; a run of 3 (chain): (q_h + 7 q_h
+  // (1 - c_h)) c_h^2, log10 = -10.972664. The suspicion, 11.000726, less log10(4) for the
+  // four ranks tried: 10.398666.
+  const FamilyDeviations f = Ranks(4, 10, {{}, {}, {}, {4, 5, 6}}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_NEAR(OtherRanksSuspicion(f, q, kMin), 10.398666, 1e-5);
+}
+
+TEST(OtherRanksSuspicion, DeviatingOnEveryRankAlikeIsAHabit) {
+  // The same run of three at 2x on all four ranks: rare for the class (the family's own
+  // suspicion is far above 10), and what every rank does.
+  const FamilyDeviations f = Ranks(4, 10, {{4, 5, 6}, {4, 5, 6}, {4, 5, 6}, {4, 5, 6}}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_GT(SuspicionAt(f, q), 10.0);
+  EXPECT_LT(OtherRanksSuspicion(f, q, kMin), 0.5);
+}
+
+TEST(OtherRanksSuspicion, TwoRanksAreNoMajority) {
+  // With two ranks, neither is the habit of the other: no bound.
+  const FamilyDeviations f = Ranks(2, 10, {{4, 5, 6}, {4, 5, 6}}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_TRUE(std::isinf(OtherRanksSuspicion(f, q, kMin)));
+}
+
 }  // namespace
 }  // namespace teller::diagnose
