@@ -79,6 +79,40 @@ double BinomialTailLog10(uint64_t n, uint64_t k, double p) {
   return std::min(0.0, (peak + std::log(sum)) / std::log(10.0));
 }
 
+double BetaBinomialTailLog10(uint64_t n, uint64_t k, double p, double rho) {
+  if (rho <= 0) return BinomialTailLog10(n, k, p);
+  if (k == 0) return 0;
+  if (k > n || p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return 0;
+  rho = std::min(rho, 1 - 1e-9);
+  const double a = p * (1 / rho - 1), b = (1 - p) * (1 / rho - 1);
+  const double dn = static_cast<double>(n);
+  const double base = std::lgamma(dn + 1) + std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) -
+                      std::lgamma(dn + a + b);
+  auto term = [&](uint64_t i) {
+    const double di = static_cast<double>(i);
+    return base - std::lgamma(di + 1) - std::lgamma(dn - di + 1) + std::lgamma(di + a) +
+           std::lgamma(dn - di + b);
+  };
+  constexpr uint64_t kMaxTerms = 100000;
+  if (static_cast<double>(k) <= dn * p) {
+    // At or below the mean the tail is not small: 1 - P(X < k) loses nothing.
+    double below = 0;
+    for (uint64_t i = 0; i < k && i < kMaxTerms; ++i) below += std::exp(term(i));
+    return std::log10(std::clamp(1 - below, 1e-300, 1.0));
+  }
+  // Beyond the mean the terms fall (the pmf is unimodal or J-shaped with its mode below
+  // the mean); summed relative to the first one.
+  const double first = term(k);
+  double sum = 0;
+  for (uint64_t i = k; i <= n && i - k < kMaxTerms; ++i) {
+    const double x = std::exp(term(i) - first);
+    sum += x;
+    if (x < 1e-15 * sum) break;
+  }
+  return std::min(0.0, (first + std::log(sum)) / std::log(10.0));
+}
+
 double RunTailLog10(uint64_t n, uint64_t run, double p) {
   if (run == 0) return 0;
   if (run > n || p <= 0) return -std::numeric_limits<double>::infinity();

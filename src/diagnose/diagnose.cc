@@ -215,6 +215,16 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     }
   }
   for (auto& [cls, c] : classes) c.Finish();
+  // How much the families of each class differ in their rates (suspicion.h): the
+  // background a family's count of deviations is judged against.
+  std::map<uint32_t, std::vector<const Deviations*>> class_families;
+  for (auto& [key, a] : agg) {
+    a.deviations.Finish();
+    class_families[a.cls].push_back(&a.deviations);
+  }
+  std::map<uint32_t, Overdispersion> overdispersion;
+  for (auto& [cls, families] : class_families)
+    overdispersion.emplace(cls, Overdispersion(std::move(families), min_ratio));
   double weighted_total = 0;
   for (const auto& [key, a] : agg) weighted_total += a.weighted;
   std::vector<TopOperator> out;
@@ -223,15 +233,14 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
     a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
     FamilyDeviations family;
-    family.total = std::move(a.deviations);
-    family.total.Finish();
+    family.total = a.deviations;
     for (auto& [process, seq] : a.sequence) {
       std::sort(seq.begin(), seq.end());
       family.sequences.emplace_back();
       for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
     }
     const ClassRate rate(classes[a.cls], family.total, min_ratio);
-    double suspicion = SuspicionAt(family, rate);
+    double suspicion = SuspicionAt(family, rate, &overdispersion.at(a.cls), &a.deviations);
     // With a baseline, judged against its own habit there too (suspicion.h): an operator
     // deviating as it usually does is not suspicious, however rare that is for its class.
     if (baseline != nullptr) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "teller/core/stats.h"
 
@@ -19,6 +20,8 @@ constexpr double kPriorScale = 0.5;
 // Sizes tried per family: its distinct evidence ratios, at most this many of them
 // (evenly chosen from the sorted list, the largest always included).
 constexpr size_t kMaxSizes = 64;
+// The grid of sizes the overdispersion is measured on: steps of 5% in ratio.
+constexpr double kGridStep = 0.05;
 }  // namespace
 
 void Deviations::Add(double ratio, double min_ratio) {
@@ -126,8 +129,8 @@ double HabitRunTailLog10(uint64_t n, uint64_t run, double p, double c,
 // and the longest run of them per process (a chain that continues at c; with
 // `habit_runs`, runs last as long as the habit's do, HabitRunTailLog10).
 double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, double c,
-                        const std::vector<uint64_t>* habit_runs = nullptr) {
-  double best = BinomialTailLog10(tested.total.scored, tested.total.AtLeast(x), p);
+                        const std::vector<uint64_t>* habit_runs = nullptr, double rho = 0) {
+  double best = BetaBinomialTailLog10(tested.total.scored, tested.total.AtLeast(x), p, rho);
   for (const auto& seq : tested.sequences) {
     uint64_t run = 0, longest = 0;
     for (double r : seq) {
@@ -148,12 +151,78 @@ double LeastChanceLog10(const FamilyDeviations& tested, double x, double p, doub
 }
 }  // namespace
 
-double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q) {
+namespace {
+// k^2 / n of a family at size x: its part of the sum of squares.
+double Square(const Deviations& f, double x) {
+  if (f.scored == 0) return 0;
+  const double k = static_cast<double>(f.AtLeast(x));
+  return k * k / static_cast<double>(f.scored);
+}
+}  // namespace
+
+Overdispersion::Overdispersion(std::vector<const Deviations*> families, double min_ratio)
+    : families_(std::move(families)), min_ratio_(min_ratio) {
+  double top = min_ratio;
+  for (const Deviations* f : families_) {
+    if (!f->ratios.empty()) top = std::max(top, f->ratios.back());
+  }
+  top_ = top;
+  levels_.resize(static_cast<size_t>(std::log(top / min_ratio) / kGridStep) + 1);
+  for (size_t m = 0; m < levels_.size(); ++m) {
+    Level& l = levels_[m];
+    l.x = min_ratio * std::exp(kGridStep * static_cast<double>(m));
+    double top_square[2] = {-1, -1};
+    for (const Deviations* f : families_) {
+      if (f->scored == 0) continue;
+      const double sq = Square(*f, l.x);
+      l.s += sq;
+      l.k += static_cast<double>(f->AtLeast(l.x));
+      l.n += static_cast<double>(f->scored);
+      l.f += 1;
+      l.w += static_cast<double>(f->scored - 1);
+      if (sq > top_square[0]) {
+        top_square[1] = top_square[0], l.top[1] = l.top[0];
+        top_square[0] = sq, l.top[0] = f;
+      } else if (sq > top_square[1]) {
+        top_square[1] = sq, l.top[1] = f;
+      }
+    }
+  }
+}
+
+double Overdispersion::At(double x, const Deviations* family) const {
+  // Beyond the largest deviation of the class nothing deviates: no spread to measure.
+  if (levels_.empty() || x < min_ratio_ || x > top_) return 0;
+  const size_t m = std::min(levels_.size() - 1,
+                            static_cast<size_t>(std::log(x / min_ratio_) / kGridStep + 1e-9));
+  const Level& l = levels_[m];
+  double s = l.s, k = l.k, n = l.n, f = l.f, w = l.w;
+  // Leave out the judged family and the most deviating other one.
+  auto drop = [&](const Deviations* d) {
+    if (d == nullptr || d->scored == 0) return;
+    s -= Square(*d, l.x);
+    k -= static_cast<double>(d->AtLeast(l.x));
+    n -= static_cast<double>(d->scored);
+    f -= 1;
+    w -= static_cast<double>(d->scored - 1);
+  };
+  drop(family);
+  drop(l.top[0] == family ? l.top[1] : l.top[0]);
+  if (n <= 0 || w <= 0 || k <= 0) return 0;  // nothing else deviates this much: no spread
+  const double p = k / n;
+  if (p >= 1) return 0;
+  const double terms = (s - 2 * p * k + p * p * n) / (p * (1 - p)) - f;
+  return std::clamp(terms / w, 0.0, kMaxRho);
+}
+
+double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q,
+                   const Overdispersion* overdispersion, const Deviations* family) {
   if (tested.total.ratios.empty() || tested.total.scored == 0) return 0;
   double best = 0;
   for (double x : Sizes(tested.total)) {
     const double p = q(x);
-    best = std::min(best, LeastChanceLog10(tested, x, p, p));
+    const double rho = overdispersion != nullptr ? overdispersion->At(x, family) : 0.0;
+    best = std::min(best, LeastChanceLog10(tested, x, p, p, nullptr, rho));
   }
   return -best;
 }

@@ -67,9 +67,46 @@ class ClassRate {
   double others_ = 0, top_ = 0, scale_ = 0;
 };
 
+// How much more the families of a class differ in their rates of deviating by x or more
+// than chance allows: the intra-class correlation rho(x) of a beta-binomial, by moments.
+// Families do differ (a host op whose time depends on the data deviates at several times
+// its class's rate in a healthy trace, and the binomial calls that certain); a fault is a
+// family that deviates beyond even that. For families j with n_j instances scored and
+// k_j(x) deviating by x or more, at the class rate p = sum k / sum n:
+//   rho(x) = sum_j [(k_j - n_j p)^2 / (n_j p (1 - p)) - 1] / sum_j (n_j - 1),
+// (for a beta-binomial, E[(k - n p)^2] = n p (1 - p) (1 + (n - 1) rho)), leaving out the
+// family being judged and the other family that deviates most (one other fault does not
+// make every family unsurprising), clamped to [0, kMaxRho]. Computed on a grid of x,
+// e^0.05 apart from min_ratio; x takes the grid point at or below it.
+class Overdispersion {
+ public:
+  static constexpr double kMaxRho = 0.5;
+  // Every family of the class (each Finish()ed); kept by reference.
+  Overdispersion(std::vector<const Deviations*> families, double min_ratio);
+  double At(double x, const Deviations* family) const;
+
+ private:
+  // Per size x, the sums the moment estimate needs, so that it can leave families out:
+  // with S = sum k^2 / n, K = sum k, N = sum n over the families left, F of them, W =
+  // sum (n - 1) and p = K / N, the numerator is (S - 2 p K + p^2 N) / (p (1 - p)) - F.
+  struct Level {
+    double x = 0;
+    double s = 0, k = 0, n = 0, f = 0, w = 0;
+    // The two families with the largest k^2 / n: the most deviating other family is one
+    // of them whichever family is judged.
+    const Deviations* top[2] = {nullptr, nullptr};
+  };
+  std::vector<const Deviations*> families_;
+  std::vector<Level> levels_;
+  double min_ratio_ = 1, top_ = 1;
+};
+
 // The suspicion of `tested` (some or all of a family's instances) at chance q(x) per
-// instance, as Suspicion computes it.
-double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q);
+// instance, as Suspicion computes it; with `overdispersion`, k(x) or more of n is judged
+// by the beta-binomial of rho(x) instead of the binomial (the runs are not changed).
+double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q,
+                   const Overdispersion* overdispersion = nullptr,
+                   const Deviations* family = nullptr);
 
 // A family's own habit: how its instances deviated where no fault is suspected (a
 // baseline's instances, or the family in the other engine steps), one sequence per process

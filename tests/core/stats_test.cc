@@ -57,6 +57,51 @@ TEST(BinomialTail, EdgesAndLargeCounts) {
   EXPECT_NEAR(BinomialTailLog10(1000, 1, 0.01), std::log10(1 - std::pow(0.99, 1000)), 1e-9);
 }
 
+// P(X >= k) of the beta-binomial from its pmf as rising factorials:
+// C(n, i) a^(i) b^(n-i) / (a + b)^(n), x^(m) = x (x + 1) ... (x + m - 1).
+double BetaBinomialTailByProducts(int n, int k, double p, double rho) {
+  const double a = p * (1 / rho - 1), b = (1 - p) * (1 / rho - 1);
+  double tail = 0;
+  for (int i = k; i <= n; ++i) {
+    double x = std::tgamma(n + 1.0) / (std::tgamma(i + 1.0) * std::tgamma(n - i + 1.0));
+    for (int j = 0; j < i; ++j) x *= a + j;
+    for (int j = 0; j < n - i; ++j) x *= b + j;
+    for (int j = 0; j < n; ++j) x /= a + b + j;
+    tail += x;
+  }
+  return tail;
+}
+
+TEST(BetaBinomialTail, MatchesTheProductFormula) {
+  for (int n : {1, 6, 20, 40}) {
+    for (double p : {0.002, 0.05, 0.3}) {
+      for (double rho : {0.01, 0.1, 0.5}) {
+        for (int k = 1; k <= n; k += (n > 10 ? 3 : 1)) {
+          const double want = std::log10(BetaBinomialTailByProducts(n, k, p, rho));
+          EXPECT_NEAR(BetaBinomialTailLog10(n, k, p, rho), want,
+                      1e-8 * std::max(1.0, std::fabs(want)))
+              << "n=" << n << " k=" << k << " p=" << p << " rho=" << rho;
+        }
+      }
+    }
+  }
+}
+
+TEST(BetaBinomialTail, OverdispersionMakesALargeCountLikelier) {
+  // rho 0 is the binomial; one trial succeeds with the mean p whatever rho is.
+  EXPECT_EQ(BetaBinomialTailLog10(500, 20, 0.01, 0.0), BinomialTailLog10(500, 20, 0.01));
+  EXPECT_NEAR(BetaBinomialTailLog10(1, 1, 0.01, 0.3), std::log10(0.01), 1e-9);
+  // 50 of 582 at a class rate of 1%: about 1e-19 for the binomial, far likelier when the
+  // families of the class differ in their rates.
+  const double binomial = BinomialTailLog10(582, 50, 0.01);
+  const double beta = BetaBinomialTailLog10(582, 50, 0.01, 0.05);
+  EXPECT_LT(binomial, -19.0);
+  EXPECT_GT(beta, -4.0);
+  EXPECT_LT(beta, 0.0);
+  EXPECT_EQ(BetaBinomialTailLog10(10, 0, 0.1, 0.2), 0.0);
+  EXPECT_TRUE(std::isinf(BetaBinomialTailLog10(10, 11, 0.1, 0.2)));
+}
+
 TEST(RunTail, CloseToEnumerationForSmallP) {
   for (int n : {4, 10, 16}) {
     for (double p : {0.001, 0.01, 0.05}) {

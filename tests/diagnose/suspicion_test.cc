@@ -231,5 +231,60 @@ TEST(OtherRanksSuspicion, TwoRanksAreNoMajority) {
   EXPECT_TRUE(std::isinf(OtherRanksSuspicion(f, q, kMin)));
 }
 
+// A family of n instances of which k deviate by `ratio`, spread out (no two in a row).
+Deviations Spread(uint64_t n, uint64_t k, double ratio) {
+  Deviations d;
+  for (uint64_t i = 0; i < n; ++i)
+    d.Add(k > 0 && i % (n / k) == 0 && i / (n / k) < k ? ratio : 0.0, kMin);
+  d.Finish();
+  return d;
+}
+
+TEST(Overdispersion, ByHand) {
+  // Six families of 100 instances at 1.5x: the judged one deviates 20 times, the most
+  // deviating other 10 times (left out), the rest 0, 5, 5 and 0. Of those four: k = 10,
+  // n = 400, p = 0.025; each term (k_j - 2.5)^2 / (100 x 0.024375) - 1 = 1.564103, four
+  // of them 6.256410, over 4 x 99: rho = 0.0157990. (1.5x lies above the grid point
+  // 1.2 e^0.2 = 1.4657 and below the next.)
+  const Deviations judged = Spread(100, 20, 1.5), a = Spread(100, 10, 1.5), b = Spread(100, 0, 1.5),
+                   c = Spread(100, 5, 1.5), d = Spread(100, 5, 1.5), e = Spread(100, 0, 1.5);
+  const Overdispersion od({&judged, &a, &b, &c, &d, &e}, kMin);
+  EXPECT_NEAR(od.At(1.5, &judged), 0.0157990, 1e-6);
+  // Nothing deviates 2x or more: no spread to measure.
+  EXPECT_EQ(od.At(2.0, &judged), 0.0);
+  // Families that deviate alike (5 of 100 each) are binomial: rho 0.
+  const Deviations f1 = Spread(100, 5, 1.5), f2 = Spread(100, 5, 1.5), f3 = Spread(100, 5, 1.5),
+                   f4 = Spread(100, 5, 1.5);
+  const Overdispersion alike({&judged, &f1, &f2, &f3, &f4}, kMin);
+  EXPECT_EQ(alike.At(1.5, &judged), 0.0);
+}
+
+TEST(Overdispersion, FamiliesThatDifferMakeACountLessSuspicious) {
+  // The judged family, 20 of 100 at 1.5x, against a class whose other families deviate
+  // 0 or 10 times in 100 (rate 5%, strongly overdispersed) is far less suspicious than
+  // against the binomial of the same rate.
+  std::vector<Deviations> others;
+  for (int i = 0; i < 20; ++i) others.push_back(Spread(100, i % 2 == 0 ? 10 : 0, 1.5));
+  FamilyDeviations f;
+  f.total = Spread(100, 20, 1.5);
+  f.sequences.emplace_back();
+  for (int i = 0; i < 100; ++i) f.sequences[0].push_back(i % 5 == 0 ? 1.5 : 0.0);
+  Deviations klass = f.total;
+  std::vector<const Deviations*> all = {&f.total};
+  for (const Deviations& o : others) {
+    klass.Add(o);
+    all.push_back(&o);
+  }
+  klass.Finish();
+  const ClassRate q(klass, f.total, kMin);
+  const Overdispersion od(all, kMin);
+  EXPECT_GT(od.At(1.5, &f.total), 0.02);
+  const double binomial = SuspicionAt(f, q);
+  const double overdispersed = SuspicionAt(f, q, &od, &f.total);
+  EXPECT_GT(binomial, 4.0);
+  EXPECT_LT(overdispersed, binomial - 2.0);
+  EXPECT_GT(overdispersed, 0.0);
+}
+
 }  // namespace
 }  // namespace teller::diagnose

@@ -19,6 +19,14 @@ double Wasserstein1(std::vector<double>& a, std::vector<double>& b);
 // succeed. 0 when k == 0; -infinity when k > n, or p == 0 and k > 0.
 double BinomialTailLog10(uint64_t n, uint64_t k, double p);
 
+// log10 P(X >= k) for X ~ BetaBinomial(n, a, b) with mean p and intra-class correlation
+// rho: a = p (1 / rho - 1), b = (1 - p) (1 / rho - 1). The trials of one group share a
+// success probability drawn from Beta(a, b), so groups differ more than binomially: the
+// variance is n p (1 - p) (1 + (n - 1) rho). rho <= 0 is the binomial; rho is clamped
+// below 1. Summed in log space from k up (or 1 - the sum below k when k is at most the
+// mean), at most 100,000 terms.
+double BetaBinomialTailLog10(uint64_t n, uint64_t k, double p, double rho);
+
 // log10 of the probability that n independent trials with success probability p hold a
 // run of at least `run` consecutive successes somewhere. Poisson clumping approximation
 // 1 - exp(-(1 + (n - run)(1 - p)) p^run): close for small p, where it is used (within a
