@@ -264,8 +264,18 @@ double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, d
     for (double r : own) tested.total.Add(r, min_ratio);
     for (size_t j = 0; j < family.sequences.size(); ++j) {
       if (j == i) continue;
-      habit.sequences.push_back(family.sequences[j]);
-      for (double r : family.sequences[j]) habit.total.Add(r, min_ratio);
+      // Laid out alike (as many instances), the other ranks' instances at the places
+      // where this rank deviates are left out of the habit: deviating there at the same
+      // time is a shared cause (a fault on every rank), not what the family does at
+      // other times.
+      const std::vector<double>& theirs = family.sequences[j];
+      std::vector<double> kept;
+      for (size_t at = 0; at < theirs.size(); ++at) {
+        if (theirs.size() == own.size() && own[at] > 0) continue;
+        kept.push_back(theirs[at]);
+      }
+      for (double r : kept) habit.total.Add(r, min_ratio);
+      habit.sequences.push_back(std::move(kept));
     }
     tested.total.Finish();
     habit.total.Finish();

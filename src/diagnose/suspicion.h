@@ -134,10 +134,12 @@ double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
 // the data, a kernel beside a concurrent stream) does so by habit, while a fault on one
 // rank makes that rank unlike the others. Each process's instances (`family.sequences`,
 // one per process) are judged by HabitualSuspicion with the other processes' instances as
-// the habit; the result is the largest of these less log10 of the processes tried (the
-// chance that the most deviating of m ranks deviates so is at most m times one's). With
-// fewer than kMinRanksForHabit processes holding instances there is no majority to call a
-// habit: the result is then +infinity (no bound).
+// the habit, at other times: when a process has as many instances as this one, its
+// instances at the places where this one deviates are left out (deviating together is a
+// shared cause, such as a fault on every rank, not a habit); the result is the largest of these
+// less log10 of the processes tried (the chance that the most deviating of m ranks deviates so is
+// at most m times one's). With fewer than kMinRanksForHabit processes holding instances there is no
+// majority to call a habit: the result is then +infinity (no bound).
 inline constexpr size_t kMinRanksForHabit = 3;
 double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio);
 

@@ -202,25 +202,36 @@ TEST(OtherRanksSuspicion, AFaultOnOneRankByHand) {
   // Four ranks of 10 instances; rank 3 deviates three in a row at 2x, the others never.
   // The class rest as in OneInstanceAtTheLeastRatioByHand (999 instances, 9 at 1.5x): its
   // size scale is (9 ln(1.5 / 1.2) + 2 x 0.5) / (9 + 2) = 0.273487, so q(2) = 0.5
-  // exp(-ln(2 / 1.5) / 0.273487) / 1000 = 1.746321e-4. Rank 3 against the other three (30
-  // instances, none deviating): q_h = 10 q / 40 = 4.365802e-5, c_h = 10 q / 10 = q. Three
-  // or more of 10 at q_h (binomial): log10 = -11.000726; a run of 3 (chain): (q_h + 7 q_h
-  // (1 - c_h)) c_h^2, log10 = -10.972664. The suspicion, 11.000726, less log10(4) for the
-  // four ranks tried: 10.398666.
+  // exp(-ln(2 / 1.5) / 0.273487) / 1000 = 1.746321e-4. Rank 3 against the other three at
+  // other times (their places 4-6 left out: 21 instances, none deviating): q_h = 10 q / 31
+  // = 5.633293e-5, c_h = 10 q / 10 = q. Three or more of 10 at q_h (binomial): log10 =
+  // -10.668660; a run of 3 (chain): (q_h + 7 q_h (1 - c_h)) c_h^2, log10 = -10.861966, the
+  // smaller. Less log10(4) for the four ranks tried: 10.259906.
   const FamilyDeviations f = Ranks(4, 10, {{}, {}, {}, {4, 5, 6}}, 2.0);
   const Deviations klass = With(Class(999, 9, 1.5), f);
   const ClassRate q(klass, f.total, kMin);
-  EXPECT_NEAR(OtherRanksSuspicion(f, q, kMin), 10.398666, 1e-5);
+  EXPECT_NEAR(OtherRanksSuspicion(f, q, kMin), 10.259906, 1e-5);
 }
 
-TEST(OtherRanksSuspicion, DeviatingOnEveryRankAlikeIsAHabit) {
-  // The same run of three at 2x on all four ranks: rare for the class (the family's own
-  // suspicion is far above 10), and what every rank does.
-  const FamilyDeviations f = Ranks(4, 10, {{4, 5, 6}, {4, 5, 6}, {4, 5, 6}, {4, 5, 6}}, 2.0);
+TEST(OtherRanksSuspicion, DeviatingOnEveryRankAtOtherPlacesIsAHabit) {
+  // A run of three at 2x on every rank, each at a place of its own: rare for the class
+  // (the family's own suspicion is far above 10), and what every rank does.
+  const FamilyDeviations f = Ranks(4, 20, {{1, 2, 3}, {6, 7, 8}, {11, 12, 13}, {16, 17, 18}}, 2.0);
   const Deviations klass = With(Class(999, 9, 1.5), f);
   const ClassRate q(klass, f.total, kMin);
   EXPECT_GT(SuspicionAt(f, q), 10.0);
   EXPECT_LT(OtherRanksSuspicion(f, q, kMin), 0.5);
+}
+
+TEST(OtherRanksSuspicion, DeviatingTogetherIsNotAHabit) {
+  // The same run of three at 2x on all four ranks at the same places (a fault on every
+  // rank at once): each rank's habit leaves those places out, so each is judged against
+  // the others' clean instances at other times, exactly as the one faulty rank of
+  // AFaultOnOneRankByHand is.
+  const FamilyDeviations f = Ranks(4, 10, {{4, 5, 6}, {4, 5, 6}, {4, 5, 6}, {4, 5, 6}}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_NEAR(OtherRanksSuspicion(f, q, kMin), 10.259906, 1e-5);
 }
 
 TEST(OtherRanksSuspicion, TwoRanksAreNoMajority) {
