@@ -36,6 +36,11 @@ bool IsRegularFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool IsEmptyRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
 bool DirectoryHasEntries(const std::string& path) {
   DIR* d = opendir(path.c_str());
   if (d == nullptr) return false;

@@ -249,6 +249,13 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
   int64_t monotonic_to_utc = 0;
   if (files.ok()) {
     for (const std::string& file : files.value()) {
+      // In a run directory, a process killed between creating its file and writing the
+      // header leaves an empty file: it recorded nothing, and the other processes' files
+      // are still the trace. Alone, an empty file is not a trace (ReadRawFile says so).
+      if (is_dir && files->size() > 1 && IsEmptyRegularFile(file)) {
+        trace.counters.Add(CounterId::kRawEmptyFiles);
+        continue;
+      }
       auto t = raw::ReadRawFile(file);
       if (!t.ok()) return t.status();
       if (monotonic_to_utc == 0 && !t->anchors.empty()) {

@@ -138,6 +138,26 @@ TEST_F(RawSignatureTest, KernelAndCopyRecords) {
   EXPECT_EQ(SignatureOfCorrelation(t, 9), "");
 }
 
+TEST_F(RawSignatureTest, AnEmptyFileInARunDirectoryIsCountedAndSkipped) {
+  // A process killed after creating its file and before its header: an empty file beside
+  // the others. The directory still reads, with the empty file counted; alone, the empty
+  // file is an error naming it.
+  WriteFile({"gemm"},
+            {Kernel(1, 1, {1, 1, 1}, {32, 1, 1}, 0), Kernel(2, 1, {1, 1, 1}, {32, 1, 1}, 0)});
+  const std::string empty = dir_ + "/p9.tlr";
+  { std::ofstream(empty.c_str()); }
+  Trace t;
+  const Status s = ImportTellerRaw(dir_, t);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.counters.Get(CounterId::kRawEmptyFiles), 1u);
+  Trace alone;
+  const Status e = ImportTellerRaw(empty, alone);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.message().find(empty), std::string::npos);
+  EXPECT_NE(e.message().find("empty file"), std::string::npos);
+}
+
 // One launch (grid 8,2,1, block 544,1,1, 87000 + 568 bytes of shared memory, 96 registers)
 // as Kineto, Nsight Systems and the collector record it.
 TEST_F(RawSignatureTest, SameLaunchSameStringInEveryImporter) {

@@ -111,6 +111,9 @@ enum class CounterStage : uint8_t {
     "NVTX ranges the collector dropped whole (counted per thread in the file)")                    \
   X(kRawUncommittedRecords, "raw.uncommitted_records", kRaw, kDataLoss,                            \
     "records written into a trace block but not committed when the process died (not used)")       \
+  X(kRawEmptyFiles, "raw.empty_files", kRaw, kWarning,                                             \
+    "empty raw files of a trace directory (a process killed before its file had a header: "        \
+    "nothing recorded; skipped)")                                                                  \
   /* Kineto (PyTorch profiler) JSON import. */                                                     \
   X(kKinetoFlowEvents, "kineto.flow_events", kKineto, kInfo,                                       \
     "s/f/t flow events seen (not stored; binding is by correlation id)")                           \

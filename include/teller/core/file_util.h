@@ -16,6 +16,8 @@ Status MakeDirs(const std::string& path);
 // True when `path` exists and is a directory / a regular file (symlinks followed).
 bool IsDirectory(const std::string& path);
 bool IsRegularFile(const std::string& path);
+// True when `path` is a regular file of 0 bytes.
+bool IsEmptyRegularFile(const std::string& path);
 
 // True when `path` is a directory holding anything besides "." and "..".
 bool DirectoryHasEntries(const std::string& path);
