@@ -21,7 +21,8 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: teller eval --data DIR (--method NAME[,NAME...] | --predictions FILE)\n"
-    "                   [--split request|engine|run[,...]] [--seed S] [--json] [--report OUT]\n"
+    "                   [--split incident|engine|request|run[,...]] [--seed S] [--json]\n"
+    "                   [--report OUT]\n"
     "                   [--write-predictions FILE] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
@@ -34,13 +35,15 @@ constexpr const char* kHelp =
     "                         kmeans, dbscan, iforest, gmm, svm, random-forest, xgboost\n"
     "                         (e.g. random-forest-struct); a comma list; all\n"
     "  --predictions FILE     score another tool's predictions (JSON lines; docs/eval.md)\n"
-    "  --split KIND           request: request-disjoint 80/10/10 per setting, scored on the\n"
-    "                         test part (default); engine: train on the other engines, test\n"
-    "                         on each in turn, averaged; run: the same per setting (run)\n"
+    "  --split KIND           incident (default): fault windows and healthy time blocks\n"
+    "                         kept whole, 80/10/10, scored on the test part; engine: train\n"
+    "                         on the other engines, test on each in turn, averaged; run: the\n"
+    "                         same per setting (run); request: the paper's request-disjoint\n"
+    "                         80/10/10, which leaks (batch siblings share a step record)\n"
     "  --seed S               split and resampling seed (default 1)\n"
     "  --json                 print one method's scores as JSON (one split)\n"
     "  --report OUT           write OUT/report.md and CSV tables (default splits:\n"
-    "                         request,engine; default method: all)\n"
+    "                         incident,engine; default method: all)\n"
     "  --write-predictions F  write the (one) method's predictions for the test steps\n"
     "  -q                     no progress lines\n";
 
@@ -73,6 +76,7 @@ struct SplitResult {
   std::vector<eval::Fold> folds;
   // Per method: the mean row and one row per fold.
   std::vector<eval::TableRow> mean_rows, fold_rows;
+  std::optional<eval::SharedRecordCount> leakage;  // request split only
 };
 
 std::string Percent(uint64_t a, uint64_t b) {
@@ -80,6 +84,13 @@ std::string Percent(uint64_t a, uint64_t b) {
   std::snprintf(buf, sizeof buf, "%.1f%%",
                 b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0);
   return buf;
+}
+
+std::string LeakageNote(const eval::SharedRecordCount& shared, size_t test_units) {
+  return "WARNING: this split leaks: " + std::to_string(shared.records) +
+         " engine-step records are in train and test; " + std::to_string(shared.test_units) +
+         " of " + std::to_string(test_units) +
+         " test steps sit on a record trained on (batch siblings).\n";
 }
 
 }  // namespace
@@ -145,7 +156,7 @@ int EvalCommand(const std::vector<std::string>& args) {
     }
     methods_text = "all";
   }
-  if (splits_text.empty()) splits_text = report.empty() ? "request" : "request,engine";
+  if (splits_text.empty()) splits_text = report.empty() ? "incident" : "incident,engine";
 
   std::vector<eval::MethodSpec> methods;
   if (!methods_text.empty()) {
@@ -241,6 +252,19 @@ int EvalCommand(const std::vector<std::string>& args) {
     SplitResult sr;
     sr.kind = kind;
     sr.folds = std::move(folds).value();
+    if (kind == eval::SplitKind::kRequest) {
+      // The paper's protocol: batch siblings share one engine-step record, so a test unit
+      // can sit on a record the methods were trained on.
+      const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, sr.folds.front());
+      sr.leakage = shared;
+      std::fprintf(stderr,
+                   "teller eval: warning: the request split leaks: %llu engine-step records are "
+                   "in both train and test (%llu of %zu test steps sit on one); prefer --split "
+                   "incident\n",
+                   static_cast<unsigned long long>(shared.records),
+                   static_cast<unsigned long long>(shared.test_units),
+                   sr.folds.front().test.size());
+    }
     for (size_t m = 0; m < method_count; ++m) {
       const std::string display = given ? std::string("predictions") : methods[m].display;
       std::vector<eval::Scores> fold_scores;
@@ -312,6 +336,7 @@ int EvalCommand(const std::vector<std::string>& args) {
         (sr.folds.size() > 1 ? ", mean over " + std::to_string(sr.folds.size()) + " held-out groups"
                              : "") +
         ")\n";
+    if (sr.leakage) text += LeakageNote(*sr.leakage, test);
     text += eval::Table2Text(sr.mean_rows);
     if (sr.folds.size() > 1) {
       text += "\nper held-out " +
@@ -341,6 +366,11 @@ int EvalCommand(const std::vector<std::string>& args) {
       md += "\n## Table 2, split " + split + "\n\n";
       if (sr.folds.size() > 1)
         md += "Mean over the " + std::to_string(sr.folds.size()) + " held-out groups.\n\n";
+      if (sr.leakage) {
+        size_t test = 0;
+        for (const eval::Fold& f : sr.folds) test += f.test.size();
+        md += LeakageNote(*sr.leakage, test) + "\n";
+      }
       md += eval::Table2Markdown(sr.mean_rows);
       if (sr.folds.size() > 1) {
         md += "\n### Per held-out " +

@@ -39,8 +39,196 @@ RequestGroups GroupByRequest(const Dataset& ds, const std::vector<uint32_t>& uni
 
 }  // namespace
 
+Result<Incidents> GroupIncidents(const Dataset& ds) {
+  Incidents out;
+  out.of_unit.assign(ds.units.size(), UINT32_MAX);
+  // Per setting and record: the record's time and fault, and its units.
+  struct Rec {
+    int64_t start = 0, end = 0, fault = -1;
+    std::string category, mechanism;
+    std::vector<uint32_t> units;
+  };
+  std::vector<std::vector<Rec>> recs(ds.settings.size());
+  for (uint32_t s = 0; s < ds.settings.size(); ++s) recs[s].resize(ds.settings[s].records.size());
+  for (uint32_t i = 0; i < ds.units.size(); ++i) {
+    const Unit& u = ds.units[i];
+    const std::string& setting = ds.settings[u.setting].name;
+    if (!u.has_incident) {
+      return Status::Error(setting +
+                           "/steps.jsonl: the steps carry no engine-step times and fault "
+                           "ids (a dataset from an older `teller dataset build`); "
+                           "rebuild it for the incident split, or use --split engine");
+    }
+    Rec& r = recs[u.setting][u.record];
+    if (r.units.empty()) {
+      r.start = u.start_ns;
+      r.end = u.end_ns;
+      r.fault = u.fault;
+    } else if (r.start != u.start_ns || r.end != u.end_ns || r.fault != u.fault) {
+      return Status::Error(setting + "/steps.jsonl: request " + u.request + " at seq " +
+                           std::to_string(u.seq) +
+                           " gives the engine step another time or fault than its batch");
+    }
+    if (u.is_anomaly && r.category.empty()) {
+      r.category = u.fault_type;
+      r.mechanism = u.mechanism;
+    }
+    r.units.push_back(i);
+  }
+  // Fault windows per setting: the span of each fault's records, overlapping spans merged.
+  struct Window {
+    int64_t start = 0, end = 0;
+    std::vector<int64_t> faults;
+    std::string category, mechanism;
+  };
+  std::vector<std::vector<Window>> windows(ds.settings.size());
+  std::vector<int64_t> all_spans;
+  for (uint32_t s = 0; s < ds.settings.size(); ++s) {
+    std::map<int64_t, Window> by_fault;
+    for (const Rec& r : recs[s]) {
+      if (r.units.empty() || r.fault < 0) continue;
+      auto [it, fresh] = by_fault.try_emplace(r.fault);
+      Window& w = it->second;
+      if (fresh) {
+        w.start = r.start;
+        w.end = r.end;
+        w.faults = {r.fault};
+      }
+      w.start = std::min(w.start, r.start);
+      w.end = std::max(w.end, r.end);
+      if (w.category.empty() && !r.category.empty()) {
+        w.category = r.category;
+        w.mechanism = r.mechanism;
+      }
+    }
+    std::vector<Window> sorted;
+    for (auto& [id, w] : by_fault) sorted.push_back(std::move(w));
+    std::sort(sorted.begin(), sorted.end(), [](const Window& a, const Window& b) {
+      return a.start != b.start ? a.start < b.start : a.faults < b.faults;
+    });
+    for (Window& w : sorted) {
+      if (!windows[s].empty() && w.start < windows[s].back().end) {
+        Window& last = windows[s].back();
+        last.end = std::max(last.end, w.end);
+        last.faults.insert(last.faults.end(), w.faults.begin(), w.faults.end());
+        if (last.category.empty()) {
+          last.category = w.category;
+          last.mechanism = w.mechanism;
+        }
+      } else {
+        windows[s].push_back(std::move(w));
+      }
+    }
+  }
+  for (const auto& ws : windows) {
+    for (const Window& w : ws) all_spans.push_back(w.end - w.start);
+  }
+  auto median = [](std::vector<int64_t> v) -> int64_t {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const int64_t dataset_block = std::max<int64_t>(1, median(all_spans));
+  for (uint32_t s = 0; s < ds.settings.size(); ++s) {
+    std::vector<int64_t> spans;
+    for (const Window& w : windows[s]) spans.push_back(w.end - w.start);
+    int64_t block = median(spans);
+    if (block <= 0) block = all_spans.empty() ? 1000000000 : dataset_block;
+    out.block_ns.push_back(block);
+    // Records in time order (seq breaks ties).
+    std::vector<uint32_t> order;
+    for (uint32_t r = 0; r < recs[s].size(); ++r) {
+      if (!recs[s][r].units.empty()) order.push_back(r);
+    }
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      const Rec& x = recs[s][a];
+      const Rec& y = recs[s][b];
+      if (x.start != y.start) return x.start < y.start;
+      return ds.settings[s].records[a].seq < ds.settings[s].records[b].seq;
+    });
+    const size_t first_window = out.incidents.size();
+    for (const Window& w : windows[s]) {
+      Incident inc;
+      inc.setting = s;
+      inc.fault = true;
+      inc.category = w.category;
+      inc.mechanism = w.mechanism;
+      inc.faults = w.faults;
+      inc.start_ns = w.start;
+      inc.end_ns = w.end;
+      out.incidents.push_back(std::move(inc));
+    }
+    auto window_of = [&](const Rec& r) -> int64_t {
+      for (size_t k = 0; k < windows[s].size(); ++k) {
+        const Window& w = windows[s][k];
+        if (r.fault >= 0 && std::find(w.faults.begin(), w.faults.end(), r.fault) != w.faults.end())
+          return static_cast<int64_t>(k);
+        if (r.fault < 0 && r.start >= w.start && r.start < w.end) return static_cast<int64_t>(k);
+      }
+      return -1;
+    };
+    int64_t open_block = -1;  // incident index of the healthy block being filled
+    for (uint32_t r : order) {
+      const Rec& rec = recs[s][r];
+      const int64_t k = window_of(rec);
+      uint32_t target = 0;
+      if (k >= 0) {
+        target = static_cast<uint32_t>(first_window + static_cast<size_t>(k));
+        open_block = -1;  // a window ends the healthy run
+      } else {
+        if (open_block < 0 || rec.start - out.incidents[open_block].start_ns >= block) {
+          Incident inc;
+          inc.setting = s;
+          inc.start_ns = rec.start;
+          inc.end_ns = rec.end;
+          open_block = static_cast<int64_t>(out.incidents.size());
+          out.incidents.push_back(std::move(inc));
+        }
+        target = static_cast<uint32_t>(open_block);
+      }
+      Incident& inc = out.incidents[target];
+      inc.end_ns = std::max(inc.end_ns, rec.end);
+      ++inc.records;
+      for (uint32_t i : rec.units) out.of_unit[i] = target;
+    }
+  }
+  for (uint32_t i = 0; i < ds.units.size(); ++i) out.incidents[out.of_unit[i]].units.push_back(i);
+  // Windows first, then blocks, within a setting: order by setting, then start.
+  std::vector<uint32_t> perm(out.incidents.size());
+  for (uint32_t k = 0; k < perm.size(); ++k) perm[k] = k;
+  std::stable_sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) {
+    const Incident& x = out.incidents[a];
+    const Incident& y = out.incidents[b];
+    return x.setting != y.setting ? x.setting < y.setting : x.start_ns < y.start_ns;
+  });
+  std::vector<uint32_t> new_index(perm.size());
+  std::vector<Incident> sorted;
+  for (uint32_t k = 0; k < perm.size(); ++k) {
+    new_index[perm[k]] = k;
+    sorted.push_back(std::move(out.incidents[perm[k]]));
+  }
+  out.incidents = std::move(sorted);
+  for (uint32_t& g : out.of_unit) g = new_index[g];
+  return out;
+}
+
+SharedRecordCount CountSharedRecords(const Dataset& ds, const Fold& fold) {
+  std::set<std::pair<uint32_t, uint32_t>> train, counted;
+  for (uint32_t i : fold.train) train.emplace(ds.units[i].setting, ds.units[i].record);
+  SharedRecordCount out;
+  for (uint32_t i : fold.test) {
+    const std::pair<uint32_t, uint32_t> key(ds.units[i].setting, ds.units[i].record);
+    if (train.count(key) == 0) continue;
+    ++out.test_units;
+    if (counted.insert(key).second) ++out.records;
+  }
+  return out;
+}
+
 const char* SplitName(SplitKind kind) {
   switch (kind) {
+    case SplitKind::kIncident:
+      return "incident";
     case SplitKind::kRequest:
       return "request";
     case SplitKind::kEngine:
@@ -52,14 +240,51 @@ const char* SplitName(SplitKind kind) {
 }
 
 Result<SplitKind> ParseSplit(const std::string& name) {
+  if (name == "incident") return SplitKind::kIncident;
   if (name == "request") return SplitKind::kRequest;
   if (name == "engine") return SplitKind::kEngine;
   if (name == "run") return SplitKind::kRun;
-  return Status::Error("unknown split \"" + name + "\"; expected request, engine or run");
+  return Status::Error("unknown split \"" + name + "\"; expected incident, request, engine or run");
 }
 
 Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t seed) {
   std::vector<Fold> folds;
+  if (kind == SplitKind::kIncident) {
+    auto grouped = GroupIncidents(ds);
+    if (!grouped.ok()) return grouped.status();
+    const Incidents& g = grouped.value();
+    // Strata: fault windows by category across settings (so that every category reaches
+    // the test part), healthy blocks per setting.
+    std::map<std::pair<uint32_t, std::string>, std::vector<uint32_t>> strata;
+    for (uint32_t k = 0; k < g.incidents.size(); ++k) {
+      const Incident& inc = g.incidents[k];
+      strata[inc.fault ? std::pair<uint32_t, std::string>(UINT32_MAX, "fault " + inc.category)
+                       : std::pair<uint32_t, std::string>(inc.setting, "healthy")]
+          .push_back(k);
+    }
+    Fold f;
+    f.name = "test";
+    std::mt19937_64 rng(seed);
+    for (auto& [key, members] : strata) {
+      Shuffle(members, rng);  // members are in incident order: input order does not matter
+      const size_t n = members.size();
+      size_t n_test = (n + 5) / 10, n_val = (n + 5) / 10;
+      if (n >= 3) n_test = std::max<size_t>(n_test, 1);
+      if (n_test + n_val >= n) n_val = 0;
+      for (size_t k = 0; k < n; ++k) {
+        std::vector<uint32_t>& part = k < n_test           ? f.test
+                                      : k < n_test + n_val ? f.validation
+                                                           : f.train;
+        const std::vector<uint32_t>& us = g.incidents[members[k]].units;
+        part.insert(part.end(), us.begin(), us.end());
+      }
+    }
+    for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
+    if (f.test.empty())
+      return Status::Error("the incident split leaves no test incidents (too few steps)");
+    folds.push_back(std::move(f));
+    return folds;
+  }
   if (kind == SplitKind::kRequest) {
     // Per setting, so that every engine appears in train, validation and test alike.
     Fold f;

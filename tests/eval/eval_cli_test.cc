@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "simdjson.h"
+#include "teller/eval/dataset.h"
+#include "teller/eval/evaluate.h"
 #include "teller/eval/features.h"
 
 namespace teller {
@@ -302,9 +304,58 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
   const Outcome t =
       Run("eval --data " + Ds() + " --predictions '" + tmp_ + "/teller-numeric-request.jsonl'");
   ASSERT_EQ(t.exit_code, 0) << t.err;
-  EXPECT_NE(t.out.find("Table 2, split request"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("Table 2, split incident"), std::string::npos) << t.out;  // the default
   EXPECT_NE(t.out.find("predictions                        H"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("| predictions | V | 5% |"), std::string::npos) << t.out;
+}
+
+// On the simulated dataset: the incident split puts no engine-step record and no fault
+// window in two parts (every request, batch sibling and rank of a fault's steps together);
+// the request split says how many records its test part shares with training.
+TEST_F(EvalCliTest, IncidentSplitSharesNoRecordAndRequestSplitWarns) {
+  auto loaded = eval::LoadDataset(tmp_ + "/ds", eval::LoadOptions{false, false});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const eval::Dataset& ds = loaded.value();
+  uint64_t abnormal = 0;
+  for (const auto& u : ds.units) {
+    ASSERT_TRUE(u.has_incident);
+    abnormal += u.is_anomaly;
+    if (u.is_anomaly) EXPECT_GE(u.fault, 0);
+    if (u.is_anomaly) EXPECT_FALSE(u.mechanism.empty());
+  }
+  ASSERT_GT(abnormal, 0u);
+  for (uint64_t seed : {1, 2, 3}) {
+    auto folds = eval::MakeFolds(ds, eval::SplitKind::kIncident, seed);
+    ASSERT_TRUE(folds.ok()) << folds.status().message();
+    const eval::Fold& f = folds->front();
+    std::map<std::pair<uint32_t, uint32_t>, std::set<int>> record_parts;
+    std::map<std::pair<uint32_t, int64_t>, std::set<int>> fault_parts;
+    int part = 0;
+    for (const std::vector<uint32_t>* units : {&f.train, &f.validation, &f.test}) {
+      for (uint32_t i : *units) {
+        record_parts[{ds.units[i].setting, ds.units[i].record}].insert(part);
+        if (ds.units[i].fault >= 0)
+          fault_parts[{ds.units[i].setting, ds.units[i].fault}].insert(part);
+      }
+      ++part;
+    }
+    EXPECT_EQ(f.train.size() + f.validation.size() + f.test.size(), ds.units.size());
+    for (const auto& [key, parts] : record_parts) EXPECT_EQ(parts.size(), 1u);
+    for (const auto& [key, parts] : fault_parts) EXPECT_EQ(parts.size(), 1u);
+    EXPECT_FALSE(fault_parts.empty());
+  }
+  auto request = eval::MakeFolds(ds, eval::SplitKind::kRequest, 1);
+  ASSERT_TRUE(request.ok());
+  const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, request->front());
+  const Outcome o = Run("eval --data " + Ds() + " --method teller-numeric --split request -q");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("warning: the request split leaks: " + std::to_string(shared.records) +
+                       " engine-step records are in both train and test (" +
+                       std::to_string(shared.test_units) + " of " +
+                       std::to_string(request->front().test.size())),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("WARNING: this split leaks"), std::string::npos);
 }
 
 // The numeric method's node ids are the dataset builder's local ids: the nodes they name

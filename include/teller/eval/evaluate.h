@@ -18,9 +18,10 @@ namespace teller::eval {
 // ---- Splits ----------------------------------------------------------------------------
 
 enum class SplitKind : uint8_t {
-  kRequest,  // request-disjoint 80/10/10 per setting, fixed seed; evaluated on test
-  kEngine,   // leave one engine out: train on the others, test on it; every rotation
-  kRun,      // leave one run (setting) out
+  kIncident,  // fault windows and healthy time blocks kept whole, 80/10/10 (default)
+  kRequest,   // request-disjoint 80/10/10 per setting, fixed seed; evaluated on test
+  kEngine,    // leave one engine out: train on the others, test on it; every rotation
+  kRun,       // leave one run (setting) out
 };
 const char* SplitName(SplitKind kind);
 Result<SplitKind> ParseSplit(const std::string& name);
@@ -30,7 +31,44 @@ struct Fold {
   std::vector<uint32_t> train, validation, test;  // unit indices
 };
 
-// The folds of a split. Request: every setting's requests shuffled with `seed` and cut
+// An incident: what the incident split keeps in one part. A fault window is every engine
+// step a ground-truth fault acted on, with every request of those steps (batch siblings
+// included: they share the record) and every healthy step that starts inside the window's
+// span; windows that overlap in time merge. A healthy block is a run of consecutive
+// healthy steps outside any window, cut every `block_ns` of time.
+struct Incident {
+  uint32_t setting = 0;
+  bool fault = false;
+  std::string category, mechanism;  // of the earliest fault of a window; "" for healthy
+  std::vector<int64_t> faults;      // ground-truth fault ids (a window may merge several)
+  int64_t start_ns = 0, end_ns = 0;
+  std::vector<uint32_t> units;  // unit indices, ascending
+  uint32_t records = 0;         // distinct engine steps
+};
+struct Incidents {
+  std::vector<Incident> incidents;  // by setting, then start time
+  std::vector<uint32_t> of_unit;    // incident index of every unit
+  std::vector<int64_t> block_ns;    // per setting: the healthy block length used
+};
+// Groups the units of `dataset` into incidents. Healthy blocks are as long as the median
+// fault window of the setting (of the dataset when the setting has none; 1 s when the
+// dataset has none). Needs the engine-step times and fault ids of steps.jsonl
+// (Unit::has_incident); units of one record that disagree on them are an error.
+Result<Incidents> GroupIncidents(const Dataset& dataset);
+
+// Step records (setting, record) that units of `fold.test` and of `fold.train` share, and
+// how many test units sit on such a record: the leakage of the request split (batch
+// siblings share one engine-step record).
+struct SharedRecordCount {
+  uint64_t records = 0, test_units = 0;
+};
+SharedRecordCount CountSharedRecords(const Dataset& dataset, const Fold& fold);
+
+// The folds of a split. Incident (the default): fault windows stratified by fault category
+// across settings, healthy blocks per setting, each stratum shuffled with `seed` and cut
+// 10 % test, 10 % validation, 80 % train (10 % rounded, at least one test incident in a
+// stratum of 3 or more); no engine-step record, fault window or healthy block in two
+// parts. Request: every setting's requests shuffled with `seed` and cut
 // 80/10/10 (at least one test request per setting with 3 or more requests), all steps of a
 // request in one part. Engine: one fold per engine (Setting::engine), trained on the other
 // engines' units, of which a seeded tenth of the requests is the validation part. Run: the
