@@ -33,7 +33,9 @@ constexpr const char* kHelp =
     "  --method NAME          teller-numeric (the diagnosis of `teller diagnose`, no\n"
     "                         training) or a baseline with stat or struct features:\n"
     "                         kmeans, dbscan, iforest, gmm, svm, random-forest, xgboost\n"
-    "                         (e.g. random-forest-struct); a comma list; all\n"
+    "                         (e.g. random-forest-struct); label-copy (a leakage probe:\n"
+    "                         the label of the training step nearest in time); a comma\n"
+    "                         list; all\n"
     "  --predictions FILE     score another tool's predictions (JSON lines; docs/eval.md)\n"
     "  --split KIND           incident (default): fault windows and healthy time blocks\n"
     "                         kept whole, 80/10/10, scored on the test part; engine: train\n"
@@ -91,6 +93,26 @@ std::string LeakageNote(const eval::SharedRecordCount& shared, size_t test_units
          " engine-step records are in train and test; " + std::to_string(shared.test_units) +
          " of " + std::to_string(test_units) +
          " test steps sit on a record trained on (batch siblings).\n";
+}
+
+// The positive rate of the test units per view (mean over folds): flagging units at
+// random at that rate scores step precision, recall and F1 equal to it, the bar a method
+// (and the label-copy probe) has to clear.
+std::string BaseRateNote(const eval::Dataset& ds, const std::vector<eval::Fold>& folds) {
+  double rate[2] = {0, 0};
+  for (const eval::Fold& f : folds) {
+    for (int v = 0; v < 2; ++v) {
+      uint64_t pos = 0;
+      for (uint32_t i : f.test) pos += ds.units[i].views[v].is_anomaly;
+      rate[v] += f.test.empty() ? 0.0 : static_cast<double>(pos) / f.test.size() / folds.size();
+    }
+  }
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "Base rate (abnormal test steps): H %.3f, V %.3f; random flags at that rate "
+                "score step P = R = F1 = the rate.\n",
+                rate[1], rate[0]);
+  return buf;
 }
 
 }  // namespace
@@ -198,7 +220,7 @@ int EvalCommand(const std::vector<std::string>& args) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   bool baselines = false;
-  for (const eval::MethodSpec& m : methods) baselines |= m.kind != eval::MethodKind::kTellerNumeric;
+  for (const eval::MethodSpec& m : methods) baselines |= m.kind != eval::MethodKind::kTellerNumeric && m.kind != eval::MethodKind::kLabelCopy;
   eval::LoadOptions load;
   load.columns = baselines;  // the step records' columns feed only the baselines' features
   auto loaded = eval::LoadDataset(data, load);
@@ -337,6 +359,7 @@ int EvalCommand(const std::vector<std::string>& args) {
                              : "") +
         ")\n";
     if (sr.leakage) text += LeakageNote(*sr.leakage, test);
+    text += BaseRateNote(ds, sr.folds);
     text += eval::Table2Text(sr.mean_rows);
     if (sr.folds.size() > 1) {
       text += "\nper held-out " +
@@ -371,6 +394,7 @@ int EvalCommand(const std::vector<std::string>& args) {
         for (const eval::Fold& f : sr.folds) test += f.test.size();
         md += LeakageNote(*sr.leakage, test) + "\n";
       }
+      md += BaseRateNote(ds, sr.folds) + "\n";
       md += eval::Table2Markdown(sr.mean_rows);
       if (sr.folds.size() > 1) {
         md += "\n### Per held-out " +

@@ -60,7 +60,7 @@ SetScores ScoreSets(std::span<const uint32_t> predicted, std::span<const uint32_
 }
 
 void OperatorAccumulator::Add(std::span<const uint32_t> predicted,
-                              std::span<const uint32_t> labelled) {
+                              std::span<const uint32_t> labelled, bool detected) {
   const SetScores s = ScoreSets(predicted, labelled);
   auto add = [&s](SetScores& sum) {
     sum.precision += s.precision;
@@ -73,6 +73,10 @@ void OperatorAccumulator::Add(std::span<const uint32_t> predicted,
   if (!labelled.empty()) {
     add(plus_);
     ++n_plus_;
+    if (detected) {
+      add(detected_);
+      ++n_detected_;
+    }
   }
 }
 
@@ -87,7 +91,13 @@ OperatorMetrics OperatorAccumulator::Finish() const {
     a.jaccard = sum.jaccard / static_cast<double>(n);
     return a;
   };
-  return {mean(all_, n_all_), mean(plus_, n_plus_)};
+  OperatorMetrics m;
+  m.macro = mean(all_, n_all_);
+  m.macro_plus = mean(plus_, n_plus_);
+  m.detected = mean(detected_, n_detected_);
+  m.detection_recall =
+      n_plus_ == 0 ? 0.0 : static_cast<double>(n_detected_) / static_cast<double>(n_plus_);
+  return m;
 }
 
 FaultTypeMetrics ComputeFaultTypeMetrics(std::span<const std::string> labels,

@@ -74,6 +74,7 @@ struct Scores {
   double accuracy = 0, precision = 0, recall = 0, f1 = 0;
   double op_precision = 0, op_f1 = 0, op_jaccard = 0;
   double op_plus_precision = 0, op_plus_f1 = 0, op_plus_jaccard = 0;
+  double det_recall = 0, det_f1 = 0;  // Macro+ over the labelled steps predicted abnormal
   double type_accuracy = 0, type_macro_recall = 0, type_macro_f1 = 0;
 };
 double Ratio(double a, double b) { return b == 0 ? 0 : a / b; }
@@ -83,6 +84,7 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
   Scores s;
   double tp = 0, fp = 0, fn = 0, tn = 0;
   double op_p = 0, op_f = 0, op_j = 0, plus_p = 0, plus_f = 0, plus_j = 0, plus_n = 0;
+  double det_n = 0, det_f = 0;
   double type_n = 0, type_ok = 0;
   std::map<std::string, std::array<double, 3>> type;  // category -> labelled, predicted, correct
   for (const auto& [l, p] : units) {
@@ -109,6 +111,10 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
       plus_f += uf;
       plus_j += uj;
       ++plus_n;
+      if (p.abnormal) {
+        ++det_n;
+        det_f += uf;
+      }
     }
     if (l.abnormal) {
       // A missed fault is a misclassified one.
@@ -131,6 +137,8 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
   s.op_plus_precision = Ratio(plus_p, plus_n);
   s.op_plus_f1 = Ratio(plus_f, plus_n);
   s.op_plus_jaccard = Ratio(plus_j, plus_n);
+  s.det_recall = Ratio(det_n, plus_n);
+  s.det_f1 = Ratio(det_f, det_n);
   s.type_accuracy = Ratio(type_ok, type_n);
   double recall = 0, f1 = 0;
   for (const auto& [c, v] : type) {
@@ -271,6 +279,8 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
         mean.op_plus_precision += w * s.op_plus_precision;
         mean.op_plus_f1 += w * s.op_plus_f1;
         mean.op_plus_jaccard += w * s.op_plus_jaccard;
+        mean.det_recall += w * s.det_recall;
+        mean.det_f1 += w * s.det_f1;
         mean.type_accuracy += w * s.type_accuracy;
         mean.type_macro_recall += w * s.type_macro_recall;
         mean.type_macro_f1 += w * s.type_macro_f1;
@@ -290,6 +300,9 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
            "operator macro+ precision");
       near(v["operator"]["macro_plus"]["f1"], mean.op_plus_f1, "operator macro+ f1");
       near(v["operator"]["macro_plus"]["jaccard"], mean.op_plus_jaccard, "operator macro+ jaccard");
+      near(v["operator"]["macro_plus_detected"]["detection_recall"], mean.det_recall,
+           "operator detection recall");
+      near(v["operator"]["macro_plus_detected"]["f1"], mean.det_f1, "operator F1 on detected");
       near(v["fault_type"]["accuracy"], mean.type_accuracy, "fault type accuracy");
       near(v["fault_type"]["macro_recall"], mean.type_macro_recall, "fault type macro recall");
       near(v["fault_type"]["macro_f1"], mean.type_macro_f1, "fault type macro f1");
@@ -469,8 +482,8 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 15 methods (13 without XGBoost) x 2 x 3.
-  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 13 : 15;
+  // One row per method, view and split: 16 methods (14 without XGBoost) x 2 x 3.
+  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 14 : 16;
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).
@@ -481,7 +494,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::vector<std::string>>> per_fold;
   for (size_t i = 1; i < folds.size(); ++i) {
     const std::vector<std::string> f = Split(folds[i], ',');
-    ASSERT_EQ(f.size(), 21u) << folds[i];
+    ASSERT_EQ(f.size(), 23u) << folds[i];
     per_fold[{f[0], f[2], f[3]}].push_back(f);
   }
   EXPECT_EQ(folds.size(), 1 + methods * 2 * (1 + 2 + 2));
@@ -490,7 +503,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::string>> table;
   for (size_t i = 1; i < csv.size(); ++i) {
     const std::vector<std::string> row = Split(csv[i], ',');
-    ASSERT_EQ(row.size(), 21u) << csv[i];
+    ASSERT_EQ(row.size(), 23u) << csv[i];
     const Key key{row[0], row[2], row[3]};
     table[key] = row;
     ASSERT_TRUE(per_fold.count(key)) << csv[i];
@@ -502,7 +515,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
       for (const auto& f : fs) groups.insert(f[1]);
       EXPECT_EQ(groups, (std::set<std::string>{"sglang", "vllm-v1-online"})) << csv[i];
     }
-    for (size_t c = 4; c < 21; ++c) {
+    for (size_t c = 4; c < 23; ++c) {
       double mean = 0;
       for (const auto& f : fs) mean += std::stod(f[c]) / static_cast<double>(fs.size());
       EXPECT_NEAR(std::stod(row[c]), mean, 1.0001e-4) << csv[0] << "\n" << csv[i];

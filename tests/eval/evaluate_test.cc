@@ -146,6 +146,8 @@ TEST(ScoreTest, PerViewMetricsOnHandCase) {
   EXPECT_DOUBLE_EQ(v.op.macro.jaccard, (1.0 / 3 + 4) / 6);
   EXPECT_EQ(v.op.macro_plus.steps, 1u);
   EXPECT_DOUBLE_EQ(v.op.macro_plus.f1, 0.5);
+  EXPECT_DOUBLE_EQ(v.op.detection_recall, 1.0);  // the one labelled unit was flagged
+  EXPECT_DOUBLE_EQ(v.op.detected.f1, 0.5);
   EXPECT_DOUBLE_EQ(v.fault.accuracy, 1.0);
   EXPECT_EQ(v.fault.steps, 1u);
   EXPECT_GT(v.bleu.bleu[0], 0);
@@ -183,6 +185,13 @@ TEST(ScoreTest, JsonHasExactlyTheDocumentedKeys) {
     std::vector<std::string> step;
     for (auto [key, value] : doc[view]["step"].get_object()) step.emplace_back(key);
     EXPECT_EQ(step, (std::vector<std::string>{"accuracy", "precision", "recall", "f1"}));
+    std::vector<std::string> ops;
+    for (auto [key, value] : doc[view]["operator"].get_object()) ops.emplace_back(key);
+    EXPECT_EQ(ops, (std::vector<std::string>{"macro", "macro_plus", "macro_plus_detected"}));
+    std::vector<std::string> det;
+    for (auto [key, value] : doc[view]["operator"]["macro_plus_detected"].get_object())
+      det.emplace_back(key);
+    EXPECT_EQ(det, (std::vector<std::string>{"detection_recall", "f1"}));
     for (const char* avg : {"macro", "macro_plus"}) {
       std::vector<std::string> op;
       for (auto [key, value] : doc[view]["operator"][avg].get_object()) op.emplace_back(key);

@@ -55,17 +55,27 @@ struct SetAverages {
 struct OperatorMetrics {
   SetAverages macro;       // mean over all steps
   SetAverages macro_plus;  // mean over steps with |O_i| > 0
+  // Macro+ split into detection and localization: of the steps with |O_i| > 0, the
+  // fraction predicted abnormal (detection recall) and the set scores averaged over those
+  // detected steps. A missed step scores 0, so macro_plus = detection_recall x detected.
+  double detection_recall = 0;
+  SetAverages detected;
 };
 
-// Accumulates steps one at a time.
+// Accumulates steps one at a time. `detected`: the method predicted the step abnormal
+// (the two-argument form takes a non-empty prediction as detection).
 class OperatorAccumulator {
  public:
-  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled);
+  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled) {
+    Add(predicted, labelled, !predicted.empty());
+  }
+  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled,
+           bool detected);
   OperatorMetrics Finish() const;
 
  private:
-  SetScores all_, plus_;  // sums
-  uint64_t n_all_ = 0, n_plus_ = 0;
+  SetScores all_, plus_, detected_;  // sums
+  uint64_t n_all_ = 0, n_plus_ = 0, n_detected_ = 0;
 };
 
 // ---- Fault type ----------------------------------------------------------------------
