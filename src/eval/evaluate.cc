@@ -10,6 +10,7 @@
 #include "teller/core/json_writer.h"
 #include "teller/core/vocabulary.h"
 #include "teller/format/ground_truth.h"
+#include "teller/sim/faults.h"
 
 namespace teller::eval {
 namespace {
@@ -415,9 +416,9 @@ Scores AverageScores(const std::vector<Scores>& folds) {
       o.step.positives += s.step.positives;
       o.step.predicted_positives += s.step.predicted_positives;
       o.op.detection_recall += s.op.detection_recall / n;
-      for (auto [dst, src] : {std::pair{&o.op.macro, &s.op.macro},
-                              std::pair{&o.op.macro_plus, &s.op.macro_plus},
-                              std::pair{&o.op.detected, &s.op.detected}}) {
+      for (auto [dst, src] :
+           {std::pair{&o.op.macro, &s.op.macro}, std::pair{&o.op.macro_plus, &s.op.macro_plus},
+            std::pair{&o.op.detected, &s.op.detected}}) {
         dst->precision += src->precision / n;
         dst->recall += src->recall / n;
         dst->f1 += src->f1 / n;
@@ -545,11 +546,10 @@ std::vector<std::string> RowCells(const TableRow& r, int digits) {
 
 const std::vector<std::string>& Header() {
   static const std::vector<std::string> h = {
-      "method",       "view",        "step acc",    "step P",     "step R",
-      "step F1",      "op macro P",  "op macro F1", "op macro J", "op macro+ P",
-      "op macro+ F1", "op macro+ J", "type acc",    "type mR",    "type mF1",
-      "BLEU-1",       "BLEU-2",      "BLEU-3",      "BLEU-4",     "op det R",
-      "op F1|det"};
+      "method",     "view",        "step acc",   "step P",      "step R",       "step F1",
+      "op macro P", "op macro F1", "op macro J", "op macro+ P", "op macro+ F1", "op macro+ J",
+      "type acc",   "type mR",     "type mF1",   "BLEU-1",      "BLEU-2",       "BLEU-3",
+      "BLEU-4",     "op det R",    "op F1|det"};
   return h;
 }
 
@@ -622,6 +622,97 @@ std::string Table2Csv(const std::vector<TableRow>& rows) {
     out += CsvField(r.split) + "," + CsvField(r.fold);
     for (const std::string& c : RowCells(r, 4)) out += "," + CsvField(c);
     out += '\n';
+  }
+  return out;
+}
+
+bool TimingInvisible(std::string_view mechanism) {
+  const sim::MechanismInfo* info = sim::FindMechanism(mechanism);
+  if (info == nullptr) return false;
+  return info->mechanism == sim::Mechanism::kStarvation ||
+         info->mechanism == sim::Mechanism::kMisroute ||
+         info->mechanism == sim::Mechanism::kOpReorder;
+}
+
+void AddMechanismRecall(const Dataset& ds, const Predictions& predictions,
+                        const std::vector<uint32_t>& units,
+                        std::map<std::string, MechanismRecall>* rows) {
+  static const Prediction kNone;
+  for (uint32_t i : units) {
+    const Unit& u = ds.units[i];
+    for (View v : kViews) {
+      const ViewLabel& label = u.view(v);
+      const Prediction& p = i < predictions.units.size() ? predictions.at(i, v) : kNone;
+      std::string key;
+      if (label.is_anomaly) {
+        key = u.mechanism.empty() ? std::string("(unknown)") : u.mechanism;
+      } else if (!u.has_incident || u.fault >= 0) {
+        continue;  // a fault acted on the step (or unknown): not a healthy unit
+      }
+      MechanismRecall& row = (*rows)[key];
+      row.mechanism = key;
+      MechanismRecall::PerView& pv = row.views[static_cast<int>(v)];
+      ++pv.positives;
+      pv.detected += p.abnormal;
+      if (label.is_anomaly && label.nodes.empty()) {
+        ++pv.without_evidence;
+        pv.without_evidence_detected += p.abnormal;
+      }
+    }
+  }
+}
+
+namespace {
+std::string RecallCell(uint64_t hits, uint64_t n) {
+  if (n == 0) return "-";
+  return std::to_string(hits) + "/" + std::to_string(n) + " (" +
+         Num(static_cast<double>(hits) / static_cast<double>(n), 3) + ")";
+}
+}  // namespace
+
+std::string MechanismRecallMarkdown(const std::string& method,
+                                    const std::map<std::string, MechanismRecall>& rows) {
+  std::string out = "| " + method +
+                    " | V recall | V without evidence | H recall | H without evidence |\n"
+                    "|---|---:|---:|---:|---:|\n";
+  auto row = [&](const MechanismRecall& r, const std::string& name) {
+    out += "| " + name + " |";
+    for (View v : kViews) {
+      const MechanismRecall::PerView& pv = r.views[static_cast<int>(v)];
+      out += " " + RecallCell(pv.detected, pv.positives) + " | " +
+             RecallCell(pv.without_evidence_detected, pv.without_evidence) + " |";
+    }
+    out += "\n";
+  };
+  for (const bool invisible : {false, true}) {
+    bool any = false;
+    for (const auto& [key, r] : rows) {
+      if (key.empty() || TimingInvisible(key) != invisible) continue;
+      if (invisible && !any) out += "| *invisible in timing:* | | | | |\n";
+      any = true;
+      row(r, key);
+    }
+  }
+  if (const auto it = rows.find(""); it != rows.end()) row(it->second, "healthy: false alarms");
+  return out;
+}
+
+std::string MechanismRecallCsv(const std::string& split, const std::string& method,
+                               const std::map<std::string, MechanismRecall>& rows, bool header) {
+  std::string out = header ? "split,method,mechanism,timing_invisible,view,positives,detected,"
+                             "recall,without_evidence,without_evidence_detected\n"
+                           : "";
+  for (const auto& [key, r] : rows) {
+    for (View v : kViews) {
+      const MechanismRecall::PerView& pv = r.views[static_cast<int>(v)];
+      const double recall =
+          pv.positives ? static_cast<double>(pv.detected) / static_cast<double>(pv.positives) : 0;
+      out += CsvField(split) + "," + CsvField(method) + "," + (key.empty() ? "healthy" : key) +
+             "," + (TimingInvisible(key) ? "1" : "0") + "," + ViewName(v) + "," +
+             std::to_string(pv.positives) + "," + std::to_string(pv.detected) + "," + Num(recall) +
+             "," + std::to_string(pv.without_evidence) + "," +
+             std::to_string(pv.without_evidence_detected) + "\n";
+    }
   }
   return out;
 }

@@ -479,6 +479,23 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   EXPECT_NE(md.find("## Table 2, split request"), std::string::npos);
   EXPECT_NE(md.find("### Per held-out engine (engine split)"), std::string::npos);
   EXPECT_NE(md.find("### Low prior (request split)"), std::string::npos);
+  EXPECT_NE(md.find("### Recall per fault mechanism (engine split)"), std::string::npos);
+  // One row per (split, method, mechanism or healthy, view) in mechanism_recall.csv; the
+  // positives of a method on the engine split are the dataset's abnormal units per view.
+  const std::vector<std::string> mech = Lines(ReadText(report + "/mechanism_recall.csv"));
+  ASSERT_GT(mech.size(), 1u);
+  EXPECT_EQ(mech[0].rfind("split,method,mechanism,timing_invisible,view,positives,", 0), 0u);
+  std::map<std::string, uint64_t> engine_positives;
+  for (size_t i = 1; i < mech.size(); ++i) {
+    const std::vector<std::string> f = Split(mech[i], ',');
+    ASSERT_EQ(f.size(), 10u) << mech[i];
+    if (f[0] == "engine" && f[1] == "RandomForest (stat)" && f[2] != "healthy")
+      engine_positives[f[4]] += std::stoull(f[5]);
+  }
+  std::map<std::string, uint64_t> abnormal;
+  for (const auto& [key, label] : Labels()) abnormal[key.second] += label.abnormal;
+  EXPECT_EQ(engine_positives["vertical"], abnormal["vertical"]);
+  EXPECT_EQ(engine_positives["horizontal"], abnormal["horizontal"]);
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];

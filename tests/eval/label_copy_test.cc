@@ -33,12 +33,12 @@ TEST(LabelCopyTest, CopiesTheNearestTrainingStepOfTheSetting) {
   ds.settings[1].name = "b";
   // Setting a, training steps at 0 (normal), 10 (V), 20 (H+V), 40 (normal);
   // setting b, one training step at 15 (V).
-  ds.units = {At(0, 0, false, false),  At(0, 10, true, false), At(0, 20, true, true),
+  ds.units = {At(0, 0, false, false), At(0, 10, true, false), At(0, 20, true, true),
               At(0, 40, false, false), At(1, 15, true, false),
               // test: a@4 -> 0 (normal); a@15 ties 10 and 20 -> the earlier, 10 (V);
               // a@29 -> 20 (H+V); a@31 -> 40 (normal); a@100 -> 40; b@0 -> 15 (V).
-              At(0, 4, true, true),    At(0, 15, false, false), At(0, 29, false, false),
-              At(0, 31, true, false),  At(0, 100, false, false), At(1, 0, false, false)};
+              At(0, 4, true, true), At(0, 15, false, false), At(0, 29, false, false),
+              At(0, 31, true, false), At(0, 100, false, false), At(1, 0, false, false)};
   Fold f;
   f.train = {0, 1, 2, 3, 4};
   f.test = {5, 6, 7, 8, 9, 10};

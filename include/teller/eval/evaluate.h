@@ -5,7 +5,9 @@
 #define TELLER_EVAL_EVALUATE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -109,6 +111,38 @@ Scores ScoreUnits(const Dataset& dataset, const Predictions& predictions,
 
 // Mean of every number over folds (the counts are summed).
 Scores AverageScores(const std::vector<Scores>& folds);
+
+// ---- Recall per fault mechanism -------------------------------------------------------
+
+// Mechanisms whose steps look normal in operator timing (a request held back, run as a
+// decode, or operators reordered): reported apart from the ones timing can show.
+bool TimingInvisible(std::string_view mechanism);
+
+// Per mechanism and view: the test units labelled abnormal in the view (positives), how
+// many the method predicted abnormal, and of the positives those with no evidence node
+// in the view (|O_i| = 0, e.g. starvation) and how many of those were predicted abnormal.
+// The row with an empty mechanism counts the healthy units (no fault on their engine
+// step, normal in the view) and their false alarms in the same fields.
+struct MechanismRecall {
+  std::string mechanism;  // "" = healthy units
+  struct PerView {
+    uint64_t positives = 0, detected = 0;
+    uint64_t without_evidence = 0, without_evidence_detected = 0;
+  } views[2];  // by View
+};
+// Adds `units` (scored with `predictions`) to `rows`, keyed by mechanism; call once per
+// fold to sum over folds (each unit is tested in one fold).
+void AddMechanismRecall(const Dataset& dataset, const Predictions& predictions,
+                        const std::vector<uint32_t>& units,
+                        std::map<std::string, MechanismRecall>* rows);
+// The table for report.md: timing-visible mechanisms, then the timing-invisible ones
+// apart, then the healthy units' false-alarm rate; recall as "hits/positives (rate)".
+std::string MechanismRecallMarkdown(const std::string& method,
+                                    const std::map<std::string, MechanismRecall>& rows);
+// CSV rows: split,method,mechanism,timing_invisible,view,positives,detected,recall,
+// without_evidence,without_evidence_detected (header with `header`).
+std::string MechanismRecallCsv(const std::string& split, const std::string& method,
+                               const std::map<std::string, MechanismRecall>& rows, bool header);
 
 // ---- Output ----------------------------------------------------------------------------
 

@@ -69,8 +69,7 @@ class OperatorAccumulator {
   void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled) {
     Add(predicted, labelled, !predicted.empty());
   }
-  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled,
-           bool detected);
+  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled, bool detected);
   OperatorMetrics Finish() const;
 
  private:
