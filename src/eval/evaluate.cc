@@ -10,7 +10,6 @@
 #include "teller/core/json_writer.h"
 #include "teller/core/vocabulary.h"
 #include "teller/format/ground_truth.h"
-#include "teller/sim/faults.h"
 
 namespace teller::eval {
 namespace {
@@ -626,16 +625,9 @@ std::string Table2Csv(const std::vector<TableRow>& rows) {
   return out;
 }
 
-bool TimingInvisible(std::string_view mechanism) {
-  const sim::MechanismInfo* info = sim::FindMechanism(mechanism);
-  if (info == nullptr) return false;
-  return info->mechanism == sim::Mechanism::kStarvation ||
-         info->mechanism == sim::Mechanism::kMisroute ||
-         info->mechanism == sim::Mechanism::kOpReorder;
-}
-
 void AddMechanismRecall(const Dataset& ds, const Predictions& predictions,
                         const std::vector<uint32_t>& units,
+                        const std::set<std::string>& timing_invisible,
                         std::map<std::string, MechanismRecall>* rows) {
   static const Prediction kNone;
   for (uint32_t i : units) {
@@ -651,6 +643,7 @@ void AddMechanismRecall(const Dataset& ds, const Predictions& predictions,
       }
       MechanismRecall& row = (*rows)[key];
       row.mechanism = key;
+      row.timing_invisible = timing_invisible.count(key) > 0;
       MechanismRecall::PerView& pv = row.views[static_cast<int>(v)];
       ++pv.positives;
       pv.detected += p.abnormal;
@@ -687,7 +680,7 @@ std::string MechanismRecallMarkdown(const std::string& method,
   for (const bool invisible : {false, true}) {
     bool any = false;
     for (const auto& [key, r] : rows) {
-      if (key.empty() || TimingInvisible(key) != invisible) continue;
+      if (key.empty() || r.timing_invisible != invisible) continue;
       if (invisible && !any) out += "| *invisible in timing:* | | | | |\n";
       any = true;
       row(r, key);
@@ -708,7 +701,7 @@ std::string MechanismRecallCsv(const std::string& split, const std::string& meth
       const double recall =
           pv.positives ? static_cast<double>(pv.detected) / static_cast<double>(pv.positives) : 0;
       out += CsvField(split) + "," + CsvField(method) + "," + (key.empty() ? "healthy" : key) +
-             "," + (TimingInvisible(key) ? "1" : "0") + "," + ViewName(v) + "," +
+             "," + (r.timing_invisible ? "1" : "0") + "," + ViewName(v) + "," +
              std::to_string(pv.positives) + "," + std::to_string(pv.detected) + "," + Num(recall) +
              "," + std::to_string(pv.without_evidence) + "," +
              std::to_string(pv.without_evidence_detected) + "\n";

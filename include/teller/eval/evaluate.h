@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -114,10 +114,6 @@ Scores AverageScores(const std::vector<Scores>& folds);
 
 // ---- Recall per fault mechanism -------------------------------------------------------
 
-// Mechanisms whose steps look normal in operator timing (a request held back, run as a
-// decode, or operators reordered): reported apart from the ones timing can show.
-bool TimingInvisible(std::string_view mechanism);
-
 // Per mechanism and view: the test units labelled abnormal in the view (positives), how
 // many the method predicted abnormal, and of the positives those with no evidence node
 // in the view (|O_i| = 0, e.g. starvation) and how many of those were predicted abnormal.
@@ -125,15 +121,20 @@ bool TimingInvisible(std::string_view mechanism);
 // step, normal in the view) and their false alarms in the same fields.
 struct MechanismRecall {
   std::string mechanism;  // "" = healthy units
+  // Its steps look normal in operator timing (a request held back, run as a decode,
+  // operators reordered): reported apart from the mechanisms timing can show.
+  bool timing_invisible = false;
   struct PerView {
     uint64_t positives = 0, detected = 0;
     uint64_t without_evidence = 0, without_evidence_detected = 0;
   } views[2];  // by View
 };
 // Adds `units` (scored with `predictions`) to `rows`, keyed by mechanism; call once per
-// fold to sum over folds (each unit is tested in one fold).
+// fold to sum over folds (each unit is tested in one fold). `timing_invisible` names the
+// mechanisms to list apart (the simulator's vocabulary: the CLI passes them).
 void AddMechanismRecall(const Dataset& dataset, const Predictions& predictions,
                         const std::vector<uint32_t>& units,
+                        const std::set<std::string>& timing_invisible,
                         std::map<std::string, MechanismRecall>* rows);
 // The table for report.md: timing-visible mechanisms, then the timing-invisible ones
 // apart, then the healthy units' false-alarm rate; recall as "hits/positives (rate)".
