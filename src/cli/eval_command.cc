@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kHelp =
     "usage: teller eval --data DIR (--method NAME[,NAME...] | --predictions FILE)\n"
     "                   [--split incident|engine|request|run[,...]] [--seed S] [--json]\n"
-    "                   [--report OUT]\n"
+    "                   [--seeds A-B] [--report OUT]\n"
     "                   [--write-predictions FILE] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
@@ -46,6 +46,8 @@ constexpr const char* kHelp =
     "                         same per setting (run); request: the paper's request-disjoint\n"
     "                         80/10/10, which leaks (batch siblings share a step record)\n"
     "  --seed S               split and resampling seed (default 1)\n"
+    "  --seeds A-B|A,B,..     repeat everything per seed (split, models, resampling) and\n"
+    "                         add Table 2 as mean ± 95 % interval over the seeds\n"
     "  --json                 print one method's scores as JSON (one split)\n"
     "  --report OUT           write OUT/report.md and CSV tables (default splits:\n"
     "                         incident,engine; default method: all)\n"
@@ -59,6 +61,29 @@ bool ParseSeed(const std::string& text, uint64_t* out) {
   if (end == text.c_str() || *end != '\0' || text[0] == '-') return false;
   *out = v;
   return true;
+}
+
+// "A-B" (inclusive) or "A,B,C".
+bool ParseSeeds(const std::string& text, std::vector<uint64_t>* out) {
+  out->clear();
+  const size_t dash = text.find('-');
+  if (dash != std::string::npos) {
+    uint64_t a = 0, b = 0;
+    if (!ParseSeed(text.substr(0, dash), &a) || !ParseSeed(text.substr(dash + 1), &b) || b < a ||
+        b - a >= 100)
+      return false;
+    for (uint64_t s = a; s <= b; ++s) out->push_back(s);
+    return true;
+  }
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    uint64_t s = 0;
+    if (!ParseSeed(text.substr(begin, comma - begin), &s)) return false;
+    out->push_back(s);
+    begin = comma + 1;
+  }
+  return !out->empty() && out->size() <= 100;
 }
 
 std::vector<std::string> SplitList(const std::string& text) {
@@ -125,6 +150,8 @@ std::string BaseRateNote(const eval::Dataset& ds, const std::vector<eval::Fold>&
 int EvalCommand(const std::vector<std::string>& args) {
   std::string data, methods_text, predictions_path, splits_text, report, write_predictions;
   uint64_t seed = 1;
+  std::string seeds_text;
+  std::vector<uint64_t> run_seeds;
   bool json = false, quiet = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -155,6 +182,15 @@ int EvalCommand(const std::vector<std::string>& args) {
                      v.c_str());
         return 2;
       }
+    } else if (a == "--seeds") {
+      if (!value(&seeds_text)) return 2;
+      if (!ParseSeeds(seeds_text, &run_seeds)) {
+        std::fprintf(stderr,
+                     "teller eval: --seeds expects A-B or a comma list of whole numbers (at most "
+                     "100 seeds), got '%s'\n",
+                     seeds_text.c_str());
+        return 2;
+      }
     } else if (a == "--report") {
       if (!value(&report)) return 2;
     } else if (a == "--write-predictions") {
@@ -171,6 +207,16 @@ int EvalCommand(const std::vector<std::string>& args) {
   if (data.empty()) {
     std::fprintf(stderr, "teller eval: give the dataset with --data DIR\n\n%s", kHelp);
     return 2;
+  }
+  if (run_seeds.empty()) {
+    run_seeds = {seed};
+  } else {
+    seed = run_seeds.front();  // the seed of the printed tables
+    if (json && run_seeds.size() > 1) {
+      std::fprintf(stderr, "teller eval: --json prints one seed; --seeds gives %zu\n",
+                   run_seeds.size());
+      return 2;
+    }
   }
   if (!methods_text.empty() && !predictions_path.empty()) {
     std::fprintf(stderr, "teller eval: give either --method or --predictions, not both\n");
@@ -277,77 +323,96 @@ int EvalCommand(const std::vector<std::string>& args) {
   eval::MethodRunner runner(ds, seed, progress);
   std::vector<SplitResult> results;
   std::string predictions_out;
-  for (eval::SplitKind kind : splits) {
-    auto folds = eval::MakeFolds(ds, kind, seed);
-    if (!folds.ok()) {
-      std::fprintf(stderr, "teller eval: %s\n", folds.status().message().c_str());
-      return 1;
-    }
-    SplitResult sr;
-    sr.kind = kind;
-    sr.folds = std::move(folds).value();
-    if (kind == eval::SplitKind::kRequest) {
-      // The paper's protocol: batch siblings share one engine-step record, so a test unit
-      // can sit on a record the methods were trained on.
-      const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, sr.folds.front());
-      sr.leakage = shared;
-      std::fprintf(stderr,
-                   "teller eval: warning: the request split leaks: %llu engine-step records are "
-                   "in both train and test (%llu of %zu test steps sit on one); prefer --split "
-                   "incident\n",
-                   static_cast<unsigned long long>(shared.records),
-                   static_cast<unsigned long long>(shared.test_units),
-                   sr.folds.front().test.size());
-    }
-    for (size_t m = 0; m < method_count; ++m) {
-      const std::string display = given ? std::string("predictions") : methods[m].display;
-      std::vector<eval::Scores> fold_scores;
-      std::map<std::string, eval::MechanismRecall> by_mechanism;
-      const auto tm = std::chrono::steady_clock::now();
-      for (const eval::Fold& fold : sr.folds) {
-        eval::Predictions local;
-        const eval::Predictions* p = nullptr;
-        if (given) {
-          p = &*given;
-        } else {
-          auto r = runner.Predict(methods[m], fold);
-          if (!r.ok()) {
-            std::fprintf(stderr, "teller eval: %s: %s\n", methods[m].name.c_str(),
-                         r.status().message().c_str());
-            return 1;
+  // --seeds: everything below once per seed; the tables of the first seed are printed, and
+  // every seed's Table 2 rows feed the table over seeds.
+  std::vector<eval::SeedRow> seed_rows;
+  for (size_t si = 0; si < run_seeds.size(); ++si) {
+    const uint64_t run_seed = run_seeds[si];
+    const bool primary = si == 0;
+    runner.set_seed(run_seed);
+    for (eval::SplitKind kind : splits) {
+      auto folds = eval::MakeFolds(ds, kind, run_seed);
+      if (!folds.ok()) {
+        std::fprintf(stderr, "teller eval: %s\n", folds.status().message().c_str());
+        return 1;
+      }
+      SplitResult sr;
+      sr.kind = kind;
+      sr.folds = std::move(folds).value();
+      if (kind == eval::SplitKind::kRequest && primary) {
+        // The paper's protocol: batch siblings share one engine-step record, so a test unit
+        // can sit on a record the methods were trained on.
+        const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, sr.folds.front());
+        sr.leakage = shared;
+        std::fprintf(stderr,
+                     "teller eval: warning: the request split leaks: %llu engine-step records are "
+                     "in both train and test (%llu of %zu test steps sit on one); prefer --split "
+                     "incident\n",
+                     static_cast<unsigned long long>(shared.records),
+                     static_cast<unsigned long long>(shared.test_units),
+                     sr.folds.front().test.size());
+      }
+      for (size_t m = 0; m < method_count; ++m) {
+        const std::string display = given ? std::string("predictions") : methods[m].display;
+        std::vector<eval::Scores> fold_scores;
+        std::map<std::string, eval::MechanismRecall> by_mechanism;
+        const auto tm = std::chrono::steady_clock::now();
+        for (const eval::Fold& fold : sr.folds) {
+          eval::Predictions local;
+          const eval::Predictions* p = nullptr;
+          if (given) {
+            p = &*given;
+          } else {
+            auto r = runner.Predict(methods[m], fold);
+            if (!r.ok()) {
+              std::fprintf(stderr, "teller eval: %s: %s\n", methods[m].name.c_str(),
+                           r.status().message().c_str());
+              return 1;
+            }
+            local = std::move(r).value();
+            p = &local;
           }
-          local = std::move(r).value();
-          p = &local;
+          eval::ScoreOptions so;
+          so.low_prior_options.seed = run_seed;
+          fold_scores.push_back(eval::ScoreUnits(ds, *p, fold.test, so));
+          eval::AddMechanismRecall(ds, *p, fold.test, timing_invisible, &by_mechanism);
+          if (!write_predictions.empty() && kind == splits.front() && primary) {
+            predictions_out += eval::PredictionsToJsonl(ds, *p, fold.test);
+          }
+          for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+            sr.fold_rows.push_back(
+                {display, eval::SplitName(kind), fold.name, eval::ViewName(v), fold_scores.back()});
+          }
         }
-        eval::ScoreOptions so;
-        so.low_prior_options.seed = seed;
-        fold_scores.push_back(eval::ScoreUnits(ds, *p, fold.test, so));
-        eval::AddMechanismRecall(ds, *p, fold.test, timing_invisible, &by_mechanism);
-        if (!write_predictions.empty() && kind == splits.front()) {
-          predictions_out += eval::PredictionsToJsonl(ds, *p, fold.test);
+        sr.mechanisms.emplace_back(display, std::move(by_mechanism));
+        const eval::Scores mean = eval::AverageScores(fold_scores);
+        for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+          sr.mean_rows.push_back({display, eval::SplitName(kind),
+                                  sr.folds.size() == 1 ? sr.folds[0].name : "mean",
+                                  eval::ViewName(v), mean});
         }
         for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
-          sr.fold_rows.push_back(
-              {display, eval::SplitName(kind), fold.name, eval::ViewName(v), fold_scores.back()});
+          auto it = std::find_if(seed_rows.begin(), seed_rows.end(), [&](const eval::SeedRow& r) {
+            return r.method == display && r.split == eval::SplitName(kind) &&
+                   r.view == eval::ViewName(v);
+          });
+          if (it == seed_rows.end()) {
+            seed_rows.push_back({display, eval::SplitName(kind), eval::ViewName(v), {}});
+            it = std::prev(seed_rows.end());
+          }
+          it->seeds.push_back(mean);
+        }
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s: split %s, seed %llu scored (%.1f s)", display.c_str(),
+                      eval::SplitName(kind), static_cast<unsigned long long>(run_seed),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - tm).count());
+        progress(buf);
+        if (json && primary) {
+          std::fputs(eval::ScoresJson(mean, eval::SplitName(kind), seed).c_str(), stdout);
         }
       }
-      sr.mechanisms.emplace_back(display, std::move(by_mechanism));
-      const eval::Scores mean = eval::AverageScores(fold_scores);
-      for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
-        sr.mean_rows.push_back({display, eval::SplitName(kind),
-                                sr.folds.size() == 1 ? sr.folds[0].name : "mean", eval::ViewName(v),
-                                mean});
-      }
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "%s: split %s scored (%.1f s)", display.c_str(),
-                    eval::SplitName(kind),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - tm).count());
-      progress(buf);
-      if (json) {
-        std::fputs(eval::ScoresJson(mean, eval::SplitName(kind), seed).c_str(), stdout);
-      }
+      if (primary) results.push_back(std::move(sr));
     }
-    results.push_back(std::move(sr));
   }
   for (const auto& [name, value] : runner.counters().items()) {
     if (!quiet)
@@ -391,6 +456,11 @@ int EvalCommand(const std::vector<std::string>& args) {
     text += "\nLow prior, split " + std::string(eval::SplitName(sr.kind)) +
             " (test steps resampled to the fault prior, 50 repetitions; mean ± sd):\n";
     text += eval::LowPriorMarkdown(sr.mean_rows);
+  }
+  std::string seed_table;
+  if (run_seeds.size() > 1) {
+    seed_table = eval::SeedTableMarkdown(seed_rows, seeds_text);
+    text += "\nTable 2 over seeds (" + std::to_string(run_seeds.size()) + "):\n" + seed_table;
   }
   if (!json) std::fputs(text.c_str(), stdout);
 
@@ -438,6 +508,7 @@ int EvalCommand(const std::vector<std::string>& args) {
       all_mean.insert(all_mean.end(), sr.mean_rows.begin(), sr.mean_rows.end());
       all_folds.insert(all_folds.end(), sr.fold_rows.begin(), sr.fold_rows.end());
     }
+    if (!seed_table.empty()) md += "\n## Table 2 over seeds\n\n" + seed_table;
     if (const auto counters = runner.counters().items(); !counters.empty()) {
       md += "\n## Counters\n\n";
       for (const auto& [name, value] : counters)
@@ -448,7 +519,9 @@ int EvalCommand(const std::vector<std::string>& args) {
              {"table2.csv", eval::Table2Csv(all_mean)},
              {"per_fold.csv", eval::Table2Csv(all_folds)},
              {"low_prior.csv", eval::LowPriorCsv(all_mean)},
-             {"mechanism_recall.csv", mechanism_csv}}) {
+             {"mechanism_recall.csv", mechanism_csv},
+             {"seeds.csv", run_seeds.size() > 1 ? eval::SeedTableCsv(seed_rows) : ""}}) {
+      if (body.empty() && file == "seeds.csv") continue;
       if (Status st = WriteText(report + "/" + file, body); !st.ok()) {
         std::fprintf(stderr, "teller eval: %s\n", st.message().c_str());
         return 1;

@@ -2,6 +2,7 @@
 #include "teller/eval/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -705,6 +706,82 @@ std::string MechanismRecallCsv(const std::string& split, const std::string& meth
              std::to_string(pv.positives) + "," + std::to_string(pv.detected) + "," + Num(recall) +
              "," + std::to_string(pv.without_evidence) + "," +
              std::to_string(pv.without_evidence_detected) + "\n";
+    }
+  }
+  return out;
+}
+
+double StudentT975(size_t dof) {
+  static constexpr double kT[31] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                    2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                    2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                    2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  return dof <= 30 ? kT[dof] : 1.96;
+}
+
+MeanInterval MeanWithInterval(const std::vector<double>& values) {
+  MeanInterval out;
+  out.n = values.size();
+  if (values.empty()) return out;
+  double sum = 0;
+  for (double v : values) sum += v;
+  out.mean = sum / static_cast<double>(values.size());
+  if (values.size() < 2) return out;
+  double ss = 0;
+  for (double v : values) ss += (v - out.mean) * (v - out.mean);
+  const double sd = std::sqrt(ss / static_cast<double>(values.size() - 1));
+  out.half = StudentT975(values.size() - 1) * sd / std::sqrt(static_cast<double>(values.size()));
+  return out;
+}
+
+namespace {
+struct SeedMetric {
+  const char* name;
+  double (*get)(const ViewScores&);
+};
+constexpr SeedMetric kSeedMetrics[] = {
+    {"step P", [](const ViewScores& s) { return s.step.precision; }},
+    {"step R", [](const ViewScores& s) { return s.step.recall; }},
+    {"step F1", [](const ViewScores& s) { return s.step.f1; }},
+    {"op macro+ F1", [](const ViewScores& s) { return s.op.macro_plus.f1; }},
+    {"op det R", [](const ViewScores& s) { return s.op.detection_recall; }},
+    {"op F1|det", [](const ViewScores& s) { return s.op.detected.f1; }},
+    {"type acc", [](const ViewScores& s) { return s.fault.accuracy; }},
+    {"type mF1", [](const ViewScores& s) { return s.fault.macro_f1; }},
+};
+MeanInterval SeedMetricOf(const SeedRow& r, const SeedMetric& m) {
+  const View v = r.view == "horizontal" ? View::kHorizontal : View::kVertical;
+  std::vector<double> values;
+  for (const Scores& s : r.seeds) values.push_back(m.get(s.view(v)));
+  return MeanWithInterval(values);
+}
+}  // namespace
+
+std::string SeedTableMarkdown(const std::vector<SeedRow>& rows, const std::string& seeds) {
+  std::string out = "Mean ± 95 % interval over seeds " + seeds + ".\n\n| split | method | view |";
+  for (const SeedMetric& m : kSeedMetrics) out += std::string(" ") + m.name + " |";
+  out += "\n|---|---|---|";
+  for (size_t i = 0; i < std::size(kSeedMetrics); ++i) out += "---:|";
+  out += "\n";
+  for (const SeedRow& r : rows) {
+    out += "| " + r.split + " | " + r.method + " | " + (r.view == "horizontal" ? "H" : "V") + " |";
+    for (const SeedMetric& m : kSeedMetrics) {
+      const MeanInterval mi = SeedMetricOf(r, m);
+      out += " " + Num(mi.mean, 3) + " ± " + Num(mi.half, 3) + " |";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string SeedTableCsv(const std::vector<SeedRow>& rows) {
+  std::string out = "split,method,view,metric,seeds,mean,ci95_low,ci95_high\n";
+  for (const SeedRow& r : rows) {
+    for (const SeedMetric& m : kSeedMetrics) {
+      const MeanInterval mi = SeedMetricOf(r, m);
+      out += CsvField(r.split) + "," + CsvField(r.method) + "," + r.view + "," + m.name + "," +
+             std::to_string(mi.n) + "," + Num(mi.mean) + "," + Num(mi.mean - mi.half) + "," +
+             Num(mi.mean + mi.half) + "\n";
     }
   }
   return out;

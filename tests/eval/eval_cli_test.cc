@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -569,6 +570,44 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
     }
   }
   EXPECT_GT(Lines(ReadText(report + "/low_prior.csv")).size(), 1u);
+}
+
+// --seeds 1-3: the table over seeds shows the mean of what --seed 1, 2 and 3 give alone
+// (printed to 3 digits), and its interval; the report gets seeds.csv.
+TEST_F(EvalCliTest, SeedsGiveMeanAndIntervalOfSingleSeedRuns) {
+  std::vector<double> f1;
+  for (int seed = 1; seed <= 3; ++seed) {
+    const Outcome o = Run("eval --data " + Ds() + " --method svm-stat --split incident --json -q " +
+                          "--seed " + std::to_string(seed));
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    ASSERT_EQ(p.parse(o.out).get(doc), simdjson::SUCCESS) << o.out;
+    f1.push_back(doc["vertical"]["step"]["f1"].get_double().value());
+  }
+  const double mean = (f1[0] + f1[1] + f1[2]) / 3;
+  double ss = 0;
+  for (double x : f1) ss += (x - mean) * (x - mean);
+  const double half = 4.303 * std::sqrt(ss / 2) / std::sqrt(3.0);  // t(2) = 4.303
+  const std::string report = tmp_ + "/seeds-report";
+  const Outcome o =
+      Run("eval --data " + Ds() + " --method svm-stat --split incident --seeds 1-3 -q --report '" +
+          report + "'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("Table 2 over seeds (3)"), std::string::npos) << o.out;
+  const std::vector<std::string> csv = Lines(ReadText(report + "/seeds.csv"));
+  bool found = false;
+  for (const std::string& line : csv) {
+    if (line.rfind("incident,LinearSVM (stat),vertical,step F1,3,", 0) != 0) continue;
+    found = true;
+    const std::vector<std::string> f = Split(line, ',');
+    ASSERT_EQ(f.size(), 8u);
+    EXPECT_NEAR(std::stod(f[5]), mean, 1e-4) << line;
+    EXPECT_NEAR(std::stod(f[7]) - std::stod(f[5]), half, 2e-4) << line;
+  }
+  EXPECT_TRUE(found) << ReadText(report + "/seeds.csv");
+  EXPECT_NE(Run("eval --data " + Ds() + " --method svm-stat --seeds 3-1").exit_code, 0);
+  EXPECT_NE(Run("eval --data " + Ds() + " --method svm-stat --seeds 1-3 --json").exit_code, 0);
 }
 
 TEST_F(EvalCliTest, ErrorsAreClear) {

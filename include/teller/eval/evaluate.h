@@ -145,6 +145,31 @@ std::string MechanismRecallMarkdown(const std::string& method,
 std::string MechanismRecallCsv(const std::string& split, const std::string& method,
                                const std::map<std::string, MechanismRecall>& rows, bool header);
 
+// ---- Variance over seeds -------------------------------------------------------------
+
+// Mean and 95 % confidence interval of the mean of `values` (Student's t with n - 1
+// degrees of freedom: mean ± t · s / √n, s the sample standard deviation). One value: the
+// interval is that value (half = 0); none: all 0.
+struct MeanInterval {
+  double mean = 0, half = 0;  // the interval is [mean - half, mean + half]
+  size_t n = 0;
+};
+MeanInterval MeanWithInterval(const std::vector<double>& values);
+// The two-sided 97.5 % quantile of Student's t with `dof` degrees of freedom (exact
+// table to 30, then 1.96 as the normal limit; dof 0 gives 0).
+double StudentT975(size_t dof);
+
+// Table 2 over seeds: for each (split, method, view), the Scores of every seed (same
+// order in every row). Markdown with mean ± half-width of the 95 % interval of the
+// headline metrics: step P, R, F1, Macro+ F1, detection recall, F1 on detected, fault-type
+// accuracy and macro F1.
+struct SeedRow {
+  std::string method, split, view;
+  std::vector<Scores> seeds;
+};
+std::string SeedTableMarkdown(const std::vector<SeedRow>& rows, const std::string& seeds);
+std::string SeedTableCsv(const std::vector<SeedRow>& rows);
+
 // ---- Output ----------------------------------------------------------------------------
 
 // The `--json` object: {"horizontal": {...}, "vertical": {...}, "split": .., "seed": ..}.

@@ -68,6 +68,10 @@ class MethodRunner {
   // train units and calibrates on its validation units; teller-numeric needs neither).
   Result<Predictions> Predict(const MethodSpec& method, const Fold& fold);
 
+  // The seed of the models trained from now on (`teller eval --seeds`); cached
+  // predictions that no seed affects (teller-numeric) are kept.
+  void set_seed(uint64_t seed) { seed_ = seed; }
+
   // Counters worth printing (evidence without a local id, units without a diagnosis...).
   const Counters& counters() const { return counters_; }
 
