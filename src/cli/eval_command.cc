@@ -270,12 +270,10 @@ int EvalCommand(const std::vector<std::string>& args) {
     if (!quiet) std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   };
   const auto t0 = std::chrono::steady_clock::now();
-  bool baselines = false;
-  for (const eval::MethodSpec& m : methods)
-    baselines |=
-        m.kind != eval::MethodKind::kTellerNumeric && m.kind != eval::MethodKind::kLabelCopy;
+  // The step records' columns feed the baselines' features and, for every method, the
+  // root-cause keys (operator family and rank of each node).
   eval::LoadOptions load;
-  load.columns = baselines;  // the step records' columns feed only the baselines' features
+  load.columns = true;
   auto loaded = eval::LoadDataset(data, load);
   if (!loaded.ok()) {
     std::fprintf(stderr, "teller eval: %s\n", loaded.status().message().c_str());

@@ -354,6 +354,23 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
   return folds;
 }
 
+uint64_t RootCauseKey(const StepColumns& record, uint32_t node) {
+  const uint64_t family = (static_cast<uint64_t>(record.name[node]) << 3) | record.layer[node];
+  return (family << 20) | static_cast<uint32_t>(record.rank[node] + 1) % (1u << 20);
+}
+
+std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uint32_t>& labelled) {
+  std::vector<uint32_t> out;
+  for (uint32_t n : labelled) {
+    if (n < record.size() && record.layer[n] != kLayerComm) out.push_back(n);
+  }
+  if (!out.empty()) return out;
+  for (uint32_t n : labelled) {
+    if (n < record.size()) out.push_back(n);
+  }
+  return out;
+}
+
 Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
                   const std::vector<uint32_t>& units, const ScoreOptions& options) {
   Scores out;
@@ -364,6 +381,8 @@ Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
     ViewScores& vs = out.views[static_cast<int>(v)];
     BinaryCounts counts;
     OperatorAccumulator ops;
+    RootCauseAccumulator roots;
+    std::vector<uint64_t> ranked, truth;
     std::vector<std::string> fault_labels, fault_predicted, candidates, references;
     std::vector<uint8_t> labels, flags;
     std::vector<double> scores;
@@ -376,6 +395,18 @@ Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
       vs.missing += !p.present;
       counts.Add(label.is_anomaly, p.abnormal);
       ops.Add(p.abnormal ? p.nodes : kEmpty, label.nodes, p.abnormal);
+      if (label.is_anomaly && !label.nodes.empty()) {
+        const StepColumns& rec = ds.settings[u.setting].records[u.record];
+        if (rec.size() > 0) {
+          truth.clear();
+          ranked.clear();
+          for (uint32_t n : RootNodes(rec, label.nodes)) truth.push_back(RootCauseKey(rec, n));
+          for (uint32_t n : p.nodes) {
+            if (n < rec.size()) ranked.push_back(RootCauseKey(rec, n));
+          }
+          roots.Add(ranked, truth, p.abnormal);
+        }
+      }
       labels.push_back(label.is_anomaly);
       flags.push_back(p.abnormal);
       scores.push_back(p.present ? p.score : 0.0);
@@ -390,6 +421,7 @@ Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
     }
     vs.step = ComputeStepMetrics(counts);
     vs.op = ops.Finish();
+    vs.root = roots.Finish();
     vs.fault = ComputeFaultTypeMetrics(fault_labels, fault_predicted, classes);
     vs.bleu = CorpusBleu(candidates, references);
     if (options.low_prior)
@@ -416,6 +448,9 @@ Scores AverageScores(const std::vector<Scores>& folds) {
       o.step.positives += s.step.positives;
       o.step.predicted_positives += s.step.predicted_positives;
       o.op.detection_recall += s.op.detection_recall / n;
+      o.root.top1 += s.root.top1 / n;
+      o.root.top3 += s.root.top3 / n;
+      o.root.units += s.root.units;
       for (auto [dst, src] :
            {std::pair{&o.op.macro, &s.op.macro}, std::pair{&o.op.macro_plus, &s.op.macro_plus},
             std::pair{&o.op.detected, &s.op.detected}}) {
@@ -498,6 +533,8 @@ std::string ScoresJson(const Scores& s, const std::string& split, uint64_t seed)
           .Field("jaccard", a.jaccard)
           .Close();
     }
+    op.Key("root_cause");
+    JsonObjectWriter(out, kScore).Field("top1", vs.root.top1).Field("top3", vs.root.top3).Close();
     op.Key("macro_plus_detected");
     JsonObjectWriter(out, kScore)
         .Field("detection_recall", vs.op.detection_recall)
@@ -541,7 +578,9 @@ std::vector<std::string> RowCells(const TableRow& r, int digits) {
           Num(s.bleu.bleu[2], digits),
           Num(s.bleu.bleu[3], digits),
           Num(s.op.detection_recall, digits),
-          Num(s.op.detected.f1, digits)};
+          Num(s.op.detected.f1, digits),
+          Num(s.root.top1, digits),
+          Num(s.root.top3, digits)};
 }
 
 const std::vector<std::string>& Header() {
@@ -549,14 +588,15 @@ const std::vector<std::string>& Header() {
       "method",     "view",        "step acc",   "step P",      "step R",       "step F1",
       "op macro P", "op macro F1", "op macro J", "op macro+ P", "op macro+ F1", "op macro+ J",
       "type acc",   "type mR",     "type mF1",   "BLEU-1",      "BLEU-2",       "BLEU-3",
-      "BLEU-4",     "op det R",    "op F1|det"};
+      "BLEU-4",     "op det R",    "op F1|det",  "root top-1",  "root top-3"};
   return h;
 }
 
 // The headline tables (text and Markdown) leave plain Macro out: a method that says
 // "normal" everywhere scores high on it (both-empty sets count 1). It stays in the CSV
 // and the JSON.
-constexpr size_t kHeadline[] = {0, 1, 2, 3, 4, 5, 9, 10, 11, 19, 20, 12, 13, 14, 15, 16, 17, 18};
+constexpr size_t kHeadline[] = {0,  1,  2,  3,  4,  5,  9,  10, 11, 19,
+                                20, 21, 22, 12, 13, 14, 15, 16, 17, 18};
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -574,26 +614,27 @@ std::string Table2Text(const std::vector<TableRow>& rows) {
   // Grouped like the paper's Table 2: step | operator Macro | Macro+ | fault type | BLEU.
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-34s %-2s | %-23s | %-29s | %-17s | %s\n", "", "", "step",
-                "op macro+ (= det R x F1|det)", "fault type", "BLEU");
+  std::snprintf(line, sizeof line, "%-34s %-2s | %-23s | %-29s | %-11s | %-17s | %s\n", "", "",
+                "step", "op macro+ (= det R x F1|det)", "root cause", "fault type", "BLEU");
   out += line;
-  std::snprintf(
-      line, sizeof line,
-      "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s %5s %5s | %5s %5s %5s | %5s %5s %5s %5s\n",
-      "method", "v", "acc", "P", "R", "F1", "P", "F1", "J", "detR", "F1|d", "acc", "mR", "mF1", "1",
-      "2", "3", "4");
+  std::snprintf(line, sizeof line,
+                "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s %5s %5s | %5s %5s | %5s %5s %5s | %5s "
+                "%5s %5s %5s\n",
+                "method", "v", "acc", "P", "R", "F1", "P", "F1", "J", "detR", "F1|d", "top1",
+                "top3", "acc", "mR", "mF1", "1", "2", "3", "4");
   out += line;
   for (const TableRow& r : rows) {
     const std::vector<std::string> all = RowCells(r, 3);
     std::vector<std::string> c;
     for (size_t k : kHeadline) c.push_back(all[k]);
     std::snprintf(line, sizeof line,
-                  "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s %5s %5s | %5s %5s %5s | %5s %5s "
-                  "%5s %5s\n",
+                  "%-34s %-2s | %5s %5s %5s %5s | %5s %5s %5s %5s %5s | %5s %5s | %5s %5s %5s | "
+                  "%5s %5s %5s %5s\n",
                   c[0].substr(0, 34).c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(),
                   c[4].c_str(), c[5].c_str(), c[6].c_str(), c[7].c_str(), c[8].c_str(),
                   c[9].c_str(), c[10].c_str(), c[11].c_str(), c[12].c_str(), c[13].c_str(),
-                  c[14].c_str(), c[15].c_str(), c[16].c_str(), c[17].c_str());
+                  c[14].c_str(), c[15].c_str(), c[16].c_str(), c[17].c_str(), c[18].c_str(),
+                  c[19].c_str());
     out += line;
   }
   return out;
@@ -746,6 +787,8 @@ constexpr SeedMetric kSeedMetrics[] = {
     {"op macro+ F1", [](const ViewScores& s) { return s.op.macro_plus.f1; }},
     {"op det R", [](const ViewScores& s) { return s.op.detection_recall; }},
     {"op F1|det", [](const ViewScores& s) { return s.op.detected.f1; }},
+    {"root top-1", [](const ViewScores& s) { return s.root.top1; }},
+    {"root top-3", [](const ViewScores& s) { return s.root.top3; }},
     {"type acc", [](const ViewScores& s) { return s.fault.accuracy; }},
     {"type mF1", [](const ViewScores& s) { return s.fault.macro_f1; }},
 };

@@ -335,4 +335,33 @@ std::vector<LowPriorRow> LowPrior(std::span<const uint8_t> labels,
   return rows;
 }
 
+bool TopKHit(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, size_t k) {
+  std::vector<uint64_t> seen;
+  for (const uint64_t key : ranked) {
+    if (seen.size() >= k) break;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (std::find(truth.begin(), truth.end(), key) != truth.end()) return true;
+  }
+  return false;
+}
+
+void RootCauseAccumulator::Add(std::span<const uint64_t> ranked, std::span<const uint64_t> truth,
+                               bool detected) {
+  if (truth.empty()) return;
+  ++n_;
+  if (!detected) return;
+  top1_ += TopKHit(ranked, truth, 1);
+  top3_ += TopKHit(ranked, truth, 3);
+}
+
+RootCauseMetrics RootCauseAccumulator::Finish() const {
+  RootCauseMetrics m;
+  m.units = n_;
+  if (n_ == 0) return m;
+  m.top1 = static_cast<double>(top1_) / static_cast<double>(n_);
+  m.top3 = static_cast<double>(top3_) / static_cast<double>(n_);
+  return m;
+}
+
 }  // namespace teller::eval

@@ -512,7 +512,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::vector<std::string>>> per_fold;
   for (size_t i = 1; i < folds.size(); ++i) {
     const std::vector<std::string> f = Split(folds[i], ',');
-    ASSERT_EQ(f.size(), 23u) << folds[i];
+    ASSERT_EQ(f.size(), 25u) << folds[i];
     per_fold[{f[0], f[2], f[3]}].push_back(f);
   }
   EXPECT_EQ(folds.size(), 1 + methods * 2 * (1 + 2 + 2));
@@ -521,7 +521,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::string>> table;
   for (size_t i = 1; i < csv.size(); ++i) {
     const std::vector<std::string> row = Split(csv[i], ',');
-    ASSERT_EQ(row.size(), 23u) << csv[i];
+    ASSERT_EQ(row.size(), 25u) << csv[i];
     const Key key{row[0], row[2], row[3]};
     table[key] = row;
     ASSERT_TRUE(per_fold.count(key)) << csv[i];
@@ -533,7 +533,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
       for (const auto& f : fs) groups.insert(f[1]);
       EXPECT_EQ(groups, (std::set<std::string>{"sglang", "vllm-v1-online"})) << csv[i];
     }
-    for (size_t c = 4; c < 23; ++c) {
+    for (size_t c = 4; c < 25; ++c) {
       double mean = 0;
       for (const auto& f : fs) mean += std::stod(f[c]) / static_cast<double>(fs.size());
       EXPECT_NEAR(std::stod(row[c]), mean, 1.0001e-4) << csv[0] << "\n" << csv[i];

@@ -148,6 +148,32 @@ TEST(OperatorAccumulatorTest, MacroPlusIsDetectionRecallTimesDetectedF1) {
   EXPECT_EQ(OperatorAccumulator().Finish().detection_recall, 0);
 }
 
+// Top-k on distinct keys: ranked 5 5 7 9 2 -> distinct 5 7 9 2; truth {9}: top-1 no,
+// top-3 yes (5, 7, 9), top-2 no. Duplicates do not use up the k places.
+TEST(RootCauseTest, TopKHitOnDistinctKeys) {
+  const std::vector<uint64_t> ranked = {5, 5, 7, 9, 2}, nine = {9}, five = {5}, none = {};
+  EXPECT_FALSE(TopKHit(ranked, nine, 1));
+  EXPECT_FALSE(TopKHit(ranked, nine, 2));
+  EXPECT_TRUE(TopKHit(ranked, nine, 3));
+  EXPECT_TRUE(TopKHit(ranked, five, 1));
+  EXPECT_FALSE(TopKHit(ranked, none, 3));
+  EXPECT_FALSE(TopKHit(ranked, five, 0));
+  // Units: hit at 1; hit at 3 only; detected but wrong; missed (ranked ignored); no truth
+  // (not counted). top-1 = 1/4, top-3 = 2/4.
+  RootCauseAccumulator acc;
+  acc.Add(five, five, true);
+  acc.Add(ranked, nine, true);
+  const std::vector<uint64_t> other = {1, 2, 3, 4};
+  acc.Add(other, nine, true);
+  acc.Add(five, five, false);
+  acc.Add(five, none, true);
+  const RootCauseMetrics m = acc.Finish();
+  EXPECT_EQ(m.units, 4u);
+  EXPECT_DOUBLE_EQ(m.top1, 0.25);
+  EXPECT_DOUBLE_EQ(m.top3, 0.5);
+  EXPECT_EQ(RootCauseAccumulator().Finish().top1, 0);
+}
+
 TEST(OperatorAccumulatorTest, NoLabelledSetsGivesZeroMacroPlus) {
   OperatorAccumulator acc;
   acc.Add({}, {});

@@ -82,6 +82,7 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& dataset, SplitKind kind, uint
 struct ViewScores {
   StepMetrics step;
   OperatorMetrics op;
+  RootCauseMetrics root;  // needs the step records' columns (else units = 0)
   FaultTypeMetrics fault;
   BleuScores bleu;
   std::vector<LowPriorRow> low_prior;
@@ -97,12 +98,22 @@ struct ScoreOptions {
   LowPriorOptions low_prior_options;
 };
 
+// Root-cause keys of a step record: (operator family = name and layer, rank) of node i.
+uint64_t RootCauseKey(const StepColumns& record, uint32_t node);
+// The root nodes among a view's labelled nodes: the ones outside the COMM layer (what the
+// fault acted on: slowed kernels, inflated calls, stalled allocations), or, when all are
+// COMM (a link or NCCL fault), all of them. Collectives that widened because a peer was
+// late are impact, not cause. (The ground truth does not mark roots itself.)
+std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uint32_t>& labelled);
+
 // Scores `predictions` on `units`, per view:
 // - step: label = the view's is_anomaly; prediction = abnormal (absent = normal);
 // - operator sets: P_i = the prediction's nodes when it is abnormal, else empty;
 //   O_i = the view's affected_nodes;
 // - fault type over the units labelled abnormal in the view, five categories; a unit
 //   predicted normal has no category and counts as wrong;
+// - root cause: top-1/top-3 hit rate of the prediction's nodes (in order) as root-cause
+//   keys against the keys of RootNodes, over the units with root nodes in the view;
 // - BLEU over the units labelled abnormal in the view with a reference explanation;
 //   candidate = the prediction's explanation when abnormal, else empty;
 // - low prior from the step labels, flags and scores.

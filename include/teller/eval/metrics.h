@@ -161,6 +161,26 @@ void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[UniformIndex(rng, i)]);
 }
 
+// ---- Root cause: top-k hit rate on (operator family, rank) --------------------------
+
+// Whether one of the first k distinct keys of `ranked` (a method's evidence in its order,
+// as root-cause keys) is in `truth`. k = 0 or an empty truth: false.
+bool TopKHit(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, size_t k);
+
+struct RootCauseMetrics {
+  double top1 = 0, top3 = 0;  // hit rates over the units with a root-cause label
+  uint64_t units = 0;
+};
+class RootCauseAccumulator {
+ public:
+  // `detected` false (the method said normal) counts as a miss whatever `ranked` holds.
+  void Add(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, bool detected);
+  RootCauseMetrics Finish() const;
+
+ private:
+  uint64_t n_ = 0, top1_ = 0, top3_ = 0;
+};
+
 }  // namespace teller::eval
 
 #endif  // TELLER_EVAL_METRICS_H_
