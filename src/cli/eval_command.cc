@@ -107,6 +107,7 @@ struct SplitResult {
   // Per method: the mean row and one row per fold.
   std::vector<eval::TableRow> mean_rows, fold_rows;
   std::optional<eval::SharedRecordCount> leakage;  // request split only
+  std::vector<eval::TableRow> step_rows;           // Table 2 on engine-step units
   // Recall per fault mechanism, per method (summed over folds).
   std::vector<std::pair<std::string, std::map<std::string, eval::MechanismRecall>>> mechanisms;
 };
@@ -318,6 +319,7 @@ int EvalCommand(const std::vector<std::string>& args) {
   for (const sim::Mechanism m :
        {sim::Mechanism::kStarvation, sim::Mechanism::kMisroute, sim::Mechanism::kOpReorder})
     timing_invisible.insert(sim::Info(m).name);
+  const eval::EngineStepUnits engine_steps = eval::CollapseToEngineSteps(ds);
   eval::MethodRunner runner(ds, seed, progress);
   std::vector<SplitResult> results;
   std::string predictions_out;
@@ -352,7 +354,7 @@ int EvalCommand(const std::vector<std::string>& args) {
       }
       for (size_t m = 0; m < method_count; ++m) {
         const std::string display = given ? std::string("predictions") : methods[m].display;
-        std::vector<eval::Scores> fold_scores;
+        std::vector<eval::Scores> fold_scores, step_scores;
         std::map<std::string, eval::MechanismRecall> by_mechanism;
         const auto tm = std::chrono::steady_clock::now();
         for (const eval::Fold& fold : sr.folds) {
@@ -374,6 +376,13 @@ int EvalCommand(const std::vector<std::string>& args) {
           so.low_prior_options.seed = run_seed;
           fold_scores.push_back(eval::ScoreUnits(ds, *p, fold.test, so));
           eval::AddMechanismRecall(ds, *p, fold.test, timing_invisible, &by_mechanism);
+          if (primary) {
+            eval::ScoreOptions step_options;
+            step_options.low_prior = false;
+            step_scores.push_back(eval::ScoreUnits(
+                engine_steps.dataset, eval::CollapsePredictions(engine_steps, *p, fold.test),
+                eval::EngineStepsOf(engine_steps, fold.test), step_options));
+          }
           if (!write_predictions.empty() && kind == splits.front() && primary) {
             predictions_out += eval::PredictionsToJsonl(ds, *p, fold.test);
           }
@@ -384,6 +393,14 @@ int EvalCommand(const std::vector<std::string>& args) {
         }
         sr.mechanisms.emplace_back(display, std::move(by_mechanism));
         const eval::Scores mean = eval::AverageScores(fold_scores);
+        if (primary) {
+          const eval::Scores step_mean = eval::AverageScores(step_scores);
+          for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+            sr.step_rows.push_back({display, eval::SplitName(kind),
+                                    sr.folds.size() == 1 ? sr.folds[0].name : "mean",
+                                    eval::ViewName(v), step_mean});
+          }
+        }
         for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
           sr.mean_rows.push_back({display, eval::SplitName(kind),
                                   sr.folds.size() == 1 ? sr.folds[0].name : "mean",
@@ -446,6 +463,15 @@ int EvalCommand(const std::vector<std::string>& args) {
       for (eval::TableRow& r : rows) r.method += " @ " + r.fold;
       text += eval::Table2Text(rows);
     }
+    {
+      size_t steps = 0;
+      for (const eval::Fold& f : sr.folds)
+        steps += eval::EngineStepsOf(engine_steps, f.test).size();
+      text += "\nTable 2, split " + std::string(eval::SplitName(sr.kind)) +
+              ", engine-step units (" + std::to_string(steps) +
+              " test engine steps; a step is abnormal when any of its " + "requests is)\n";
+      text += eval::Table2Text(sr.step_rows);
+    }
     if (sr.mechanisms.size() == 1) {
       text += "\nRecall per fault mechanism, split " + std::string(eval::SplitName(sr.kind)) +
               " (test steps, summed over folds):\n";
@@ -473,6 +499,7 @@ int EvalCommand(const std::vector<std::string>& args) {
                      std::to_string(seed) + ". Metrics and splits: docs/eval.md.\n";
     std::vector<eval::TableRow> all_mean, all_folds;
     std::string mechanism_csv;
+    std::vector<eval::TableRow> all_steps;
     for (const SplitResult& sr : results) {
       const std::string split = eval::SplitName(sr.kind);
       md += "\n## Table 2, split " + split + "\n\n";
@@ -493,6 +520,11 @@ int EvalCommand(const std::vector<std::string>& args) {
         for (eval::TableRow& r : rows) r.method += " @ " + r.fold;
         md += eval::Table2Markdown(rows);
       }
+      md += "\n### Table 2 on engine-step units (" + split +
+            " split)\n\nOne unit per engine step: abnormal when any of its requests is; "
+            "predicted abnormal when the method says so for any of them.\n\n" +
+            eval::Table2Markdown(sr.step_rows);
+      all_steps.insert(all_steps.end(), sr.step_rows.begin(), sr.step_rows.end());
       md += "\n### Recall per fault mechanism (" + split +
             " split)\n\nTest steps labelled abnormal in each view, summed over folds; "
             "\"without evidence\": those of them with no evidence node in the view. The "
@@ -518,6 +550,7 @@ int EvalCommand(const std::vector<std::string>& args) {
              {"per_fold.csv", eval::Table2Csv(all_folds)},
              {"low_prior.csv", eval::LowPriorCsv(all_mean)},
              {"mechanism_recall.csv", mechanism_csv},
+             {"table2_engine_steps.csv", eval::Table2Csv(all_steps)},
              {"seeds.csv", run_seeds.size() > 1 ? eval::SeedTableCsv(seed_rows) : ""}}) {
       if (body.empty() && file == "seeds.csv") continue;
       if (Status st = WriteText(report + "/" + file, body); !st.ok()) {
@@ -526,7 +559,8 @@ int EvalCommand(const std::vector<std::string>& args) {
       }
     }
     progress("wrote " + report +
-             "/report.md, table2.csv, per_fold.csv, low_prior.csv, mechanism_recall.csv");
+             "/report.md, table2.csv, table2_engine_steps.csv, per_fold.csv, low_prior.csv, "
+             "mechanism_recall.csv");
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "done in %.1f s",

@@ -430,6 +430,88 @@ Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
   return out;
 }
 
+EngineStepUnits CollapseToEngineSteps(const Dataset& ds) {
+  EngineStepUnits out;
+  out.dataset.root = ds.root;
+  for (const Setting& st : ds.settings) {
+    Setting copy;
+    copy.name = st.name;
+    copy.source = st.source;
+    copy.engine = st.engine;
+    copy.records.resize(st.records.size());
+    for (size_t r = 0; r < st.records.size(); ++r) copy.records[r].seq = st.records[r].seq;
+    out.dataset.settings.push_back(std::move(copy));
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> index;
+  out.unit_of.resize(ds.units.size());
+  for (uint32_t i = 0; i < ds.units.size(); ++i) {
+    const Unit& u = ds.units[i];
+    auto [it, fresh] =
+        index.try_emplace({u.setting, u.record}, static_cast<uint32_t>(out.dataset.units.size()));
+    out.unit_of[i] = it->second;
+    if (fresh) {
+      Unit step = u;
+      step.request = "";  // the engine step, not one of its requests
+      step.is_anomaly = false;
+      step.fault_type.clear();
+      step.mechanism.clear();
+      step.explanation.clear();
+      step.views[0] = step.views[1] = ViewLabel{};
+      out.dataset.units.push_back(std::move(step));
+    }
+    Unit& step = out.dataset.units[it->second];
+    if (u.is_anomaly && !step.is_anomaly) {
+      step.fault_type = u.fault_type;
+      step.mechanism = u.mechanism;
+      step.explanation = u.explanation;
+    }
+    step.is_anomaly |= u.is_anomaly;
+    for (int v = 0; v < 2; ++v) {
+      ViewLabel& l = step.views[v];
+      l.is_anomaly |= u.views[v].is_anomaly;
+      l.nodes.insert(l.nodes.end(), u.views[v].nodes.begin(), u.views[v].nodes.end());
+      std::sort(l.nodes.begin(), l.nodes.end());
+      l.nodes.erase(std::unique(l.nodes.begin(), l.nodes.end()), l.nodes.end());
+    }
+  }
+  return out;
+}
+
+std::vector<uint32_t> EngineStepsOf(const EngineStepUnits& steps,
+                                    const std::vector<uint32_t>& units) {
+  std::vector<uint32_t> out;
+  for (uint32_t i : units) out.push_back(steps.unit_of[i]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Predictions CollapsePredictions(const EngineStepUnits& steps, const Predictions& predictions,
+                                const std::vector<uint32_t>& units) {
+  Predictions out;
+  out.units.resize(steps.dataset.units.size());
+  for (uint32_t i : units) {
+    if (i >= predictions.units.size()) continue;
+    for (View v : kViews) {
+      const Prediction& p = predictions.at(i, v);
+      if (!p.present) continue;
+      Prediction& q = out.at(steps.unit_of[i], v);
+      if (!q.present) {
+        q = p;
+        continue;
+      }
+      q.score = std::max(q.score, p.score);
+      if (p.abnormal && !q.abnormal) {
+        q.abnormal = true;
+        q.fault_type = p.fault_type;
+        q.nodes = p.nodes;
+        q.explanation = p.explanation;
+      }
+    }
+  }
+  return out;
+}
+
 Scores AverageScores(const std::vector<Scores>& folds) {
   Scores out;
   if (folds.empty()) return out;

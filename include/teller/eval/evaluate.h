@@ -120,6 +120,25 @@ std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uin
 Scores ScoreUnits(const Dataset& dataset, const Predictions& predictions,
                   const std::vector<uint32_t>& units, const ScoreOptions& options = {});
 
+// Engine-step units (the incidents' own unit, beside the paper's per-request units): one
+// unit per engine step (setting, record). Its label per view is abnormal when any of its
+// requests is, with the union of their evidence nodes and the first abnormal request's
+// fault type, mechanism and explanation; a prediction is abnormal when the method says so
+// for any of its requests (score: the highest; nodes, fault type, explanation: of the
+// first abnormal one). The collapsed dataset's settings keep their names but not the
+// records' columns (no root-cause keys in this view).
+struct EngineStepUnits {
+  Dataset dataset;                // one unit per engine step, in order of first appearance
+  std::vector<uint32_t> unit_of;  // per original unit: its engine-step unit
+};
+EngineStepUnits CollapseToEngineSteps(const Dataset& dataset);
+// The engine-step units of `units` (each once, ascending).
+std::vector<uint32_t> EngineStepsOf(const EngineStepUnits& steps,
+                                    const std::vector<uint32_t>& units);
+// `predictions` of the original units `units`, collapsed onto their engine steps.
+Predictions CollapsePredictions(const EngineStepUnits& steps, const Predictions& predictions,
+                                const std::vector<uint32_t>& units);
+
 // Mean of every number over folds (the counts are summed).
 Scores AverageScores(const std::vector<Scores>& folds);
 
