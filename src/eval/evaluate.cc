@@ -638,7 +638,9 @@ std::string ScoresJson(const Scores& s, const std::string& split, uint64_t seed)
 
 namespace {
 
-std::vector<std::string> RowCells(const TableRow& r, int digits) {
+// `headline`: the text and Markdown tables, which show "-" for a root-cause rate with no
+// unit to rate (the CSV keeps 0, as the JSON does).
+std::vector<std::string> RowCells(const TableRow& r, int digits, bool headline = false) {
   const ViewScores& s = r.scores.view(r.view == "horizontal" ? View::kHorizontal : View::kVertical);
   return {r.method,
           r.view == "horizontal" ? "H" : "V",
@@ -661,8 +663,8 @@ std::vector<std::string> RowCells(const TableRow& r, int digits) {
           Num(s.bleu.bleu[3], digits),
           Num(s.op.detection_recall, digits),
           Num(s.op.detected.f1, digits),
-          Num(s.root.top1, digits),
-          Num(s.root.top3, digits)};
+          headline && s.root.units == 0 ? "-" : Num(s.root.top1, digits),
+          headline && s.root.units == 0 ? "-" : Num(s.root.top3, digits)};
 }
 
 const std::vector<std::string>& Header() {
@@ -706,7 +708,7 @@ std::string Table2Text(const std::vector<TableRow>& rows) {
                 "top3", "acc", "mR", "mF1", "1", "2", "3", "4");
   out += line;
   for (const TableRow& r : rows) {
-    const std::vector<std::string> all = RowCells(r, 3);
+    const std::vector<std::string> all = RowCells(r, 3, true);
     std::vector<std::string> c;
     for (size_t k : kHeadline) c.push_back(all[k]);
     std::snprintf(line, sizeof line,
@@ -730,7 +732,7 @@ std::string Table2Markdown(const std::vector<TableRow>& rows) {
   out += '\n';
   for (const TableRow& r : rows) {
     out += "|";
-    const std::vector<std::string> c = RowCells(r, 3);
+    const std::vector<std::string> c = RowCells(r, 3, true);
     for (size_t k : kHeadline) out += " " + c[k] + " |";
     out += '\n';
   }
