@@ -13,6 +13,7 @@ t1=$(date +%s.%N)
 "$build/bin/teller" dataset build "$work/raw" --out "$work/ds" 2>/dev/null
 t2=$(date +%s.%N)
 "$build/bin/teller" dataset stats "$work/ds"
+echo "dataset on disk: $(du -sh "$work/ds" | cut -f1) (steps.jsonl: $(cat "$work"/ds/*/steps.jsonl | wc -c) bytes)"
 python3 - "$t0" "$t1" "$t2" <<'PY'
 import sys
 t0, t1, t2 = map(float, sys.argv[1:])

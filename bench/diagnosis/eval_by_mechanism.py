@@ -8,6 +8,11 @@ of that mechanism; recall = positives predicted abnormal / positives. Also print
 false-positive rate on the steps without a fault.
 
 usage: bench/diagnosis/eval_by_mechanism.py RAW_DIR PREDICTIONS.jsonl
+
+`teller eval` now prints this table itself (per unit rather than per engine step, with the
+timing-invisible mechanisms apart and the positives without evidence nodes counted on
+their own; `--report` writes mechanism_recall.csv, docs/eval.md). This script stays for
+the commands recorded in bench/README.md.
 """
 import collections
 import json

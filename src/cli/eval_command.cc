@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,13 +17,15 @@
 #include "teller/eval/evaluate.h"
 #include "teller/eval/methods.h"
 #include "teller/eval/predictions.h"
+#include "teller/sim/faults.h"
 
 namespace teller::cli {
 namespace {
 
 constexpr const char* kHelp =
     "usage: teller eval --data DIR (--method NAME[,NAME...] | --predictions FILE)\n"
-    "                   [--split request|engine|run[,...]] [--seed S] [--json] [--report OUT]\n"
+    "                   [--split incident|engine|request|run[,...]] [--seed S] [--json]\n"
+    "                   [--seeds A-B] [--report OUT]\n"
     "                   [--write-predictions FILE] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
@@ -32,15 +36,21 @@ constexpr const char* kHelp =
     "  --method NAME          teller-numeric (the diagnosis of `teller diagnose`, no\n"
     "                         training) or a baseline with stat or struct features:\n"
     "                         kmeans, dbscan, iforest, gmm, svm, random-forest, xgboost\n"
-    "                         (e.g. random-forest-struct); a comma list; all\n"
+    "                         (e.g. random-forest-struct); label-copy (a leakage probe:\n"
+    "                         the label of the training step nearest in time); a comma\n"
+    "                         list; all\n"
     "  --predictions FILE     score another tool's predictions (JSON lines; docs/eval.md)\n"
-    "  --split KIND           request: request-disjoint 80/10/10 per setting, scored on the\n"
-    "                         test part (default); engine: train on the other engines, test\n"
-    "                         on each in turn, averaged; run: the same per setting (run)\n"
+    "  --split KIND           incident (default): fault windows and healthy time blocks\n"
+    "                         kept whole, 80/10/10, scored on the test part; engine: train\n"
+    "                         on the other engines, test on each in turn, averaged; run: the\n"
+    "                         same per setting (run); request: the paper's request-disjoint\n"
+    "                         80/10/10, which leaks (batch siblings share a step record)\n"
     "  --seed S               split and resampling seed (default 1)\n"
+    "  --seeds A-B|A,B,..     repeat everything per seed (split, models, resampling) and\n"
+    "                         add Table 2 as mean ± 95 % interval over the seeds\n"
     "  --json                 print one method's scores as JSON (one split)\n"
     "  --report OUT           write OUT/report.md and CSV tables (default splits:\n"
-    "                         request,engine; default method: all)\n"
+    "                         incident,engine; default method: all)\n"
     "  --write-predictions F  write the (one) method's predictions for the test steps\n"
     "  -q                     no progress lines\n";
 
@@ -51,6 +61,29 @@ bool ParseSeed(const std::string& text, uint64_t* out) {
   if (end == text.c_str() || *end != '\0' || text[0] == '-') return false;
   *out = v;
   return true;
+}
+
+// "A-B" (inclusive) or "A,B,C".
+bool ParseSeeds(const std::string& text, std::vector<uint64_t>* out) {
+  out->clear();
+  const size_t dash = text.find('-');
+  if (dash != std::string::npos) {
+    uint64_t a = 0, b = 0;
+    if (!ParseSeed(text.substr(0, dash), &a) || !ParseSeed(text.substr(dash + 1), &b) || b < a ||
+        b - a >= 100)
+      return false;
+    for (uint64_t s = a; s <= b; ++s) out->push_back(s);
+    return true;
+  }
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    uint64_t s = 0;
+    if (!ParseSeed(text.substr(begin, comma - begin), &s)) return false;
+    out->push_back(s);
+    begin = comma + 1;
+  }
+  return !out->empty() && out->size() <= 100;
 }
 
 std::vector<std::string> SplitList(const std::string& text) {
@@ -73,6 +106,10 @@ struct SplitResult {
   std::vector<eval::Fold> folds;
   // Per method: the mean row and one row per fold.
   std::vector<eval::TableRow> mean_rows, fold_rows;
+  std::optional<eval::SharedRecordCount> leakage;  // request split only
+  std::vector<eval::TableRow> step_rows;           // Table 2 on engine-step units
+  // Recall per fault mechanism, per method (summed over folds).
+  std::vector<std::pair<std::string, std::map<std::string, eval::MechanismRecall>>> mechanisms;
 };
 
 std::string Percent(uint64_t a, uint64_t b) {
@@ -82,11 +119,40 @@ std::string Percent(uint64_t a, uint64_t b) {
   return buf;
 }
 
+std::string LeakageNote(const eval::SharedRecordCount& shared, size_t test_units) {
+  return "WARNING: this split leaks: " + std::to_string(shared.records) +
+         " engine-step records are in train and test; " + std::to_string(shared.test_units) +
+         " of " + std::to_string(test_units) +
+         " test steps sit on a record trained on (batch siblings).\n";
+}
+
+// The positive rate of the test units per view (mean over folds): flagging units at
+// random at that rate scores step precision, recall and F1 equal to it, the bar a method
+// (and the label-copy probe) has to clear.
+std::string BaseRateNote(const eval::Dataset& ds, const std::vector<eval::Fold>& folds) {
+  double rate[2] = {0, 0};
+  for (const eval::Fold& f : folds) {
+    for (int v = 0; v < 2; ++v) {
+      uint64_t pos = 0;
+      for (uint32_t i : f.test) pos += ds.units[i].views[v].is_anomaly;
+      rate[v] += f.test.empty() ? 0.0 : static_cast<double>(pos) / f.test.size() / folds.size();
+    }
+  }
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "Base rate (abnormal test steps): H %.3f, V %.3f; random flags at that rate "
+                "score step P = R = F1 = the rate.\n",
+                rate[1], rate[0]);
+  return buf;
+}
+
 }  // namespace
 
 int EvalCommand(const std::vector<std::string>& args) {
   std::string data, methods_text, predictions_path, splits_text, report, write_predictions;
   uint64_t seed = 1;
+  std::string seeds_text;
+  std::vector<uint64_t> run_seeds;
   bool json = false, quiet = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -117,6 +183,15 @@ int EvalCommand(const std::vector<std::string>& args) {
                      v.c_str());
         return 2;
       }
+    } else if (a == "--seeds") {
+      if (!value(&seeds_text)) return 2;
+      if (!ParseSeeds(seeds_text, &run_seeds)) {
+        std::fprintf(stderr,
+                     "teller eval: --seeds expects A-B or a comma list of whole numbers (at most "
+                     "100 seeds), got '%s'\n",
+                     seeds_text.c_str());
+        return 2;
+      }
     } else if (a == "--report") {
       if (!value(&report)) return 2;
     } else if (a == "--write-predictions") {
@@ -134,6 +209,16 @@ int EvalCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller eval: give the dataset with --data DIR\n\n%s", kHelp);
     return 2;
   }
+  if (run_seeds.empty()) {
+    run_seeds = {seed};
+  } else {
+    seed = run_seeds.front();  // the seed of the printed tables
+    if (json && run_seeds.size() > 1) {
+      std::fprintf(stderr, "teller eval: --json prints one seed; --seeds gives %zu\n",
+                   run_seeds.size());
+      return 2;
+    }
+  }
   if (!methods_text.empty() && !predictions_path.empty()) {
     std::fprintf(stderr, "teller eval: give either --method or --predictions, not both\n");
     return 2;
@@ -145,7 +230,7 @@ int EvalCommand(const std::vector<std::string>& args) {
     }
     methods_text = "all";
   }
-  if (splits_text.empty()) splits_text = report.empty() ? "request" : "request,engine";
+  if (splits_text.empty()) splits_text = report.empty() ? "incident" : "incident,engine";
 
   std::vector<eval::MethodSpec> methods;
   if (!methods_text.empty()) {
@@ -186,10 +271,10 @@ int EvalCommand(const std::vector<std::string>& args) {
     if (!quiet) std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   };
   const auto t0 = std::chrono::steady_clock::now();
-  bool baselines = false;
-  for (const eval::MethodSpec& m : methods) baselines |= m.kind != eval::MethodKind::kTellerNumeric;
+  // The step records' columns feed the baselines' features and, for every method, the
+  // root-cause keys (operator family and rank of each node).
   eval::LoadOptions load;
-  load.columns = baselines;  // the step records' columns feed only the baselines' features
+  load.columns = true;
   auto loaded = eval::LoadDataset(data, load);
   if (!loaded.ok()) {
     std::fprintf(stderr, "teller eval: %s\n", loaded.status().message().c_str());
@@ -229,64 +314,120 @@ int EvalCommand(const std::vector<std::string>& args) {
     }
   }
 
+  // Mechanisms that operator timing cannot show: reported apart (docs/eval.md).
+  std::set<std::string> timing_invisible;
+  for (const sim::Mechanism m :
+       {sim::Mechanism::kStarvation, sim::Mechanism::kMisroute, sim::Mechanism::kOpReorder})
+    timing_invisible.insert(sim::Info(m).name);
+  const eval::EngineStepUnits engine_steps = eval::CollapseToEngineSteps(ds);
   eval::MethodRunner runner(ds, seed, progress);
   std::vector<SplitResult> results;
   std::string predictions_out;
-  for (eval::SplitKind kind : splits) {
-    auto folds = eval::MakeFolds(ds, kind, seed);
-    if (!folds.ok()) {
-      std::fprintf(stderr, "teller eval: %s\n", folds.status().message().c_str());
-      return 1;
-    }
-    SplitResult sr;
-    sr.kind = kind;
-    sr.folds = std::move(folds).value();
-    for (size_t m = 0; m < method_count; ++m) {
-      const std::string display = given ? std::string("predictions") : methods[m].display;
-      std::vector<eval::Scores> fold_scores;
-      const auto tm = std::chrono::steady_clock::now();
-      for (const eval::Fold& fold : sr.folds) {
-        eval::Predictions local;
-        const eval::Predictions* p = nullptr;
-        if (given) {
-          p = &*given;
-        } else {
-          auto r = runner.Predict(methods[m], fold);
-          if (!r.ok()) {
-            std::fprintf(stderr, "teller eval: %s: %s\n", methods[m].name.c_str(),
-                         r.status().message().c_str());
-            return 1;
+  // --seeds: everything below once per seed; the tables of the first seed are printed, and
+  // every seed's Table 2 rows feed the table over seeds.
+  std::vector<eval::SeedRow> seed_rows;
+  for (size_t si = 0; si < run_seeds.size(); ++si) {
+    const uint64_t run_seed = run_seeds[si];
+    const bool primary = si == 0;
+    runner.set_seed(run_seed);
+    for (eval::SplitKind kind : splits) {
+      auto folds = eval::MakeFolds(ds, kind, run_seed);
+      if (!folds.ok()) {
+        std::fprintf(stderr, "teller eval: %s\n", folds.status().message().c_str());
+        return 1;
+      }
+      SplitResult sr;
+      sr.kind = kind;
+      sr.folds = std::move(folds).value();
+      if (kind == eval::SplitKind::kRequest && primary) {
+        // The paper's protocol: batch siblings share one engine-step record, so a test unit
+        // can sit on a record the methods were trained on.
+        const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, sr.folds.front());
+        sr.leakage = shared;
+        std::fprintf(stderr,
+                     "teller eval: warning: the request split leaks: %llu engine-step records are "
+                     "in both train and test (%llu of %zu test steps sit on one); prefer --split "
+                     "incident\n",
+                     static_cast<unsigned long long>(shared.records),
+                     static_cast<unsigned long long>(shared.test_units),
+                     sr.folds.front().test.size());
+      }
+      for (size_t m = 0; m < method_count; ++m) {
+        const std::string display = given ? std::string("predictions") : methods[m].display;
+        std::vector<eval::Scores> fold_scores, step_scores;
+        std::map<std::string, eval::MechanismRecall> by_mechanism;
+        const auto tm = std::chrono::steady_clock::now();
+        for (const eval::Fold& fold : sr.folds) {
+          eval::Predictions local;
+          const eval::Predictions* p = nullptr;
+          if (given) {
+            p = &*given;
+          } else {
+            auto r = runner.Predict(methods[m], fold);
+            if (!r.ok()) {
+              std::fprintf(stderr, "teller eval: %s: %s\n", methods[m].name.c_str(),
+                           r.status().message().c_str());
+              return 1;
+            }
+            local = std::move(r).value();
+            p = &local;
           }
-          local = std::move(r).value();
-          p = &local;
+          eval::ScoreOptions so;
+          so.low_prior_options.seed = run_seed;
+          fold_scores.push_back(eval::ScoreUnits(ds, *p, fold.test, so));
+          eval::AddMechanismRecall(ds, *p, fold.test, timing_invisible, &by_mechanism);
+          if (primary) {
+            eval::ScoreOptions step_options;
+            step_options.low_prior = false;
+            step_scores.push_back(eval::ScoreUnits(
+                engine_steps.dataset, eval::CollapsePredictions(engine_steps, *p, fold.test),
+                eval::EngineStepsOf(engine_steps, fold.test), step_options));
+          }
+          if (!write_predictions.empty() && kind == splits.front() && primary) {
+            predictions_out += eval::PredictionsToJsonl(ds, *p, fold.test);
+          }
+          for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+            sr.fold_rows.push_back(
+                {display, eval::SplitName(kind), fold.name, eval::ViewName(v), fold_scores.back()});
+          }
         }
-        eval::ScoreOptions so;
-        so.low_prior_options.seed = seed;
-        fold_scores.push_back(eval::ScoreUnits(ds, *p, fold.test, so));
-        if (!write_predictions.empty() && kind == splits.front()) {
-          predictions_out += eval::PredictionsToJsonl(ds, *p, fold.test);
+        sr.mechanisms.emplace_back(display, std::move(by_mechanism));
+        const eval::Scores mean = eval::AverageScores(fold_scores);
+        if (primary) {
+          const eval::Scores step_mean = eval::AverageScores(step_scores);
+          for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+            sr.step_rows.push_back({display, eval::SplitName(kind),
+                                    sr.folds.size() == 1 ? sr.folds[0].name : "mean",
+                                    eval::ViewName(v), step_mean});
+          }
         }
         for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
-          sr.fold_rows.push_back(
-              {display, eval::SplitName(kind), fold.name, eval::ViewName(v), fold_scores.back()});
+          sr.mean_rows.push_back({display, eval::SplitName(kind),
+                                  sr.folds.size() == 1 ? sr.folds[0].name : "mean",
+                                  eval::ViewName(v), mean});
+        }
+        for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
+          auto it = std::find_if(seed_rows.begin(), seed_rows.end(), [&](const eval::SeedRow& r) {
+            return r.method == display && r.split == eval::SplitName(kind) &&
+                   r.view == eval::ViewName(v);
+          });
+          if (it == seed_rows.end()) {
+            seed_rows.push_back({display, eval::SplitName(kind), eval::ViewName(v), {}});
+            it = std::prev(seed_rows.end());
+          }
+          it->seeds.push_back(mean);
+        }
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s: split %s, seed %llu scored (%.1f s)", display.c_str(),
+                      eval::SplitName(kind), static_cast<unsigned long long>(run_seed),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - tm).count());
+        progress(buf);
+        if (json && primary) {
+          std::fputs(eval::ScoresJson(mean, eval::SplitName(kind), seed).c_str(), stdout);
         }
       }
-      const eval::Scores mean = eval::AverageScores(fold_scores);
-      for (eval::View v : {eval::View::kHorizontal, eval::View::kVertical}) {
-        sr.mean_rows.push_back({display, eval::SplitName(kind),
-                                sr.folds.size() == 1 ? sr.folds[0].name : "mean", eval::ViewName(v),
-                                mean});
-      }
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "%s: split %s scored (%.1f s)", display.c_str(),
-                    eval::SplitName(kind),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - tm).count());
-      progress(buf);
-      if (json) {
-        std::fputs(eval::ScoresJson(mean, eval::SplitName(kind), seed).c_str(), stdout);
-      }
+      if (primary) results.push_back(std::move(sr));
     }
-    results.push_back(std::move(sr));
   }
   for (const auto& [name, value] : runner.counters().items()) {
     if (!quiet)
@@ -312,6 +453,8 @@ int EvalCommand(const std::vector<std::string>& args) {
         (sr.folds.size() > 1 ? ", mean over " + std::to_string(sr.folds.size()) + " held-out groups"
                              : "") +
         ")\n";
+    if (sr.leakage) text += LeakageNote(*sr.leakage, test);
+    text += BaseRateNote(ds, sr.folds);
     text += eval::Table2Text(sr.mean_rows);
     if (sr.folds.size() > 1) {
       text += "\nper held-out " +
@@ -320,9 +463,28 @@ int EvalCommand(const std::vector<std::string>& args) {
       for (eval::TableRow& r : rows) r.method += " @ " + r.fold;
       text += eval::Table2Text(rows);
     }
+    {
+      size_t steps = 0;
+      for (const eval::Fold& f : sr.folds)
+        steps += eval::EngineStepsOf(engine_steps, f.test).size();
+      text += "\nTable 2, split " + std::string(eval::SplitName(sr.kind)) +
+              ", engine-step units (" + std::to_string(steps) +
+              " test engine steps; a step is abnormal when any of its " + "requests is)\n";
+      text += eval::Table2Text(sr.step_rows);
+    }
+    if (sr.mechanisms.size() == 1) {
+      text += "\nRecall per fault mechanism, split " + std::string(eval::SplitName(sr.kind)) +
+              " (test steps, summed over folds):\n";
+      text += eval::MechanismRecallMarkdown(sr.mechanisms[0].first, sr.mechanisms[0].second);
+    }
     text += "\nLow prior, split " + std::string(eval::SplitName(sr.kind)) +
             " (test steps resampled to the fault prior, 50 repetitions; mean ± sd):\n";
     text += eval::LowPriorMarkdown(sr.mean_rows);
+  }
+  std::string seed_table;
+  if (run_seeds.size() > 1) {
+    seed_table = eval::SeedTableMarkdown(seed_rows, seeds_text);
+    text += "\nTable 2 over seeds (" + std::to_string(run_seeds.size()) + "):\n" + seed_table;
   }
   if (!json) std::fputs(text.c_str(), stdout);
 
@@ -336,11 +498,19 @@ int EvalCommand(const std::vector<std::string>& args) {
                      std::to_string(ds.units.size()) + " dataset steps. Seed " +
                      std::to_string(seed) + ". Metrics and splits: docs/eval.md.\n";
     std::vector<eval::TableRow> all_mean, all_folds;
+    std::string mechanism_csv;
+    std::vector<eval::TableRow> all_steps;
     for (const SplitResult& sr : results) {
       const std::string split = eval::SplitName(sr.kind);
       md += "\n## Table 2, split " + split + "\n\n";
       if (sr.folds.size() > 1)
         md += "Mean over the " + std::to_string(sr.folds.size()) + " held-out groups.\n\n";
+      if (sr.leakage) {
+        size_t test = 0;
+        for (const eval::Fold& f : sr.folds) test += f.test.size();
+        md += LeakageNote(*sr.leakage, test) + "\n";
+      }
+      md += BaseRateNote(ds, sr.folds) + "\n";
       md += eval::Table2Markdown(sr.mean_rows);
       if (sr.folds.size() > 1) {
         md += "\n### Per held-out " +
@@ -350,10 +520,25 @@ int EvalCommand(const std::vector<std::string>& args) {
         for (eval::TableRow& r : rows) r.method += " @ " + r.fold;
         md += eval::Table2Markdown(rows);
       }
+      md += "\n### Table 2 on engine-step units (" + split +
+            " split)\n\nOne unit per engine step: abnormal when any of its requests is; "
+            "predicted abnormal when the method says so for any of them.\n\n" +
+            eval::Table2Markdown(sr.step_rows);
+      all_steps.insert(all_steps.end(), sr.step_rows.begin(), sr.step_rows.end());
+      md += "\n### Recall per fault mechanism (" + split +
+            " split)\n\nTest steps labelled abnormal in each view, summed over folds; "
+            "\"without evidence\": those of them with no evidence node in the view. The "
+            "timing-invisible mechanisms follow apart; the last row is the false-alarm rate on "
+            "steps no fault acted on.\n\n";
+      for (const auto& [method, rows] : sr.mechanisms) {
+        md += eval::MechanismRecallMarkdown(method, rows) + "\n";
+        mechanism_csv += eval::MechanismRecallCsv(split, method, rows, mechanism_csv.empty());
+      }
       md += "\n### Low prior (" + split + " split)\n\n" + eval::LowPriorMarkdown(sr.mean_rows);
       all_mean.insert(all_mean.end(), sr.mean_rows.begin(), sr.mean_rows.end());
       all_folds.insert(all_folds.end(), sr.fold_rows.begin(), sr.fold_rows.end());
     }
+    if (!seed_table.empty()) md += "\n## Table 2 over seeds\n\n" + seed_table;
     if (const auto counters = runner.counters().items(); !counters.empty()) {
       md += "\n## Counters\n\n";
       for (const auto& [name, value] : counters)
@@ -363,13 +548,19 @@ int EvalCommand(const std::vector<std::string>& args) {
              {"report.md", md},
              {"table2.csv", eval::Table2Csv(all_mean)},
              {"per_fold.csv", eval::Table2Csv(all_folds)},
-             {"low_prior.csv", eval::LowPriorCsv(all_mean)}}) {
+             {"low_prior.csv", eval::LowPriorCsv(all_mean)},
+             {"mechanism_recall.csv", mechanism_csv},
+             {"table2_engine_steps.csv", eval::Table2Csv(all_steps)},
+             {"seeds.csv", run_seeds.size() > 1 ? eval::SeedTableCsv(seed_rows) : ""}}) {
+      if (body.empty() && file == "seeds.csv") continue;
       if (Status st = WriteText(report + "/" + file, body); !st.ok()) {
         std::fprintf(stderr, "teller eval: %s\n", st.message().c_str());
         return 1;
       }
     }
-    progress("wrote " + report + "/report.md, table2.csv, per_fold.csv, low_prior.csv");
+    progress("wrote " + report +
+             "/report.md, table2.csv, table2_engine_steps.csv, per_fold.csv, low_prior.csv, "
+             "mechanism_recall.csv");
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "done in %.1f s",

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "src/dataset/index_file.h"
+#include "src/dataset/input_check.h"
 #include "src/dataset/json_out.h"
 #include "teller/core/file_util.h"
 #include "teller/dataset/build.h"
@@ -155,8 +156,17 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
     for (size_t i = next++; i < jobs.size(); i = next++) {
       Job& job = jobs[i];
       const auto start = std::chrono::steady_clock::now();
+      // A missing or damaged input fails the setting: labels of a partial trace are wrong.
+      if (Status s = internal::CheckManifestFiles(job.dir); !s.ok()) {
+        job.result = Status::Error(job.name + ": " + s.message());
+        continue;
+      }
       Trace trace;
       if (Status s = ingest::ImportPath(job.dir, trace); !s.ok()) {
+        job.result = Status::Error(job.name + ": " + s.message());
+        continue;
+      }
+      if (Status s = internal::CheckImported(job.dir, job.truth, trace); !s.ok()) {
         job.result = Status::Error(job.name + ": " + s.message());
         continue;
       }

@@ -359,7 +359,8 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
   const auto truth_it = truth_step_.find(group.seq);
   const format::StepTruth* truth = nullptr;
   std::vector<uint32_t> vertical, horizontal;
-  std::string fault_type = "null";
+  std::string fault_type = "null", mechanism = "null";
+  int64_t fault_id = -1;
   if (truth_it != truth_step_.end()) {
     truth = &truth_.steps[truth_it->second];
     truth_step_used_[truth_it->second] = 1;
@@ -368,6 +369,9 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     if (const auto f = fault_.find(truth->fault); f != fault_.end()) {
       fault_type.clear();
       AppendJsonString(fault_type, f->second->category);
+      mechanism.clear();
+      AppendJsonString(mechanism, f->second->mechanism);
+      fault_id = f->second->id;
     }
     for (const std::string& q : truth->affected_requests) {
       const StringId id = trace_.strings.Find(q);
@@ -448,6 +452,12 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
         .Field("seq", static_cast<uint64_t>(group.seq))
         .FieldBool("is_anomaly", is_anomaly)
         .FieldRaw("fault_type", is_anomaly ? std::string_view(fault_type) : "null")
+        .FieldRaw("mechanism", is_anomaly ? std::string_view(mechanism) : "null")
+        // The engine step's time and fault window: what incident-disjoint splits group by
+        // (every request of the batch carries them, affected or not).
+        .Field("start_ns", static_cast<int64_t>(group.start_ns))
+        .Field("end_ns", static_cast<int64_t>(group.end_ns))
+        .Field("fault", fault_id)
         .Key("vertical");
     AppendView(jsonl, v_anomalous, v_nodes);
     line.Key("horizontal");

@@ -197,6 +197,30 @@ Status ReadSteps(const std::string& path, uint32_t setting_index, const LoadOpti
     TELLER_RETURN_IF_ERROR(ctx.Field(doc, "fault_type", &v));
     if (error_code e = ReadOptionalString(v, &u.fault_type))
       return fail(e, "\"fault_type\" is neither a string nor null");
+    // Optional (datasets written before steps.jsonl carried them lack these fields).
+    if (doc["mechanism"].get(v) == simdjson::SUCCESS) {
+      if (error_code e = ReadOptionalString(v, &u.mechanism))
+        return fail(e, "\"mechanism\" is neither a string nor null");
+    }
+    {
+      int64_t start = 0, stop = 0, fault = -1;
+      const error_code es = doc["start_ns"].get_int64().get(start);
+      const error_code ee = doc["end_ns"].get_int64().get(stop);
+      const error_code ef = doc["fault"].get_int64().get(fault);
+      if (es == simdjson::SUCCESS && ee == simdjson::SUCCESS && ef == simdjson::SUCCESS) {
+        u.start_ns = start;
+        u.end_ns = stop;
+        u.fault = fault;
+        u.has_incident = true;
+      } else if (es != simdjson::NO_SUCH_FIELD || ee != simdjson::NO_SUCH_FIELD ||
+                 ef != simdjson::NO_SUCH_FIELD) {
+        return fail(es != simdjson::SUCCESS   ? es
+                    : ee != simdjson::SUCCESS ? ee
+                                              : ef,
+                    "\"start_ns\", \"end_ns\" and \"fault\" must be whole numbers, all three "
+                    "or none");
+      }
+    }
     TELLER_RETURN_IF_ERROR(ctx.Field(doc, "vertical", &v));
     if (error_code e = ReadViewLabel(v, &u.views[0])) return fail(e, "bad \"vertical\" labels");
     TELLER_RETURN_IF_ERROR(ctx.Field(doc, "horizontal", &v));

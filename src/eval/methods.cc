@@ -33,6 +33,8 @@ std::vector<MethodSpec> AllMethods() {
   std::vector<MethodSpec> out;
   out.push_back(
       {"teller-numeric", "Teller (numeric)", MethodKind::kTellerNumeric, FeatureSet::kStat, false});
+  out.push_back(
+      {"label-copy", "Label copy (nearest)", MethodKind::kLabelCopy, FeatureSet::kStat, true});
   for (FeatureSet set : {FeatureSet::kStat, FeatureSet::kStruct}) {
     for (const Known& k : kBaselines) {
       MethodSpec m;
@@ -103,6 +105,48 @@ int FaultClass(const std::string& name) {
 }
 
 }  // namespace
+
+Result<Predictions> PredictLabelCopy(const Dataset& ds, const Fold& fold) {
+  // Training units of each setting by engine-step start time.
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> by_time(ds.settings.size());
+  for (uint32_t i : fold.train) {
+    const Unit& u = ds.units[i];
+    if (!u.has_incident) {
+      return Status::Error(ds.settings[u.setting].name +
+                           "/steps.jsonl: the steps carry no engine-step times (a dataset from "
+                           "an older `teller dataset build`); rebuild it");
+    }
+    by_time[u.setting].emplace_back(u.start_ns, i);
+  }
+  for (auto& v : by_time) std::sort(v.begin(), v.end());
+  Predictions out;
+  out.units.resize(ds.units.size());
+  for (uint32_t i : fold.test) {
+    const Unit& u = ds.units[i];
+    const auto& v = by_time[u.setting];
+    for (View view : kViews) out.at(i, view).present = true;
+    if (v.empty()) continue;  // nothing to copy: predicted normal
+    // The nearest start; a tie goes to the earlier unit (then the lower index).
+    auto it = std::lower_bound(v.begin(), v.end(), std::pair<int64_t, uint32_t>(u.start_ns, 0));
+    const std::pair<int64_t, uint32_t>* best = nullptr;
+    if (it != v.end()) best = &*it;
+    if (it != v.begin()) {
+      // The earliest unit at the previous start time.
+      auto prev = std::prev(it);
+      const int64_t t = prev->first;
+      while (prev != v.begin() && std::prev(prev)->first == t) --prev;
+      if (best == nullptr || u.start_ns - prev->first <= best->first - u.start_ns) best = &*prev;
+    }
+    const Unit& src = ds.units[best->second];
+    for (View view : kViews) {
+      Prediction& p = out.at(i, view);
+      p.abnormal = src.view(view).is_anomaly;
+      p.score = p.abnormal ? 1.0 : 0.0;
+      if (p.abnormal) p.fault_type = src.fault_type;
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> MethodNames() {
   std::vector<std::string> out;
@@ -179,6 +223,8 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
     // Predictions are the same whatever the fold (no training); only test units count.
     return *numeric_;
   }
+
+  if (method.kind == MethodKind::kLabelCopy) return PredictLabelCopy(ds, fold);
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
   const Features& f = FeaturesFor(method.features);

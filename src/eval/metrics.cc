@@ -60,7 +60,7 @@ SetScores ScoreSets(std::span<const uint32_t> predicted, std::span<const uint32_
 }
 
 void OperatorAccumulator::Add(std::span<const uint32_t> predicted,
-                              std::span<const uint32_t> labelled) {
+                              std::span<const uint32_t> labelled, bool detected) {
   const SetScores s = ScoreSets(predicted, labelled);
   auto add = [&s](SetScores& sum) {
     sum.precision += s.precision;
@@ -73,6 +73,10 @@ void OperatorAccumulator::Add(std::span<const uint32_t> predicted,
   if (!labelled.empty()) {
     add(plus_);
     ++n_plus_;
+    if (detected) {
+      add(detected_);
+      ++n_detected_;
+    }
   }
 }
 
@@ -87,7 +91,13 @@ OperatorMetrics OperatorAccumulator::Finish() const {
     a.jaccard = sum.jaccard / static_cast<double>(n);
     return a;
   };
-  return {mean(all_, n_all_), mean(plus_, n_plus_)};
+  OperatorMetrics m;
+  m.macro = mean(all_, n_all_);
+  m.macro_plus = mean(plus_, n_plus_);
+  m.detected = mean(detected_, n_detected_);
+  m.detection_recall =
+      n_plus_ == 0 ? 0.0 : static_cast<double>(n_detected_) / static_cast<double>(n_plus_);
+  return m;
 }
 
 FaultTypeMetrics ComputeFaultTypeMetrics(std::span<const std::string> labels,
@@ -323,6 +333,35 @@ std::vector<LowPriorRow> LowPrior(std::span<const uint8_t> labels,
     rows.push_back(row);
   }
   return rows;
+}
+
+bool TopKHit(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, size_t k) {
+  std::vector<uint64_t> seen;
+  for (const uint64_t key : ranked) {
+    if (seen.size() >= k) break;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (std::find(truth.begin(), truth.end(), key) != truth.end()) return true;
+  }
+  return false;
+}
+
+void RootCauseAccumulator::Add(std::span<const uint64_t> ranked, std::span<const uint64_t> truth,
+                               bool detected) {
+  if (truth.empty()) return;
+  ++n_;
+  if (!detected) return;
+  top1_ += TopKHit(ranked, truth, 1);
+  top3_ += TopKHit(ranked, truth, 3);
+}
+
+RootCauseMetrics RootCauseAccumulator::Finish() const {
+  RootCauseMetrics m;
+  m.units = n_;
+  if (n_ == 0) return m;
+  m.top1 = static_cast<double>(top1_) / static_cast<double>(n_);
+  m.top3 = static_cast<double>(top3_) / static_cast<double>(n_);
+  return m;
 }
 
 }  // namespace teller::eval

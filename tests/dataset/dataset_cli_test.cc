@@ -381,6 +381,55 @@ TEST_F(DatasetCliTest, PresetDirectoryInParallelAndIndexMerge) {
 
 // A small simulation with faults, built and summarised: labels agree with the ground
 // truth, every locator resolves to a node of its step, Table 1 adds up.
+// One rank's raw trace deleted or cut to a tenth: the build fails (exit 1) naming the
+// file, with the manifest (sizes recorded at the end of the run) and without it (the
+// ground truth's processes and the raw reader's damage counters); nothing is written.
+TEST_F(DatasetCliTest, MissingOrCutRawTraceFailsLoudly) {
+  const std::string ok = tmp_ + "/ok";
+  Outcome sim = Teller(
+      "simulate --profile vllm-v1-online --requests 4 --layers 2 --seed 2 --out '" + ok + "'");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  auto truth = format::ReadGroundTruth(ok + "/ground_truth.json");
+  ASSERT_TRUE(truth.ok());
+  ASSERT_GE(truth->processes.size(), 2u);
+  const format::ProcessTruth& victim = truth->processes[1];
+  const std::string file = victim.host + "." + std::to_string(victim.pid) + ".0.tlr";
+  ASSERT_EQ(std::system(("test -f '" + ok + "/" + file + "'").c_str()), 0) << file;
+  const Outcome intact = Teller("dataset build '" + ok + "' --out '" + tmp_ + "/ds-ok' -q");
+  ASSERT_EQ(intact.exit_code, 0) << intact.err;
+
+  struct Case {
+    const char* name;  // "deleted..." removes the file, "cut..." keeps its first tenth
+    bool manifest;
+    const char* expect;  // in the message, besides the setting
+  };
+  const std::string cut = "truncate -s $(( $(stat -c %s " + file + ") / 10 )) " + file;
+  const std::vector<Case> cases = {
+      {"deleted", true, ": missing (manifest.json lists it"},
+      {"cut", true, "bytes, but manifest.json records"},
+      {"deleted-nomanifest", false, "no raw trace of rank"},
+      {"cut-nomanifest", false, "the raw traces are damaged (raw."},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = tmp_ + "/" + c.name;
+    ASSERT_EQ(std::system(("cp -r '" + ok + "' '" + dir + "'").c_str()), 0);
+    const bool is_cut = std::string(c.name).rfind("cut", 0) == 0;
+    const std::string damage = is_cut ? cut : "rm " + file;
+    ASSERT_EQ(std::system(("cd '" + dir + "' && " + damage).c_str()), 0);
+    if (!c.manifest) ASSERT_EQ(std::remove((dir + "/manifest.json").c_str()), 0);
+    const std::string out = tmp_ + "/ds-" + c.name;
+    const Outcome o = Teller("dataset build '" + dir + "' --out '" + out + "' -q");
+    EXPECT_EQ(o.exit_code, 1) << o.err;
+    EXPECT_NE(o.err.find(c.expect), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find(truth->setting + ": "), std::string::npos) << o.err;
+    if (c.manifest) EXPECT_NE(o.err.find(dir + "/" + file), std::string::npos) << o.err;
+    if (!c.manifest && !is_cut)
+      EXPECT_NE(o.err.find("pid " + std::to_string(victim.pid)), std::string::npos) << o.err;
+    EXPECT_NE(std::system(("test -e '" + out + "/index.json'").c_str()), 0);
+  }
+}
+
 TEST_F(DatasetCliTest, SimulatedSettingEndToEnd) {
   const std::string raw = tmp_ + "/sim";
   Outcome sim = Teller(

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "simdjson.h"
+#include "teller/eval/dataset.h"
+#include "teller/eval/evaluate.h"
 #include "teller/eval/features.h"
 
 namespace teller {
@@ -72,6 +75,7 @@ struct Scores {
   double accuracy = 0, precision = 0, recall = 0, f1 = 0;
   double op_precision = 0, op_f1 = 0, op_jaccard = 0;
   double op_plus_precision = 0, op_plus_f1 = 0, op_plus_jaccard = 0;
+  double det_recall = 0, det_f1 = 0;  // Macro+ over the labelled steps predicted abnormal
   double type_accuracy = 0, type_macro_recall = 0, type_macro_f1 = 0;
 };
 double Ratio(double a, double b) { return b == 0 ? 0 : a / b; }
@@ -81,6 +85,7 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
   Scores s;
   double tp = 0, fp = 0, fn = 0, tn = 0;
   double op_p = 0, op_f = 0, op_j = 0, plus_p = 0, plus_f = 0, plus_j = 0, plus_n = 0;
+  double det_n = 0, det_f = 0;
   double type_n = 0, type_ok = 0;
   std::map<std::string, std::array<double, 3>> type;  // category -> labelled, predicted, correct
   for (const auto& [l, p] : units) {
@@ -107,6 +112,10 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
       plus_f += uf;
       plus_j += uj;
       ++plus_n;
+      if (p.abnormal) {
+        ++det_n;
+        det_f += uf;
+      }
     }
     if (l.abnormal) {
       // A missed fault is a misclassified one.
@@ -129,6 +138,8 @@ Scores Score(const std::vector<std::pair<Label, Prediction>>& units) {
   s.op_plus_precision = Ratio(plus_p, plus_n);
   s.op_plus_f1 = Ratio(plus_f, plus_n);
   s.op_plus_jaccard = Ratio(plus_j, plus_n);
+  s.det_recall = Ratio(det_n, plus_n);
+  s.det_f1 = Ratio(det_f, det_n);
   s.type_accuracy = Ratio(type_ok, type_n);
   double recall = 0, f1 = 0;
   for (const auto& [c, v] : type) {
@@ -269,6 +280,8 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
         mean.op_plus_precision += w * s.op_plus_precision;
         mean.op_plus_f1 += w * s.op_plus_f1;
         mean.op_plus_jaccard += w * s.op_plus_jaccard;
+        mean.det_recall += w * s.det_recall;
+        mean.det_f1 += w * s.det_f1;
         mean.type_accuracy += w * s.type_accuracy;
         mean.type_macro_recall += w * s.type_macro_recall;
         mean.type_macro_f1 += w * s.type_macro_f1;
@@ -288,6 +301,9 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
            "operator macro+ precision");
       near(v["operator"]["macro_plus"]["f1"], mean.op_plus_f1, "operator macro+ f1");
       near(v["operator"]["macro_plus"]["jaccard"], mean.op_plus_jaccard, "operator macro+ jaccard");
+      near(v["operator"]["macro_plus_detected"]["detection_recall"], mean.det_recall,
+           "operator detection recall");
+      near(v["operator"]["macro_plus_detected"]["f1"], mean.det_f1, "operator F1 on detected");
       near(v["fault_type"]["accuracy"], mean.type_accuracy, "fault type accuracy");
       near(v["fault_type"]["macro_recall"], mean.type_macro_recall, "fault type macro recall");
       near(v["fault_type"]["macro_f1"], mean.type_macro_f1, "fault type macro f1");
@@ -302,9 +318,58 @@ TEST_F(EvalCliTest, NumericJsonAndPredictionsFileAgree) {
   const Outcome t =
       Run("eval --data " + Ds() + " --predictions '" + tmp_ + "/teller-numeric-request.jsonl'");
   ASSERT_EQ(t.exit_code, 0) << t.err;
-  EXPECT_NE(t.out.find("Table 2, split request"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("Table 2, split incident"), std::string::npos) << t.out;  // the default
   EXPECT_NE(t.out.find("predictions                        H"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("| predictions | V | 5% |"), std::string::npos) << t.out;
+}
+
+// On the simulated dataset: the incident split puts no engine-step record and no fault
+// window in two parts (every request, batch sibling and rank of a fault's steps together);
+// the request split says how many records its test part shares with training.
+TEST_F(EvalCliTest, IncidentSplitSharesNoRecordAndRequestSplitWarns) {
+  auto loaded = eval::LoadDataset(tmp_ + "/ds", eval::LoadOptions{false, false});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const eval::Dataset& ds = loaded.value();
+  uint64_t abnormal = 0;
+  for (const auto& u : ds.units) {
+    ASSERT_TRUE(u.has_incident);
+    abnormal += u.is_anomaly;
+    if (u.is_anomaly) EXPECT_GE(u.fault, 0);
+    if (u.is_anomaly) EXPECT_FALSE(u.mechanism.empty());
+  }
+  ASSERT_GT(abnormal, 0u);
+  for (uint64_t seed : {1, 2, 3}) {
+    auto folds = eval::MakeFolds(ds, eval::SplitKind::kIncident, seed);
+    ASSERT_TRUE(folds.ok()) << folds.status().message();
+    const eval::Fold& f = folds->front();
+    std::map<std::pair<uint32_t, uint32_t>, std::set<int>> record_parts;
+    std::map<std::pair<uint32_t, int64_t>, std::set<int>> fault_parts;
+    int part = 0;
+    for (const std::vector<uint32_t>* units : {&f.train, &f.validation, &f.test}) {
+      for (uint32_t i : *units) {
+        record_parts[{ds.units[i].setting, ds.units[i].record}].insert(part);
+        if (ds.units[i].fault >= 0)
+          fault_parts[{ds.units[i].setting, ds.units[i].fault}].insert(part);
+      }
+      ++part;
+    }
+    EXPECT_EQ(f.train.size() + f.validation.size() + f.test.size(), ds.units.size());
+    for (const auto& [key, parts] : record_parts) EXPECT_EQ(parts.size(), 1u);
+    for (const auto& [key, parts] : fault_parts) EXPECT_EQ(parts.size(), 1u);
+    EXPECT_FALSE(fault_parts.empty());
+  }
+  auto request = eval::MakeFolds(ds, eval::SplitKind::kRequest, 1);
+  ASSERT_TRUE(request.ok());
+  const eval::SharedRecordCount shared = eval::CountSharedRecords(ds, request->front());
+  const Outcome o = Run("eval --data " + Ds() + " --method teller-numeric --split request -q");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("warning: the request split leaks: " + std::to_string(shared.records) +
+                       " engine-step records are in both train and test (" +
+                       std::to_string(shared.test_units) + " of " +
+                       std::to_string(request->front().test.size())),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("WARNING: this split leaks"), std::string::npos);
 }
 
 // The numeric method's node ids are the dataset builder's local ids: the nodes they name
@@ -415,11 +480,28 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   EXPECT_NE(md.find("## Table 2, split request"), std::string::npos);
   EXPECT_NE(md.find("### Per held-out engine (engine split)"), std::string::npos);
   EXPECT_NE(md.find("### Low prior (request split)"), std::string::npos);
+  EXPECT_NE(md.find("### Recall per fault mechanism (engine split)"), std::string::npos);
+  // One row per (split, method, mechanism or healthy, view) in mechanism_recall.csv; the
+  // positives of a method on the engine split are the dataset's abnormal units per view.
+  const std::vector<std::string> mech = Lines(ReadText(report + "/mechanism_recall.csv"));
+  ASSERT_GT(mech.size(), 1u);
+  EXPECT_EQ(mech[0].rfind("split,method,mechanism,timing_invisible,view,positives,", 0), 0u);
+  std::map<std::string, uint64_t> engine_positives;
+  for (size_t i = 1; i < mech.size(); ++i) {
+    const std::vector<std::string> f = Split(mech[i], ',');
+    ASSERT_EQ(f.size(), 10u) << mech[i];
+    if (f[0] == "engine" && f[1] == "RandomForest (stat)" && f[2] != "healthy")
+      engine_positives[f[4]] += std::stoull(f[5]);
+  }
+  std::map<std::string, uint64_t> abnormal;
+  for (const auto& [key, label] : Labels()) abnormal[key.second] += label.abnormal;
+  EXPECT_EQ(engine_positives["vertical"], abnormal["vertical"]);
+  EXPECT_EQ(engine_positives["horizontal"], abnormal["horizontal"]);
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 15 methods (13 without XGBoost) x 2 x 3.
-  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 13 : 15;
+  // One row per method, view and split: 16 methods (14 without XGBoost) x 2 x 3.
+  const size_t methods = r.out.find("XGBoost") == std::string::npos ? 14 : 16;
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).
@@ -430,7 +512,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::vector<std::string>>> per_fold;
   for (size_t i = 1; i < folds.size(); ++i) {
     const std::vector<std::string> f = Split(folds[i], ',');
-    ASSERT_EQ(f.size(), 21u) << folds[i];
+    ASSERT_EQ(f.size(), 25u) << folds[i];
     per_fold[{f[0], f[2], f[3]}].push_back(f);
   }
   EXPECT_EQ(folds.size(), 1 + methods * 2 * (1 + 2 + 2));
@@ -439,7 +521,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   std::map<Key, std::vector<std::string>> table;
   for (size_t i = 1; i < csv.size(); ++i) {
     const std::vector<std::string> row = Split(csv[i], ',');
-    ASSERT_EQ(row.size(), 21u) << csv[i];
+    ASSERT_EQ(row.size(), 25u) << csv[i];
     const Key key{row[0], row[2], row[3]};
     table[key] = row;
     ASSERT_TRUE(per_fold.count(key)) << csv[i];
@@ -451,7 +533,7 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
       for (const auto& f : fs) groups.insert(f[1]);
       EXPECT_EQ(groups, (std::set<std::string>{"sglang", "vllm-v1-online"})) << csv[i];
     }
-    for (size_t c = 4; c < 21; ++c) {
+    for (size_t c = 4; c < 25; ++c) {
       double mean = 0;
       for (const auto& f : fs) mean += std::stod(f[c]) / static_cast<double>(fs.size());
       EXPECT_NEAR(std::stod(row[c]), mean, 1.0001e-4) << csv[0] << "\n" << csv[i];
@@ -488,6 +570,44 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
     }
   }
   EXPECT_GT(Lines(ReadText(report + "/low_prior.csv")).size(), 1u);
+}
+
+// --seeds 1-3: the table over seeds shows the mean of what --seed 1, 2 and 3 give alone
+// (printed to 3 digits), and its interval; the report gets seeds.csv.
+TEST_F(EvalCliTest, SeedsGiveMeanAndIntervalOfSingleSeedRuns) {
+  std::vector<double> f1;
+  for (int seed = 1; seed <= 3; ++seed) {
+    const Outcome o = Run("eval --data " + Ds() + " --method svm-stat --split incident --json -q " +
+                          "--seed " + std::to_string(seed));
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    ASSERT_EQ(p.parse(o.out).get(doc), simdjson::SUCCESS) << o.out;
+    f1.push_back(doc["vertical"]["step"]["f1"].get_double().value());
+  }
+  const double mean = (f1[0] + f1[1] + f1[2]) / 3;
+  double ss = 0;
+  for (double x : f1) ss += (x - mean) * (x - mean);
+  const double half = 4.303 * std::sqrt(ss / 2) / std::sqrt(3.0);  // t(2) = 4.303
+  const std::string report = tmp_ + "/seeds-report";
+  const Outcome o =
+      Run("eval --data " + Ds() + " --method svm-stat --split incident --seeds 1-3 -q --report '" +
+          report + "'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("Table 2 over seeds (3)"), std::string::npos) << o.out;
+  const std::vector<std::string> csv = Lines(ReadText(report + "/seeds.csv"));
+  bool found = false;
+  for (const std::string& line : csv) {
+    if (line.rfind("incident,LinearSVM (stat),vertical,step F1,3,", 0) != 0) continue;
+    found = true;
+    const std::vector<std::string> f = Split(line, ',');
+    ASSERT_EQ(f.size(), 8u);
+    EXPECT_NEAR(std::stod(f[5]), mean, 1e-4) << line;
+    EXPECT_NEAR(std::stod(f[7]) - std::stod(f[5]), half, 2e-4) << line;
+  }
+  EXPECT_TRUE(found) << ReadText(report + "/seeds.csv");
+  EXPECT_NE(Run("eval --data " + Ds() + " --method svm-stat --seeds 3-1").exit_code, 0);
+  EXPECT_NE(Run("eval --data " + Ds() + " --method svm-stat --seeds 1-3 --json").exit_code, 0);
 }
 
 TEST_F(EvalCliTest, ErrorsAreClear) {

@@ -146,6 +146,8 @@ TEST(ScoreTest, PerViewMetricsOnHandCase) {
   EXPECT_DOUBLE_EQ(v.op.macro.jaccard, (1.0 / 3 + 4) / 6);
   EXPECT_EQ(v.op.macro_plus.steps, 1u);
   EXPECT_DOUBLE_EQ(v.op.macro_plus.f1, 0.5);
+  EXPECT_DOUBLE_EQ(v.op.detection_recall, 1.0);  // the one labelled unit was flagged
+  EXPECT_DOUBLE_EQ(v.op.detected.f1, 0.5);
   EXPECT_DOUBLE_EQ(v.fault.accuracy, 1.0);
   EXPECT_EQ(v.fault.steps, 1u);
   EXPECT_GT(v.bleu.bleu[0], 0);
@@ -160,6 +162,54 @@ TEST(ScoreTest, PerViewMetricsOnHandCase) {
   const Scores avg = AverageScores({s, s});
   EXPECT_DOUBLE_EQ(avg.view(View::kVertical).step.f1, v.step.f1);
   EXPECT_EQ(avg.view(View::kVertical).units, 12u);
+}
+
+// Root nodes and keys on a hand-made record: nodes 0 STEP r0, 1 GEMM kernel r0, 2 GEMM
+// kernel r1, 3 all-reduce (COMM) r0, 4 all-reduce (COMM) r1. Labelled {1, 3, 4} (a slow
+// GEMM on rank 0 made the all-reduces wait): the root is node 1; labelled {3, 4} only
+// (a link fault): both. A prediction naming node 3 first then node 1 hits at top-3 only;
+// one naming node 1 hits at top-1; node 2 (same family, other rank) never.
+TEST(ScoreTest, RootCauseOnHandMadeRecord) {
+  Dataset ds;
+  Setting st;
+  st.name = "s";
+  StepColumns rec;
+  rec.type = {0, 6, 6, 6, 6};
+  rec.layer = {0, 5, 5, kLayerComm, kLayerComm};
+  rec.name = {0, 1, 1, 2, 2};
+  rec.rank = {0, 0, 1, 0, 1};
+  rec.parent = {-1, 0, 0, 0, 0};
+  rec.depth = {0, 1, 1, 1, 1};
+  rec.offset_ns = {0, 0, 0, 0, 0};
+  rec.dur_ns = {1, 1, 1, 1, 1};
+  st.records.push_back(rec);
+  ds.settings.push_back(st);
+  EXPECT_EQ(RootNodes(rec, {1, 3, 4}), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(RootNodes(rec, {3, 4}), (std::vector<uint32_t>{3, 4}));
+  EXPECT_NE(RootCauseKey(rec, 1), RootCauseKey(rec, 2));  // same family, other rank
+  EXPECT_NE(RootCauseKey(rec, 1), RootCauseKey(rec, 3));
+  for (int k = 0; k < 4; ++k) {
+    Unit u;
+    u.record = 0;
+    u.request = "q" + std::to_string(k);
+    u.is_anomaly = true;
+    u.views[0] = {true, {1, 3, 4}};
+    ds.units.push_back(u);
+  }
+  Predictions p;
+  p.units.resize(4);
+  p.at(0, View::kVertical) = {true, true, 1, "", {3, 1}, ""};  // top-3 only
+  p.at(1, View::kVertical) = {true, true, 1, "", {1}, ""};     // top-1
+  p.at(2, View::kVertical) = {true, true, 1, "", {2, 4}, ""};  // miss
+  // unit 3: not predicted: a miss.
+  ScoreOptions o;
+  o.low_prior = false;
+  const Scores s = ScoreUnits(ds, p, {0, 1, 2, 3}, o);
+  const RootCauseMetrics& r = s.view(View::kVertical).root;
+  EXPECT_EQ(r.units, 4u);
+  EXPECT_DOUBLE_EQ(r.top1, 0.25);
+  EXPECT_DOUBLE_EQ(r.top3, 0.5);
+  EXPECT_EQ(s.view(View::kHorizontal).root.units, 0u);  // no horizontal labels
 }
 
 TEST(ScoreTest, JsonHasExactlyTheDocumentedKeys) {
@@ -183,6 +233,14 @@ TEST(ScoreTest, JsonHasExactlyTheDocumentedKeys) {
     std::vector<std::string> step;
     for (auto [key, value] : doc[view]["step"].get_object()) step.emplace_back(key);
     EXPECT_EQ(step, (std::vector<std::string>{"accuracy", "precision", "recall", "f1"}));
+    std::vector<std::string> ops;
+    for (auto [key, value] : doc[view]["operator"].get_object()) ops.emplace_back(key);
+    EXPECT_EQ(ops, (std::vector<std::string>{"macro", "macro_plus", "root_cause",
+                                             "macro_plus_detected"}));
+    std::vector<std::string> det;
+    for (auto [key, value] : doc[view]["operator"]["macro_plus_detected"].get_object())
+      det.emplace_back(key);
+    EXPECT_EQ(det, (std::vector<std::string>{"detection_recall", "f1"}));
     for (const char* avg : {"macro", "macro_plus"}) {
       std::vector<std::string> op;
       for (auto [key, value] : doc[view]["operator"][avg].get_object()) op.emplace_back(key);

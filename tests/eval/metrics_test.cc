@@ -119,6 +119,61 @@ TEST(OperatorAccumulatorTest, MacroAndMacroPlus) {
   EXPECT_DOUBLE_EQ(m.macro_plus.jaccard, 1.0 / 6);
 }
 
+// Macro+ as detection recall x F1 on the detected steps. Four labelled steps:
+// detected {1,2} vs {1,2} (f 1), detected {1,3} vs {1,2} (f 1/2), detected with no nodes
+// vs {5} (f 0), missed vs {7} (f 0); one normal step predicted normal (not in Macro+).
+// Macro+ F1 = 1.5 / 4; detection recall 3/4; F1 on detected 1.5 / 3 = 1/2; and
+// 3/4 x 1/2 = 1.5 / 4.
+TEST(OperatorAccumulatorTest, MacroPlusIsDetectionRecallTimesDetectedF1) {
+  OperatorAccumulator acc;
+  const std::vector<uint32_t> o12 = {1, 2}, p13 = {1, 3}, o5 = {5}, o7 = {7};
+  acc.Add(o12, o12, true);
+  acc.Add(p13, o12, true);
+  acc.Add({}, o5, true);
+  acc.Add({}, o7, false);
+  acc.Add({}, {}, false);
+  const OperatorMetrics m = acc.Finish();
+  EXPECT_DOUBLE_EQ(m.macro_plus.f1, 1.5 / 4);
+  EXPECT_DOUBLE_EQ(m.detection_recall, 0.75);
+  EXPECT_EQ(m.detected.steps, 3u);
+  EXPECT_DOUBLE_EQ(m.detected.f1, 0.5);
+  EXPECT_DOUBLE_EQ(m.detected.precision, 1.5 / 3);
+  EXPECT_DOUBLE_EQ(m.detected.jaccard, (1 + 1.0 / 3) / 3);
+  EXPECT_DOUBLE_EQ(m.detection_recall * m.detected.f1, m.macro_plus.f1);
+  // The two-argument form counts a non-empty prediction as detected.
+  OperatorAccumulator two;
+  two.Add({}, o5);
+  two.Add(o12, o12);
+  EXPECT_DOUBLE_EQ(two.Finish().detection_recall, 0.5);
+  EXPECT_EQ(OperatorAccumulator().Finish().detection_recall, 0);
+}
+
+// Top-k on distinct keys: ranked 5 5 7 9 2 -> distinct 5 7 9 2; truth {9}: top-1 no,
+// top-3 yes (5, 7, 9), top-2 no. Duplicates do not use up the k places.
+TEST(RootCauseTest, TopKHitOnDistinctKeys) {
+  const std::vector<uint64_t> ranked = {5, 5, 7, 9, 2}, nine = {9}, five = {5}, none = {};
+  EXPECT_FALSE(TopKHit(ranked, nine, 1));
+  EXPECT_FALSE(TopKHit(ranked, nine, 2));
+  EXPECT_TRUE(TopKHit(ranked, nine, 3));
+  EXPECT_TRUE(TopKHit(ranked, five, 1));
+  EXPECT_FALSE(TopKHit(ranked, none, 3));
+  EXPECT_FALSE(TopKHit(ranked, five, 0));
+  // Units: hit at 1; hit at 3 only; detected but wrong; missed (ranked ignored); no truth
+  // (not counted). top-1 = 1/4, top-3 = 2/4.
+  RootCauseAccumulator acc;
+  acc.Add(five, five, true);
+  acc.Add(ranked, nine, true);
+  const std::vector<uint64_t> other = {1, 2, 3, 4};
+  acc.Add(other, nine, true);
+  acc.Add(five, five, false);
+  acc.Add(five, none, true);
+  const RootCauseMetrics m = acc.Finish();
+  EXPECT_EQ(m.units, 4u);
+  EXPECT_DOUBLE_EQ(m.top1, 0.25);
+  EXPECT_DOUBLE_EQ(m.top3, 0.5);
+  EXPECT_EQ(RootCauseAccumulator().Finish().top1, 0);
+}
+
 TEST(OperatorAccumulatorTest, NoLabelledSetsGivesZeroMacroPlus) {
   OperatorAccumulator acc;
   acc.Add({}, {});

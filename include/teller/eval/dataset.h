@@ -54,7 +54,14 @@ struct Unit {
   uint64_t seq = 0;
   uint32_t record = 0;  // index into Setting::records
   bool is_anomaly = false;
-  std::string fault_type;   // "" when normal
+  std::string fault_type;  // "" when normal
+  std::string mechanism;   // the fault mechanism when abnormal, else ""
+  // The engine step's span (UTC ns, all ranks) and the ground-truth fault acting on it
+  // (-1: none), shared by every request of the batch; has_incident is false for datasets
+  // written before steps.jsonl carried them.
+  int64_t start_ns = 0, end_ns = 0;
+  int64_t fault = -1;
+  bool has_incident = false;
   ViewLabel views[2];       // by View
   std::string explanation;  // the reference explanation, "" when normal or not loaded
   const ViewLabel& view(View v) const { return views[static_cast<int>(v)]; }

@@ -30,6 +30,10 @@ enum class MethodKind : uint8_t {
   kLinearSvm,
   kRandomForest,
   kXgboost,
+  // A leakage probe, not a detector: copies the labels of the training unit nearest in
+  // time (same setting), without looking at the trace. On a split that does not leak it
+  // scores no better than the base rate.
+  kLabelCopy,
 };
 
 struct MethodSpec {
@@ -47,6 +51,11 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
 // Whether this build has the method (XGBoost needs libxgboost at build time).
 bool MethodAvailable(MethodKind kind);
 
+// The label-copy probe on `fold`: each test unit gets, per view, the step label (score 1
+// or 0) and fault type of the training unit whose engine step starts nearest in time in
+// the same setting (ties: the earlier), and no nodes. Needs steps.jsonl's start_ns.
+Result<Predictions> PredictLabelCopy(const Dataset& dataset, const Fold& fold);
+
 // State shared by the methods of one `teller eval` run: the dataset, the seed, and what is
 // worth computing once (the numeric diagnosis, the feature matrices).
 class MethodRunner {
@@ -58,6 +67,10 @@ class MethodRunner {
   // Predictions of `method` for the test units of `fold` (a baseline trains on the fold's
   // train units and calibrates on its validation units; teller-numeric needs neither).
   Result<Predictions> Predict(const MethodSpec& method, const Fold& fold);
+
+  // The seed of the models trained from now on (`teller eval --seeds`); cached
+  // predictions that no seed affects (teller-numeric) are kept.
+  void set_seed(uint64_t seed) { seed_ = seed; }
 
   // Counters worth printing (evidence without a local id, units without a diagnosis...).
   const Counters& counters() const { return counters_; }

@@ -55,17 +55,26 @@ struct SetAverages {
 struct OperatorMetrics {
   SetAverages macro;       // mean over all steps
   SetAverages macro_plus;  // mean over steps with |O_i| > 0
+  // Macro+ split into detection and localization: of the steps with |O_i| > 0, the
+  // fraction predicted abnormal (detection recall) and the set scores averaged over those
+  // detected steps. A missed step scores 0, so macro_plus = detection_recall x detected.
+  double detection_recall = 0;
+  SetAverages detected;
 };
 
-// Accumulates steps one at a time.
+// Accumulates steps one at a time. `detected`: the method predicted the step abnormal
+// (the two-argument form takes a non-empty prediction as detection).
 class OperatorAccumulator {
  public:
-  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled);
+  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled) {
+    Add(predicted, labelled, !predicted.empty());
+  }
+  void Add(std::span<const uint32_t> predicted, std::span<const uint32_t> labelled, bool detected);
   OperatorMetrics Finish() const;
 
  private:
-  SetScores all_, plus_;  // sums
-  uint64_t n_all_ = 0, n_plus_ = 0;
+  SetScores all_, plus_, detected_;  // sums
+  uint64_t n_all_ = 0, n_plus_ = 0, n_detected_ = 0;
 };
 
 // ---- Fault type ----------------------------------------------------------------------
@@ -151,6 +160,26 @@ template <typename T>
 void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[UniformIndex(rng, i)]);
 }
+
+// ---- Root cause: top-k hit rate on (operator family, rank) --------------------------
+
+// Whether one of the first k distinct keys of `ranked` (a method's evidence in its order,
+// as root-cause keys) is in `truth`. k = 0 or an empty truth: false.
+bool TopKHit(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, size_t k);
+
+struct RootCauseMetrics {
+  double top1 = 0, top3 = 0;  // hit rates over the units with a root-cause label
+  uint64_t units = 0;
+};
+class RootCauseAccumulator {
+ public:
+  // `detected` false (the method said normal) counts as a miss whatever `ranked` holds.
+  void Add(std::span<const uint64_t> ranked, std::span<const uint64_t> truth, bool detected);
+  RootCauseMetrics Finish() const;
+
+ private:
+  uint64_t n_ = 0, top1_ = 0, top3_ = 0;
+};
 
 }  // namespace teller::eval
 

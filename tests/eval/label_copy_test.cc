@@ -1,0 +1,89 @@
+// The label-copy probe (PredictLabelCopy) on a hand-made timeline: the nearest training
+// step in time of the same setting, ties to the earlier one, per view, no nodes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "teller/eval/methods.h"
+
+namespace teller::eval {
+namespace {
+
+// A unit of setting `s` starting at `t`; abnormal in the views given.
+Unit At(uint32_t s, int64_t t, bool vertical, bool horizontal) {
+  Unit u;
+  u.setting = s;
+  u.request = "q" + std::to_string(t);
+  u.start_ns = t;
+  u.end_ns = t + 5;
+  u.has_incident = true;
+  u.views[0].is_anomaly = vertical;
+  u.views[1].is_anomaly = horizontal;
+  u.is_anomaly = vertical || horizontal;
+  if (u.is_anomaly) u.fault_type = horizontal ? "communication" : "cuda_kernel";
+  if (u.is_anomaly) u.views[0].nodes = {3};
+  return u;
+}
+
+TEST(LabelCopyTest, CopiesTheNearestTrainingStepOfTheSetting) {
+  Dataset ds;
+  ds.settings.resize(2);
+  ds.settings[0].name = "a";
+  ds.settings[1].name = "b";
+  // Setting a, training steps at 0 (normal), 10 (V), 20 (H+V), 40 (normal);
+  // setting b, one training step at 15 (V).
+  ds.units = {At(0, 0, false, false), At(0, 10, true, false), At(0, 20, true, true),
+              At(0, 40, false, false), At(1, 15, true, false),
+              // test: a@4 -> 0 (normal); a@15 ties 10 and 20 -> the earlier, 10 (V);
+              // a@29 -> 20 (H+V); a@31 -> 40 (normal); a@100 -> 40; b@0 -> 15 (V).
+              At(0, 4, true, true), At(0, 15, false, false), At(0, 29, false, false),
+              At(0, 31, true, false), At(0, 100, false, false), At(1, 0, false, false)};
+  Fold f;
+  f.train = {0, 1, 2, 3, 4};
+  f.test = {5, 6, 7, 8, 9, 10};
+  auto p = PredictLabelCopy(ds, f);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const bool expect_v[] = {false, true, true, false, false, true};
+  const bool expect_h[] = {false, false, true, false, false, false};
+  for (size_t k = 0; k < f.test.size(); ++k) {
+    SCOPED_TRACE(k);
+    const Prediction& v = p->at(f.test[k], View::kVertical);
+    const Prediction& h = p->at(f.test[k], View::kHorizontal);
+    EXPECT_TRUE(v.present);
+    EXPECT_EQ(v.abnormal, expect_v[k]);
+    EXPECT_EQ(h.abnormal, expect_h[k]);
+    EXPECT_EQ(v.score, expect_v[k] ? 1.0 : 0.0);
+    EXPECT_TRUE(v.nodes.empty());  // the trace is never looked at
+  }
+  EXPECT_EQ(p->at(6, View::kVertical).fault_type, "cuda_kernel");
+  EXPECT_EQ(p->at(7, View::kHorizontal).fault_type, "communication");
+  EXPECT_FALSE(p->at(0, View::kVertical).present);  // training units are not predicted
+
+  // A setting without training steps: everything normal.
+  f.train = {0, 1, 2, 3};
+  p = PredictLabelCopy(ds, f);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->at(10, View::kVertical).abnormal);
+  EXPECT_TRUE(p->at(10, View::kVertical).present);
+
+  // An older dataset without step times: an error, not a guess.
+  ds.units[1].has_incident = false;
+  p = PredictLabelCopy(ds, f);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("a/steps.jsonl"), std::string::npos);
+}
+
+TEST(LabelCopyTest, IsANamedMethodInAll) {
+  auto m = ParseMethods("label-copy");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->front().kind, MethodKind::kLabelCopy);
+  auto all = ParseMethods("all");
+  ASSERT_TRUE(all.ok());
+  bool found = false;
+  for (const MethodSpec& s : *all) found |= s.kind == MethodKind::kLabelCopy;
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace teller::eval
