@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: teller simulate [options] --out DIR\n"
-    "       teller simulate --preset paper [--seed S] [--jobs N] --out DIR\n"
+    "       teller simulate --preset paper [--seed S] [--jobs N] [--realistic] --out DIR\n"
     "       teller simulate --profile P --compare REAL_TRACE [--json]\n"
     "       teller simulate --list\n"
     "\n"
@@ -227,6 +227,11 @@ int SimulateCommand(const std::vector<std::string>& args) {
   }
   if (!preset.empty()) {
     auto configs = sim::PaperPreset(config.seed);
+    for (sim::SimConfig& c : configs) {  // the realism options apply to every setting
+      c.gpu = config.gpu;
+      c.shape_kernels = config.shape_kernels;
+      c.realistic_timing = config.realistic_timing;
+    }
     auto result = sim::SimulatePreset(configs, out, jobs, progress);
     if (!result.ok()) {
       std::fprintf(stderr, "teller simulate: %s\n", result.status().message().c_str());
@@ -273,6 +278,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       static_cast<unsigned long long>(s.faulty_requests), static_cast<unsigned long long>(s.steps),
       static_cast<unsigned long long>(s.processes), static_cast<unsigned long long>(s.events),
       static_cast<double>(s.simulated_ns) / 1e9);
+  if (!s.silent_faults.empty())
+    std::fprintf(stderr, "teller simulate: WARNING: %s\n", s.silent_faults.c_str());
   return 0;
 }
 

@@ -3,7 +3,7 @@
 // output tiles would leave the GPU idle; FlashAttention, FlashInfer, the Triton unified
 // attention and the ROCm paged attention split the KV sequence when batch x heads cannot
 // fill the SMs and then launch a combine/reduce kernel); the names are the ones the real
-// traces show (serving-reference.md §2, tracelens).
+// traces show (docs/serving-notes.md §2, tracelens).
 #include "src/sim/kernels.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Kernel choice by shape and vendor (kernels.cc): which GEMM tile, attention variant,
 // split-K/split-KV and reduction kernel a library picks for one launch, with the names
 // CUPTI/roctracer report on Hopper, Blackwell and MI300-class devices
-// (serving-reference.md §2; the tracelens traces).
+// (docs/serving-notes.md §2; the tracelens traces).
 #ifndef TELLER_SRC_SIM_KERNELS_H_
 #define TELLER_SRC_SIM_KERNELS_H_
 

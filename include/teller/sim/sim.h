@@ -66,6 +66,9 @@ struct SimSummary {
   uint64_t requests = 0, faulty_requests = 0, steps = 0, events = 0, log_lines = 0;
   uint64_t processes = 0, bytes = 0;
   int64_t simulated_ns = 0;  // span of serving time
+  // Non-empty when a fault given with an explicit window acted on no step (it says which);
+  // `teller simulate` prints it as a warning.
+  std::string silent_faults;
 };
 
 // Simulates into `out_dir` (created; must not hold a trace). Progress lines go to
