@@ -279,6 +279,7 @@ class Executor {
   std::vector<bool> culprit_flag_;  // per rank: late for a reason with no node (stall)
   std::vector<int> kernel_fault_;   // scratch, per position in a group
   int culprit_info_ = -1;
+  bool wrapping_ = false;  // inside the B200 all-reduce's copies
 };
 
 void Executor::AddVertical(const NodeLocator& loc, int fault, int rank) {
@@ -317,6 +318,23 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
 
 void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ranks, bool graph,
                                 int structural) {
+  if (k0.cost == Cost::kAllReduce && run_.shape_kernels_ && run_.vendor_ == Vendor::kBlackwell &&
+      !wrapping_ && run_.Active(Mechanism::kNcclFallback, step_start_) == nullptr) {
+    // vLLM on B200: torch symmetric memory's multimem all-reduce, its input copied into
+    // the symmetric buffer and its output back (docs/serving-notes.md §2.5).
+    wrapping_ = true;
+    const KernelSpec copy{"Memcpy DtoD (Device -> Device)", Cost::kCopy, "cudaMemcpyAsync"};
+    KernelSpec ar = k0;
+    ar.name =
+        "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>("
+        "c10::BFloat16*, unsigned long, unsigned long, unsigned long, unsigned long, unsigned "
+        "long)";
+    EmitKernelAcross(copy, ranks, graph, structural);
+    EmitKernelAcross(ar, ranks, graph, structural);
+    EmitKernelAcross(copy, ranks, graph, structural);
+    wrapping_ = false;
+    return;
+  }
   const int tp = static_cast<int>(ranks.size());
   KernelSpec k = k0;
   const Shape& lead_shape = shape_[static_cast<size_t>(ranks[0])];
@@ -407,8 +425,11 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
     const bool side = p_.fsdp && comm;
-    const NodeLocator loc = r.Gpu(raw::EventKind::kKernel, k.name, start[i], end[i], corr[i],
-                                  side ? kSideStream : kComputeStream, graph);
+    const bool copy = k.api == "cudaMemcpyAsync";
+    const NodeLocator loc =
+        r.Gpu(copy ? raw::EventKind::kMemcpy : raw::EventKind::kKernel, k.name, start[i], end[i],
+              corr[i], side ? kSideStream : kComputeStream, graph,
+              copy ? static_cast<uint64_t>(lead_shape.tokens * p_.hidden * 2) : 0);
     if (side) {
       r.comm = end[i];
       r.gpu = std::max(r.gpu, end[i]);  // compute waits for the gathered parameters

@@ -55,6 +55,8 @@ KernelChoice Gemm(Vendor v, const LaunchShape& s) {
         tn = s.n >= 8192 ? 128 : 64;
       } else if (s.m <= 128) {
         tm = 128, tn = 128;
+      } else if (s.m <= 256) {
+        tm = 128, tn = 192;
       } else if (s.m <= 1024) {
         tm = 128, tn = 256;
       } else {
@@ -80,6 +82,8 @@ KernelChoice Gemm(Vendor v, const LaunchShape& s) {
         a = 64, b = 16, stages = 16, cluster = "2x4_2cta_h";
       } else if (s.m <= 64) {
         a = 64, b = 64, stages = 16, cluster = "2x1_2cta_v";
+      } else if (s.m <= 128) {
+        a = 128, b = 64, stages = 8, cluster = "2x1_v";
       } else if (s.m <= 1024) {
         a = 144, b = 128, stages = 6, cluster = "2x1_v";
       }

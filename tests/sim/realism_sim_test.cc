@@ -178,6 +178,33 @@ TEST(SimRealism, RealisticTimingHasGapsAndSharedNoise) {
   EXPECT_LT(cv_on, 0.8 * cv_off) << cv_on << " vs " << cv_off;
 }
 
+TEST(SimRealism, BlackwellAllReduceIsWrappedInDeviceCopies) {
+  SimConfig c = OneGpu("vllm-v1-online");
+  c.gpus_per_node = 2, c.tp = 2;
+  c.requests = 4;
+  c.gpu = "b200";
+  const std::string dir = TempDir("b200");
+  ASSERT_TRUE(Simulate(c, dir).ok());
+  Trace t;
+  ASSERT_TRUE(ingest::ImportPath(dir, t).ok());
+  size_t multimem = 0, dtod = 0, cross_device = 0, nvjet = 0;
+  for (uint32_t i = 0; i < t.events.size(); ++i) {
+    const std::string_view name = t.strings.Get(t.events.name[i]);
+    if (t.events.type[i] == EventType::kKernel) {
+      multimem += name.find("multimem_all_reduce_kernel") != std::string_view::npos;
+      cross_device += name.find("cross_device_reduce") != std::string_view::npos;
+      nvjet += name.rfind("nvjet_tst_", 0) == 0;
+    } else if (t.events.type[i] == EventType::kMemcpy) {
+      dtod += name.find("DtoD") != std::string_view::npos;
+    }
+  }
+  EXPECT_GT(multimem, 0u);
+  EXPECT_EQ(dtod, 2 * multimem);  // one copy in, one out, per all-reduce
+  EXPECT_EQ(cross_device, 0u);
+  EXPECT_GT(nvjet, 0u);  // Blackwell GEMM names
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST(SimRealism, APlantedFaultThatNeverActsIsReported) {
   SimConfig c = OneGpu("vllm-v1-online");
   c.gpus_per_node = 2, c.tp = 2;
