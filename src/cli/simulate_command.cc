@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: teller simulate [options] --out DIR\n"
-    "       teller simulate --preset paper [--seed S] [--jobs N] --out DIR\n"
+    "       teller simulate --preset paper [--seed S] [--jobs N] [--realistic] --out DIR\n"
     "       teller simulate --profile P --compare REAL_TRACE [--json]\n"
     "       teller simulate --list\n"
     "\n"
@@ -36,6 +36,13 @@ constexpr const char* kHelp =
     "  --prompt-median N     median prompt length (default 512); --output-median N (64)\n"
     "  --max-batched-tokens N  token budget per step (default 2048)\n"
     "  --layers N            decoder layers (default: the profile's model)\n"
+    "  --gpu G               h100 (default), b200 or mi300: kernel names, tile and split\n"
+    "                        choices, and the cost model of that device\n"
+    "  --shape-kernels       kernel choice by shape: GEMM tiles and split-K, attention KV\n"
+    "                        splits and their reduce kernels, one graph per batch bucket\n"
+    "  --realistic           both --shape-kernels and --realistic-timing\n"
+    "  --realistic-timing    noise by kernel class shared across ranks, drift, and\n"
+    "                        heavy-tailed inter-kernel gaps fitted to real traces\n"
     "  --fault SPEC          add a fault: MECHANISM[:target=..,magnitude=..,onset=2s,\n"
     "                        duration=5s,rank=N]; repeatable (see --list)\n"
     "  --random-faults N     add N faults with mechanisms, times and targets from the seed\n"
@@ -127,6 +134,19 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else if (a == "--pp") {
       if (!number(1, 64, &n)) return 2;
       config.pp = static_cast<int>(n);
+    } else if (a == "--shape-kernels") {
+      config.shape_kernels = true;
+    } else if (a == "--realistic") {
+      config.shape_kernels = config.realistic_timing = true;
+    } else if (a == "--realistic-timing") {
+      config.realistic_timing = true;
+    } else if (a == "--gpu") {
+      if (!value(&config.gpu)) return 2;
+      if (config.gpu != "h100" && config.gpu != "b200" && config.gpu != "mi300") {
+        std::fprintf(stderr, "teller simulate: unknown --gpu '%s' (h100, b200 or mi300)\n",
+                     config.gpu.c_str());
+        return 2;
+      }
     } else if (a == "--layers") {
       if (!number(1, 512, &n)) return 2;
       config.layers = static_cast<int>(n);
@@ -207,6 +227,11 @@ int SimulateCommand(const std::vector<std::string>& args) {
   }
   if (!preset.empty()) {
     auto configs = sim::PaperPreset(config.seed);
+    for (sim::SimConfig& c : configs) {  // the realism options apply to every setting
+      c.gpu = config.gpu;
+      c.shape_kernels = config.shape_kernels;
+      c.realistic_timing = config.realistic_timing;
+    }
     auto result = sim::SimulatePreset(configs, out, jobs, progress);
     if (!result.ok()) {
       std::fprintf(stderr, "teller simulate: %s\n", result.status().message().c_str());
@@ -253,6 +278,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       static_cast<unsigned long long>(s.faulty_requests), static_cast<unsigned long long>(s.steps),
       static_cast<unsigned long long>(s.processes), static_cast<unsigned long long>(s.events),
       static_cast<double>(s.simulated_ns) / 1e9);
+  if (!s.silent_faults.empty())
+    std::fprintf(stderr, "teller simulate: WARNING: %s\n", s.silent_faults.c_str());
   return 0;
 }
 

@@ -76,6 +76,20 @@ std::vector<Prepared::StepInfo> FindSteps(const Trace& trace) {
   return steps;
 }
 
+// Index of the step of `process` whose interval holds `when`, -1 when none (steps are
+// sorted by process, then start).
+int32_t StepOf(const std::vector<Prepared::StepInfo>& steps, uint32_t process, int64_t when) {
+  auto first = std::upper_bound(
+      steps.begin(), steps.end(), std::make_pair(process, when),
+      [](const std::pair<uint32_t, int64_t>& key, const Prepared::StepInfo& s) {
+        return key.first != s.process ? key.first < s.process : key.second < s.start;
+      });
+  if (first == steps.begin()) return -1;
+  const auto it = std::prev(first);
+  if (it->process == process && when <= it->end) return static_cast<int32_t>(it - steps.begin());
+  return -1;
+}
+
 Prepared Prepare(const Trace& trace) {
   Prepared out;
   out.steps = FindSteps(trace);
@@ -107,18 +121,7 @@ Prepared Prepare(const Trace& trace) {
       if (it != launch.end()) when = it->second;
     }
     // The step of the same process whose interval holds the launch time.
-    int32_t step = -1;
-    auto first = std::upper_bound(
-        out.steps.begin(), out.steps.end(), std::make_pair(ev.process[i], when),
-        [](const std::pair<uint32_t, int64_t>& key, const Prepared::StepInfo& s) {
-          return key.first != s.process ? key.first < s.process : key.second < s.start;
-        });
-    if (first != out.steps.begin()) {
-      const auto it = std::prev(first);
-      if (it->process == ev.process[i] && when <= it->end) {
-        step = static_cast<int32_t>(it - out.steps.begin());
-      }
-    }
+    const int32_t step = StepOf(out.steps, ev.process[i], when);
     if (ev.process[i] < used_process.size()) used_process[ev.process[i]] = 1;
     out.items.push_back({i, ev.process[i], c, ev.start_ns[i],
                          std::max<int64_t>(ev.end_ns[i] - ev.start_ns[i], 0), step});
@@ -251,6 +254,193 @@ LayerPattern FindLayer(const Prepared& p, const std::vector<uint8_t>& selected) 
   out.periodicity = best->second.periodicity;
   out.agreeing_segments = best->second.count;
   return out;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const double x = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(x);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (x - static_cast<double>(lo));
+}
+
+// Per-step statistics of the selected GPU work (and of every event in the same steps),
+// the gaps themselves (ns) and the per-class CVs across the repeated layers.
+struct StepFacts {
+  StepStatistics stats;
+  std::vector<double> gaps_ns;
+  double cv[kOpClassCount];
+};
+
+StepFacts ComputeStepFacts(const Trace& trace, const Prepared& p,
+                           const std::vector<uint8_t>& selected) {
+  StepFacts out;
+  for (double& c : out.cv) c = kNaN;
+  const EventTable& ev = trace.events;
+  // Segments as in FindLayer: one per step, or one per process for a trace without steps.
+  std::map<std::pair<int64_t, uint32_t>, std::vector<const Prepared::Item*>> segments;
+  for (size_t k = 0; k < p.items.size(); ++k) {
+    if (!selected[k]) continue;
+    const auto& item = p.items[k];
+    if (item.step >= 0) {
+      segments[{item.step, 0}].push_back(&item);
+    } else if (p.steps.empty()) {
+      segments[{-1, item.process}].push_back(&item);
+    }
+  }
+  // Distinct event names per compared step (every event whose start lies in the step).
+  std::map<int32_t, std::vector<StringId>> step_names;
+  for (const auto& [key, list] : segments) {
+    if (key.first >= 0) step_names[static_cast<int32_t>(key.first)];
+  }
+  if (!step_names.empty()) {
+    for (uint32_t i = 0; i < ev.size(); ++i) {
+      const int32_t s = StepOf(p.steps, ev.process[i], ev.start_ns[i]);
+      if (s < 0) continue;
+      const auto it = step_names.find(s);
+      if (it != step_names.end()) it->second.push_back(ev.name[i]);
+    }
+  }
+  std::vector<double> kernel_names, symbols;
+  for (auto& [s, names] : step_names) {
+    std::sort(names.begin(), names.end());
+    symbols.push_back(static_cast<double>(std::unique(names.begin(), names.end()) - names.begin()));
+  }
+  std::vector<double> class_cvs[kOpClassCount];
+  for (auto& [key, list] : segments) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const auto* a, const auto* b) { return a->start < b->start; });
+    std::map<StringId, std::vector<const Prepared::Item*>> by_name;
+    for (const auto* item : list) {
+      if (ev.type[item->event] == EventType::kKernel) by_name[ev.name[item->event]].push_back(item);
+    }
+    kernel_names.push_back(static_cast<double>(by_name.size()));
+    if (key.first < 0 && !step_names.empty()) continue;
+    // Gaps per stream.
+    std::map<uint32_t, int64_t> last_end;
+    for (const auto* item : list) {
+      const uint32_t stream = ev.stream[item->event];
+      const auto it = last_end.find(stream);
+      if (it != last_end.end()) {
+        const int64_t gap = std::max<int64_t>(item->start - it->second, 0);
+        if (gap <= kMaxGapNs) out.gaps_ns.push_back(static_cast<double>(gap));
+        it->second = std::max(it->second, item->start + item->duration);
+      } else {
+        last_end.emplace(stream, item->start + item->duration);
+      }
+    }
+    // Layers of the step: instances of its most frequent attention kernel.
+    size_t layers = 0;
+    for (const auto& [name, items] : by_name) {
+      if (items[0]->op_class == OpClass::kAttention) layers = std::max(layers, items.size());
+    }
+    if (layers < kMinLayersForCv) continue;
+    for (const auto& [name, items] : by_name) {
+      // Kernels of the embedding, head or sampler that share a name with a layer's kernel
+      // (the embedding's all-reduce, the LM head's GEMM) come before or after the layers:
+      // the `extra` instances left over are dropped at the front, the back or both, in the
+      // way that groups the rest most consistently (lowest median CV).
+      const size_t slots = items.size() / layers;
+      const size_t extra = items.size() - slots * layers;
+      if (slots == 0 || extra > layers / 2) continue;
+      std::vector<double> best;
+      double best_median = std::numeric_limits<double>::infinity();
+      for (size_t front = 0; front <= extra; ++front) {
+        std::vector<double> cvs;
+        for (size_t slot = 0; slot < slots; ++slot) {
+          double sum = 0, sq = 0;
+          for (size_t l = 0; l < layers; ++l) {
+            const double d = static_cast<double>(items[front + l * slots + slot]->duration);
+            sum += d;
+            sq += d * d;
+          }
+          const double n = static_cast<double>(layers);
+          const double mean = sum / n;
+          if (mean <= 0) continue;
+          cvs.push_back(std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean);
+        }
+        if (cvs.empty()) continue;
+        const double m = Median(cvs);
+        if (m < best_median) {
+          best_median = m;
+          best = std::move(cvs);
+        }
+      }
+      auto& out_cvs = class_cvs[static_cast<size_t>(items[0]->op_class)];
+      out_cvs.insert(out_cvs.end(), best.begin(), best.end());
+    }
+  }
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    if (!class_cvs[c].empty()) out.cv[c] = Median(class_cvs[c]);
+  }
+  out.stats.kernel_names = kernel_names.empty() ? kNaN : Median(kernel_names);
+  out.stats.symbols = symbols.empty() ? kNaN : Median(symbols);
+  out.stats.gaps = out.gaps_ns.size();
+  out.stats.gap_p50_us = Quantile(out.gaps_ns, 0.50) / 1000.0;
+  out.stats.gap_p90_us = Quantile(out.gaps_ns, 0.90) / 1000.0;
+  out.stats.gap_p99_us = Quantile(out.gaps_ns, 0.99) / 1000.0;
+  if (!out.gaps_ns.empty()) {
+    out.stats.zero_gap_share =
+        static_cast<double>(std::count_if(out.gaps_ns.begin(), out.gaps_ns.end(),
+                                          [](double g) { return g < 100.0; })) /
+        static_cast<double>(out.gaps_ns.size());
+  }
+  return out;
+}
+
+// Distinct GPU-work name sequences among the steps of each kind, on the first process
+// that has steps.
+std::vector<StepVariety> VarietyByKind(const Trace& trace, const Prepared& p) {
+  std::map<int32_t, std::vector<StringId>> seqs;
+  uint32_t process = 0;
+  bool have = false;
+  for (const auto& item : p.items) {
+    if (item.step < 0) continue;
+    if (!have) {
+      process = item.process;
+      have = true;
+    }
+    if (item.process == process) seqs[item.step].push_back(trace.events.name[item.event]);
+  }
+  std::map<std::string, std::pair<uint64_t, std::vector<std::vector<StringId>>>> by_kind;
+  for (auto& [step, seq] : seqs) {
+    auto& entry = by_kind[p.steps[static_cast<size_t>(step)].kind];
+    ++entry.first;
+    entry.second.push_back(std::move(seq));
+  }
+  std::vector<StepVariety> out;
+  for (auto& [kind, entry] : by_kind) {
+    auto& list = entry.second;
+    std::sort(list.begin(), list.end());
+    StepVariety v;
+    v.kind = kind.empty() ? "unlabelled" : kind;
+    v.steps = entry.first;
+    v.distinct = static_cast<uint64_t>(std::unique(list.begin(), list.end()) - list.begin());
+    v.per_100 = 100.0 * static_cast<double>(v.distinct) /
+                static_cast<double>(std::max<uint64_t>(v.steps, 1));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// `floor`: values below it count as the floor (a gap of 1 ns and one of 50 ns are both
+// "back to back").
+RealismTarget Ratio(std::string statistic, double sim, double real, double floor = 0) {
+  RealismTarget t;
+  t.statistic = std::move(statistic);
+  t.simulated = sim;
+  t.real = real;
+  if (floor > 0 && !std::isnan(sim) && !std::isnan(real)) {
+    sim = std::max(sim, floor);
+    real = std::max(real, floor);
+  }
+  if (!std::isnan(sim) && !std::isnan(real) && sim > 0 && real > 0) {
+    t.met = std::max(sim / real, real / sim) <= 1.5;
+  } else {
+    t.met = !std::isnan(sim) && !std::isnan(real) && sim == real;
+  }
+  return t;
 }
 
 std::string FormatUs(double us) {
@@ -440,6 +630,41 @@ Result<RealismReport> CompareRealism(const Trace& simulated, const Trace& real) 
     d.w1_log10 = Wasserstein1(a, b);
     report.classes.push_back(d);
   }
+  // What one step shows.
+  const StepFacts sim_facts = ComputeStepFacts(simulated, sim, sim_sel);
+  const StepFacts real_facts = ComputeStepFacts(real, rea, real_sel);
+  report.simulated_steps = sim_facts.stats;
+  report.real_steps = real_facts.stats;
+  for (ClassDistance& d : report.classes) {
+    d.simulated_cv = sim_facts.cv[static_cast<size_t>(d.op_class)];
+    d.real_cv = real_facts.cv[static_cast<size_t>(d.op_class)];
+  }
+  {
+    std::vector<double> a, b;
+    for (const double g : sim_facts.gaps_ns) a.push_back(std::log10(std::max(g, 100.0)));
+    for (const double g : real_facts.gaps_ns) b.push_back(std::log10(std::max(g, 100.0)));
+    report.gap_ks = KsStatistic(a, b);
+  }
+  report.variety = VarietyByKind(simulated, sim);
+  auto& tg = report.targets;
+  tg.push_back(
+      Ratio("kernel names per step", sim_facts.stats.kernel_names, real_facts.stats.kernel_names));
+  tg.push_back(Ratio("event symbols per step", sim_facts.stats.symbols, real_facts.stats.symbols));
+  tg.push_back(Ratio("gap p50", sim_facts.stats.gap_p50_us, real_facts.stats.gap_p50_us, 0.1));
+  tg.push_back(Ratio("gap p99", sim_facts.stats.gap_p99_us, real_facts.stats.gap_p99_us, 0.1));
+  {
+    RealismTarget t;
+    t.statistic = "gap distribution (KS)";
+    t.distribution = true;
+    t.simulated = report.gap_ks;
+    t.met = !std::isnan(report.gap_ks) && report.gap_ks <= 0.2;
+    tg.push_back(t);
+  }
+  for (const ClassDistance& d : report.classes) {
+    if (std::isnan(d.real_cv) || std::isnan(d.simulated_cv)) continue;
+    tg.push_back(Ratio("CV across layers: " + std::string(OpClassName(d.op_class)), d.simulated_cv,
+                       d.real_cv));
+  }
   std::stable_sort(report.classes.begin(), report.classes.end(),
                    [](const ClassDistance& x, const ClassDistance& y) {
                      return x.real_share != y.real_share ? x.real_share > y.real_share
@@ -508,6 +733,49 @@ std::string RealismReportText(const RealismReport& r, std::string_view simulated
                   d.simulated_count ? FormatUs(d.simulated_median_us).c_str() : "-",
                   d.real_count ? FormatUs(d.real_median_us).c_str() : "-",
                   FormatNumber(d.ks, "%.2f").c_str(), FormatNumber(d.w1_log10, "%.2f").c_str());
+    out += line;
+  }
+  out += "\nWhat one step shows (medians over the compared steps)\n";
+  auto stat_line = [&](const char* what, const StepStatistics& st) {
+    std::snprintf(
+        line, sizeof line,
+        "  %-9s %s kernel names, %s event symbols; %llu gaps: p50 %s, p90 %s, p99 %s "
+        "us, %s%% under 0.1 us\n",
+        what, FormatNumber(st.kernel_names, "%.0f").c_str(),
+        FormatNumber(st.symbols, "%.0f").c_str(), static_cast<unsigned long long>(st.gaps),
+        FormatNumber(st.gap_p50_us, "%.2f").c_str(), FormatNumber(st.gap_p90_us, "%.2f").c_str(),
+        FormatNumber(st.gap_p99_us, "%.2f").c_str(),
+        FormatNumber(100 * st.zero_gap_share, "%.0f").c_str());
+    out += line;
+  };
+  stat_line("simulated", r.simulated_steps);
+  stat_line("real", r.real_steps);
+  std::snprintf(line, sizeof line, "  gap KS (log10 of max(gap, 0.1 us)): %s\n",
+                FormatNumber(r.gap_ks, "%.2f").c_str());
+  out += line;
+  out += "  CV across layers by class (sim / real):";
+  for (const ClassDistance& d : r.classes) {
+    if (std::isnan(d.simulated_cv) && std::isnan(d.real_cv)) continue;
+    out += " " + std::string(OpClassName(d.op_class)) + " " + FormatNumber(d.simulated_cv, "%.3f") +
+           "/" + FormatNumber(d.real_cv, "%.3f");
+  }
+  out += "\n  simulated step variety:";
+  for (const StepVariety& v : r.variety) {
+    std::snprintf(line, sizeof line, " %s %llu distinct of %llu steps (%.1f per 100);",
+                  v.kind.c_str(), static_cast<unsigned long long>(v.distinct),
+                  static_cast<unsigned long long>(v.steps), v.per_100);
+    out += line;
+  }
+  out += "\n\nTargets (within x1.5, or KS <= 0.2)\n";
+  for (const RealismTarget& t : r.targets) {
+    if (t.distribution) {
+      std::snprintf(line, sizeof line, "  %-32s KS %s  %s\n", t.statistic.c_str(),
+                    FormatNumber(t.simulated, "%.2f").c_str(), t.met ? "met" : "not met");
+    } else {
+      std::snprintf(line, sizeof line, "  %-32s sim %s real %s  %s\n", t.statistic.c_str(),
+                    FormatNumber(t.simulated, "%.3g").c_str(), FormatNumber(t.real, "%.3g").c_str(),
+                    t.met ? "met" : "not met");
+    }
     out += line;
   }
   return out;
@@ -584,6 +852,59 @@ std::string RealismReportJson(const RealismReport& r, std::string_view simulated
     AppendJsonNumber(out, d.ks);
     out += ",\"w1_log10\":";
     AppendJsonNumber(out, d.w1_log10);
+    out += ",\"cv_simulated\":";
+    AppendJsonNumber(out, d.simulated_cv);
+    out += ",\"cv_real\":";
+    AppendJsonNumber(out, d.real_cv);
+    out += '}';
+  }
+  out += ']';
+  auto step_stats = [&](const char* key, const StepStatistics& st) {
+    out += ",\"";
+    out += key;
+    out += "\":{\"kernel_names\":";
+    AppendJsonNumber(out, st.kernel_names);
+    out += ",\"symbols\":";
+    AppendJsonNumber(out, st.symbols);
+    out += ",\"gaps\":" + std::to_string(st.gaps) + ",\"gap_p50_us\":";
+    AppendJsonNumber(out, st.gap_p50_us);
+    out += ",\"gap_p90_us\":";
+    AppendJsonNumber(out, st.gap_p90_us);
+    out += ",\"gap_p99_us\":";
+    AppendJsonNumber(out, st.gap_p99_us);
+    out += ",\"zero_gap_share\":";
+    AppendJsonNumber(out, st.zero_gap_share);
+    out += '}';
+  };
+  step_stats("simulated_step", r.simulated_steps);
+  step_stats("real_step", r.real_steps);
+  out += ",\"gap_ks\":";
+  AppendJsonNumber(out, r.gap_ks);
+  out += ",\"variety\":[";
+  for (size_t i = 0; i < r.variety.size(); ++i) {
+    const StepVariety& v = r.variety[i];
+    if (i) out += ',';
+    out += "{\"kind\":";
+    AppendJsonString(out, v.kind);
+    out += ",\"steps\":" + std::to_string(v.steps) + ",\"distinct\":" + std::to_string(v.distinct) +
+           ",\"per_100\":";
+    AppendJsonNumber(out, v.per_100);
+    out += '}';
+  }
+  out += "],\"targets\":[";
+  for (size_t i = 0; i < r.targets.size(); ++i) {
+    const RealismTarget& t = r.targets[i];
+    if (i) out += ',';
+    out += "{\"statistic\":";
+    AppendJsonString(out, t.statistic);
+    out += ",\"simulated\":";
+    AppendJsonNumber(out, t.simulated);
+    out += ",\"real\":";
+    AppendJsonNumber(out, t.distribution ? kNaN : t.real);
+    out += ",\"distribution\":";
+    out += t.distribution ? "true" : "false";
+    out += ",\"met\":";
+    out += t.met ? "true" : "false";
     out += '}';
   }
   out += "]}\n";

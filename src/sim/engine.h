@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/sim/kernels.h"
 #include "src/sim/sim_internal.h"
 #include "src/sim/world.h"
 #include "teller/core/regex.h"
@@ -67,6 +68,15 @@ class Run {
   const SimConfig& config() const { return config_; }
   GroundTruth Truth() const;
   size_t unfinished() const { return unfinished_; }
+  // Ids of the planted faults that acted on no step, e.g. KV pressure that never made
+  // the pool run out, or a cross-node fault in a one-node deployment.
+  std::vector<int> SilentFaults() const {
+    std::vector<int> out;
+    for (const ActiveFault& f : faults_) {
+      if (!f.used) out.push_back(f.id);
+    }
+    return out;
+  }
   struct StepWindow {
     int64_t start = 0, end = 0;  // true time
     std::vector<int> requests;
@@ -86,6 +96,10 @@ class Run {
   const EngineProfile& profile_;
   Rng rng_;
   int layers_ = 0;
+  Vendor vendor_ = Vendor::kHopper;
+  bool shape_kernels_ = false;
+  std::vector<double> drift_, own_drift_;  // per rank: speed drift factor, its own part
+  double common_drift_ = 0;
   int kv_blocks_ = 0;
   std::vector<Request> requests_;
   std::vector<HostClock> clocks_;

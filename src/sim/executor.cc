@@ -27,14 +27,72 @@ struct Shape {
 
 double Micro(double us) { return us * 1000.0; }
 
+// Inter-kernel gaps (bench/sim/fit_real_traces.py). Eager, NVIDIA: tracelens
+// h100__Qwen_Qwen1.5-0.5B-Chat, per-stream gaps p50 1.38 us and p90 2.05 us (the lognormal
+// through both: sigma 0.31); 1.8% of the gaps are over 5 us, those with median 21.3 us and
+// log-sd 1.19 (host stalls). HIP: the MI300 traces (sglang Qwen3-8B decode, vLLM
+// gpt-oss-20b graph, mi300 Qwen1.5-0.5B) show gaps under 0.01 us at p50 and p90 in
+// eager and graph mode alike; graph tail: 1.4% over 5 us, median 35.8 us, log-sd 1.22
+// (SGLang decode). CUDA graphs on NVIDIA: no real trace in the set; about 1 us between
+// graph kernels (the model's earlier assumption), with the graph tail.
+constexpr double kEagerGapUs = 1.38, kEagerGapSigma = 0.31;
+constexpr double kEagerTailShare = 0.018, kEagerTailUs = 21.3, kEagerTailSigma = 1.19;
+constexpr double kHipGapUs = 0.005;
+constexpr double kGraphGapUs = 1.0, kGraphGapSigma = 0.3;
+constexpr double kGraphTailShare = 0.014, kGraphTailUs = 35.8, kGraphTailSigma = 1.22;
+
+// Duration CV by kernel class, across the repeated layers of one step, measured on the
+// real traces (bench/sim/fit_real_traces.py; `teller simulate --compare` prints them):
+// decode from the SGLang Qwen3-8B decode and vLLM gpt-oss-20b FULL-graph decode traces
+// (MI300), prefill from the SGLang Qwen3-8B extend and vLLM piecewise mixed traces.
+double ClassCv(Cost c, bool prefill) {
+  switch (c) {
+    case Cost::kGemmQkv:
+    case Cost::kGemmO:
+    case Cost::kGemmUp:
+    case Cost::kGemmDown:
+    case Cost::kLmHead:
+      return prefill ? 0.014 : 0.060;  // decode 0.069 / 0.052; prefill 0.015 / 0.013
+    case Cost::kNorm:
+      return prefill ? 0.035 : 0.070;  // 0.063 / 0.079; 0.046 / 0.024
+    case Cost::kRotary:
+      return prefill ? 0.018 : 0.060;  // 0.091 / 0.032; 0.017 / 0.019
+    case Cost::kKvWrite:
+      return prefill ? 0.034 : 0.055;  // 0.066 / 0.045; 0.044 / 0.024
+    case Cost::kAttention:
+      return prefill ? 0.028 : 0.025;  // 0.031 / 0.020; 0.028
+    case Cost::kAttentionReduce:
+      return 0.068;  // 0.055 / 0.081
+    case Cost::kActivation:
+      return prefill ? 0.013 : 0.10;  // 0.102; 0.013
+    case Cost::kElementwise:
+      return 0.14;  // vLLM decode elementwise 0.139
+    case Cost::kCopy:
+    case Cost::kEmbedding:
+      return 0.068;  // 0.068 / 0.067
+    case Cost::kSample:
+      return 0.05;
+    case Cost::kAllReduce:
+    case Cost::kAllGather:
+    case Cost::kSendRecv:
+      return 0.03;
+  }
+  return 0.045;
+}
+// The share of a kernel's noise (in log-sigma) that differs between tensor-parallel ranks
+// running it: same shapes and data make most of the variation common, which keeps the
+// healthy arrival skew at collectives small (real B200 TP8: all-reduce duration CV
+// 0.006 across the layers of rank 0).
+constexpr double kIdioShare = 0.15;
+
 }  // namespace
 
 // Duration of one kernel in ns before noise and faults (H100-class numbers; see
 // docs/serving-notes.md §2.3 for the measurements these are fitted to).
-static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Shape& s, int tp,
-                           bool cross_node) {
-  constexpr double kBw = 2.2e6;     // HBM bytes per us
-  constexpr double kFlops = 6.5e8;  // dense bf16 flop per us at full efficiency
+static double KernelCostNs(const EngineProfile& p, const DeviceModel& dev, const KernelSpec& k,
+                           const Shape& s, int tp, bool cross_node) {
+  const double kBw = dev.hbm_bytes_per_us;  // HBM bytes per us
+  const double kFlops = dev.flops_per_us;   // dense bf16 flop per us at full efficiency
   const double T = std::max(1.0, s.tokens);
   const double h = p.hidden, d = p.head_dim;
   const double q_heads = p.heads / static_cast<double>(tp);
@@ -115,7 +173,42 @@ static double KernelCostNs(const EngineProfile& p, const KernelSpec& k, const Sh
       us = 4.0 + s.seqs * p.vocab * 4.0 / kBw;
       break;
   }
+  if (!IsComm(k.cost)) us += dev.floor_us;
   return Micro(us);
+}
+
+// The shape a library sees for one launch (kernels.h).
+static LaunchShape ShapeFor(const EngineProfile& p, const KernelSpec& k, const Shape& s, int tp) {
+  LaunchShape l;
+  const double q_heads = p.heads / static_cast<double>(tp);
+  const double kv_heads = std::max(1.0, p.kv_heads / static_cast<double>(tp));
+  const double d = p.head_dim, h = p.hidden, inter = p.intermediate / static_cast<double>(tp);
+  l.m = std::max(1.0, s.tokens);
+  l.seqs = std::max(1.0, s.seqs);
+  l.q_per_seq = l.m / l.seqs;
+  l.ctx_per_seq = s.ctx / l.seqs;
+  l.q_heads = q_heads;
+  l.prefill = s.prefill;
+  switch (k.cost) {
+    case Cost::kGemmQkv:
+      l.n = (q_heads + 2 * kv_heads) * d, l.k = h;
+      break;
+    case Cost::kGemmO:
+      l.n = h, l.k = q_heads * d;
+      break;
+    case Cost::kGemmUp:
+      l.n = 2 * inter, l.k = h;
+      break;
+    case Cost::kGemmDown:
+      l.n = h, l.k = inter;
+      break;
+    case Cost::kLmHead:
+      l.m = l.seqs, l.n = p.vocab / static_cast<double>(tp), l.k = h;
+      break;
+    default:
+      break;
+  }
+  return l;
 }
 
 class Executor {
@@ -137,13 +230,44 @@ class Executor {
   void AddVertical(const NodeLocator& loc, int fault, int rank);
   void AddHorizontal(const NodeLocator& loc);
   bool CrossNode(const std::vector<int>& ranks) const;
-  double Noise() {
-    double f = rng_.LogNormal(1.0, 0.045);
+  // Duration noise shared by the tensor-parallel ranks running the same kernel (the
+  // same shapes and data); each rank adds a smaller idiosyncratic part (IdioNoise).
+  double Noise(Cost c, bool prefill) {
+    double f = rng_.LogNormal(1.0, realistic_ ? ClassCv(c, prefill) : 0.045);
     if (rng_.Chance(0.002)) f *= rng_.Uniform(1.3, 2.4);  // benign outliers
     return f;
   }
+  double IdioNoise(Cost c, bool prefill) {
+    return rng_.LogNormal(1.0, kIdioShare * ClassCv(c, prefill));
+  }
+  // Gap between two kernels on one stream when the GPU, not the host, is the bottleneck.
+  int64_t DispatchGap(bool graph) {
+    if (!realistic_) return graph ? static_cast<int64_t>(rng_.Uniform(500, 1500)) : 0;
+    const bool amd = run_.vendor_ == Vendor::kMi300;
+    double us;
+    if (amd) {
+      us = rng_.LogNormal(kHipGapUs, 0.5);
+    } else if (graph) {
+      us = rng_.LogNormal(kGraphGapUs, kGraphGapSigma);
+    } else {
+      us = rng_.LogNormal(kEagerGapUs, kEagerGapSigma);
+    }
+    return static_cast<int64_t>(Micro(std::min(us, 1000.0)));
+  }
+  // The rare long gaps sit at positions of the step, not of the rank: in a graph a
+  // dependency or a memset node, in eager mode framework work between kernels (views,
+  // allocations, Python) that every tensor-parallel rank runs alike. One draw per kernel
+  // for the whole group keeps the healthy arrival skew at collectives small (real B200
+  // TP8: all-reduce CV 0.006 across rank 0's layers).
+  int64_t SharedTail(bool graph) {
+    if (!realistic_ || !rng_.Chance(graph ? kGraphTailShare : kEagerTailShare)) return 0;
+    const double us = graph ? rng_.LogNormal(kGraphTailUs, kGraphTailSigma)
+                            : rng_.LogNormal(kEagerTailUs, kEagerTailSigma);
+    return static_cast<int64_t>(Micro(std::min(us, 1000.0)));
+  }
 
   Run& run_;
+  const bool realistic_ = run_.config().realistic_timing;
   const EngineProfile& p_;
   const StepPlan& plan_;
   StepLabels* labels_;
@@ -157,6 +281,7 @@ class Executor {
   std::vector<bool> culprit_flag_;  // per rank: late for a reason with no node (stall)
   std::vector<int> kernel_fault_;   // scratch, per position in a group
   int culprit_info_ = -1;
+  bool wrapping_ = false;  // inside the B200 all-reduce's copies
 };
 
 void Executor::AddVertical(const NodeLocator& loc, int fault, int rank) {
@@ -195,8 +320,32 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
 
 void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ranks, bool graph,
                                 int structural) {
+  if (k0.cost == Cost::kAllReduce && run_.shape_kernels_ && run_.vendor_ == Vendor::kBlackwell &&
+      !wrapping_ && run_.Active(Mechanism::kNcclFallback, step_start_) == nullptr) {
+    // vLLM on B200: torch symmetric memory's multimem all-reduce, its input copied into
+    // the symmetric buffer and its output back (docs/serving-notes.md §2.5).
+    wrapping_ = true;
+    const KernelSpec copy{"Memcpy DtoD (Device -> Device)", Cost::kCopy, "cudaMemcpyAsync"};
+    KernelSpec ar = k0;
+    ar.name =
+        "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>("
+        "c10::BFloat16*, unsigned long, unsigned long, unsigned long, unsigned long, unsigned "
+        "long)";
+    EmitKernelAcross(copy, ranks, graph, structural);
+    EmitKernelAcross(ar, ranks, graph, structural);
+    EmitKernelAcross(copy, ranks, graph, structural);
+    wrapping_ = false;
+    return;
+  }
   const int tp = static_cast<int>(ranks.size());
   KernelSpec k = k0;
+  const Shape& lead_shape = shape_[static_cast<size_t>(ranks[0])];
+  const KernelChoice choice =
+      run_.shape_kernels_
+          ? ChooseKernel(run_.vendor_, p_, k0, ShapeFor(p_, k0, lead_shape, run_.config().tp))
+          : KernelChoice{};
+  if (choice.skip) return;
+  k.name = choice.name.empty() ? VendorSpelling(run_.vendor_, k0.name) : choice.name;
   int rename_fault = -1;
   double comm_factor = 1.0;
   const bool comm = IsComm(k.cost);
@@ -217,6 +366,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   }
   std::vector<int64_t> ready(ranks.size()), start(ranks.size());
   std::vector<uint64_t> corr(ranks.size());
+  const int64_t eager_tail = graph ? 0 : SharedTail(false);
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
     const bool side = p_.fsdp && comm;  // FSDP gathers run on their own stream
@@ -228,15 +378,17 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       ready[i] = r.host + static_cast<int64_t>(Micro(3.5 + rng_.LogNormal(3.5, 0.5)));
       r.host = call_end;
     }
-    start[i] = std::max(ready[i], side ? r.comm : r.gpu);
+    const int64_t free_at = side ? r.comm : r.gpu;
+    start[i] = std::max(ready[i], graph ? free_at : free_at + DispatchGap(false) + eager_tail);
   }
   std::vector<int64_t> end(ranks.size());
   if (comm) {
     // Collectives start apart and end together: every rank waits for the last arriver
     // (docs/serving-notes.md §5.3).
     const int64_t last = *std::max_element(start.begin(), start.end());
-    const double xfer = KernelCostNs(p_, k, shape_[static_cast<size_t>(ranks[0])], tp, cross) *
-                        comm_factor * Noise();
+    const double xfer = KernelCostNs(p_, Device(run_.vendor_), k,
+                                     shape_[static_cast<size_t>(ranks[0])], tp, cross) *
+                        comm_factor * Noise(k.cost, lead_shape.prefill);
     for (size_t i = 0; i < ranks.size(); ++i) {
       end[i] = last + static_cast<int64_t>(xfer) + static_cast<int64_t>(rng_.Uniform(0, 2500));
     }
@@ -257,21 +409,30 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       culprit_info_ = -1;
     }
   } else {
+    const double common = realistic_ ? Noise(k.cost, lead_shape.prefill) : 1.0;
     for (size_t i = 0; i < ranks.size(); ++i) {
       const RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
       int fault = -1;
       const double factor = run_.KernelFactor(k, r.rank, step_start_, &fault);
-      const double ns = KernelCostNs(p_, k, shape_[static_cast<size_t>(r.rank)], tp, false) *
-                        r.speed * Noise() * factor;
+      const double own = realistic_ ? IdioNoise(k.cost, lead_shape.prefill) *
+                                          run_.drift_[static_cast<size_t>(r.rank)]
+                                    : Noise(k.cost, lead_shape.prefill);
+      const double ns = KernelCostNs(p_, Device(run_.vendor_), k,
+                                     shape_[static_cast<size_t>(r.rank)], tp, false) *
+                        r.speed * common * own * factor;
       end[i] = start[i] + std::max<int64_t>(1200, static_cast<int64_t>(ns));
       kernel_fault_[i] = factor > 1.02 ? fault : -1;
     }
   }
+  const int64_t graph_tail = graph ? SharedTail(true) : 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
     const bool side = p_.fsdp && comm;
-    const NodeLocator loc = r.Gpu(raw::EventKind::kKernel, k.name, start[i], end[i], corr[i],
-                                  side ? kSideStream : kComputeStream, graph);
+    const bool copy = k.api == "cudaMemcpyAsync";
+    const NodeLocator loc =
+        r.Gpu(copy ? raw::EventKind::kMemcpy : raw::EventKind::kKernel, k.name, start[i], end[i],
+              corr[i], side ? kSideStream : kComputeStream, graph,
+              copy ? static_cast<uint64_t>(lead_shape.tokens * p_.hidden * 2) : 0);
     if (side) {
       r.comm = end[i];
       r.gpu = std::max(r.gpu, end[i]);  // compute waits for the gathered parameters
@@ -280,8 +441,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
     }
     if (k.cost == Cost::kAttention) labels_->attention.push_back(loc);
     if (graph) {
-      graph_ready_[static_cast<size_t>(r.rank)] =
-          end[i] + static_cast<int64_t>(rng_.Uniform(500, 1500));
+      graph_ready_[static_cast<size_t>(r.rank)] = end[i] + DispatchGap(true) + graph_tail;
     }
     if (comm) {
       if (rename_fault >= 0) {
@@ -309,6 +469,11 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       culprit_flag_[static_cast<size_t>(r)] = false;
     }
     culprit_info_ = -1;
+  }
+  if (!choice.reduce.empty()) {
+    // Split-K: the partial sums are reduced by a second kernel.
+    const KernelSpec reduce{choice.reduce, Cost::kElementwise, k0.api};
+    EmitKernelAcross(reduce, ranks, graph, structural);
   }
 }
 
@@ -435,6 +600,11 @@ int64_t Executor::Go(int64_t start) {
     }
     s.tokens = std::max(1.0, s.tokens);
     s.seqs = std::max(1.0, s.seqs);
+    if (!eager && run_.shape_kernels_) {
+      // A decode step replays the graph captured for the next batch size up: it runs the
+      // padded batch.
+      s.seqs = s.tokens = GraphBucket(static_cast<int>(s.seqs));
+    }
   }
 
   RankOut& lead = run_.ranks_[0];
@@ -657,6 +827,18 @@ int64_t Executor::Go(int64_t start) {
 }
 
 int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels) {
+  // Slow drift of every GPU's speed (clocks, temperature, memory placement): an AR(1)
+  // in log space per step, a common part for the node's GPUs and a per-GPU part;
+  // stationary spread about 1.5% (common) and 0.7% (own).
+  drift_.resize(ranks_.size(), 1.0);
+  own_drift_.resize(ranks_.size(), 0.0);
+  if (config_.realistic_timing) {
+    common_drift_ = 0.98 * common_drift_ + 0.003 * rng_.Normal();
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      own_drift_[r] = 0.98 * own_drift_[r] + 0.0014 * rng_.Normal();
+      drift_[r] = std::exp(common_drift_ + own_drift_[r]);
+    }
+  }
   Executor e(*this, plan, labels);
   return e.Go(start);
 }

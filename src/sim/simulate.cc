@@ -110,6 +110,10 @@ Run::Run(const SimConfig& config, const EngineProfile& profile)
     : config_(config), profile_(profile), rng_(config.seed * 0x9E3779B97F4A7C15ull + 17) {}
 
 Status Run::Prepare() {
+  if (!ParseVendor(config_.gpu, &vendor_)) {
+    return Status::Error("unknown GPU '" + config_.gpu + "' (h100, b200 or mi300)");
+  }
+  shape_kernels_ = config_.shape_kernels || vendor_ != Vendor::kHopper;
   const int world = config_.nodes * config_.gpus_per_node;
   if (config_.nodes < 1 || config_.gpus_per_node < 1 || world > 64) {
     return Status::Error("topology must have 1..64 GPUs (nodes x gpus-per-node)");
@@ -752,16 +756,78 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
                       &c.faults);
     }
   }
-  auto run = std::make_unique<Run>(c, *profile);
-  TELLER_RETURN_IF_ERROR(run->Prepare());
-  run->Simulate(progress);
-  if (run->unfinished() > 0) {
-    return Status::Error(
-        "the simulated engine stopped making progress with " + std::to_string(run->unfinished()) +
-        " requests unfinished (a configuration whose requests can never be scheduled?)");
+  // Every planted fault must manifest. A fault the simulator placed (preset, random)
+  // whose window left it nothing to act on (KV pressure while the pool never ran out,
+  // starvation with no arrival) is resampled: its window doubles around its centre, KV
+  // pressure takes a fifth more of the pool; after kMaxResamples it is an error. A silent
+  // fault the user placed (--fault with onset/duration) is reported in the summary.
+  constexpr int kMaxResamples = 4;
+  std::unique_ptr<Run> run;
+  std::string silent_note;
+  for (int attempt = 0;; ++attempt) {
+    run = std::make_unique<Run>(c, *profile);
+    TELLER_RETURN_IF_ERROR(run->Prepare());
+    run->Simulate(attempt == 0 ? progress : std::function<void(std::string_view)>{});
+    if (run->unfinished() > 0) {
+      return Status::Error("the simulated engine stopped making progress with " +
+                           std::to_string(run->unfinished()) +
+                           " requests unfinished (a configuration whose requests can never be "
+                           "scheduled?)");
+    }
+    const std::vector<int> silent = run->SilentFaults();
+    if (silent.empty()) break;
+    // Faults the simulator placed (presets, --random-faults: anchored to request
+    // arrivals) are resampled; a window the user gave is theirs.
+    bool placed = c.plan_fault_windows;
+    for (const int id : silent)
+      placed = placed || c.faults[static_cast<size_t>(id)].onset_request >= 0;
+    auto names = [&c, &silent] {
+      std::string list;
+      for (const int id : silent) {
+        list += (list.empty() ? "" : ", ") + std::to_string(id) + " " +
+                std::string(Info(c.faults[static_cast<size_t>(id)].mechanism).name);
+      }
+      return list;
+    };
+    if (!placed) {
+      // The user's window: the run is written, and the summary says loudly that its
+      // ground truth lists a fault with no affected step.
+      silent_note = "planted fault(s) " + names() +
+                    " acted on no step (window, magnitude or topology leaves nothing to act "
+                    "on); the ground truth lists them with no affected step";
+      break;
+    }
+    if (attempt == kMaxResamples) {
+      return Status::Error("setting " + c.setting + ": planted fault(s) " + names() +
+                           " acted on no step after " + std::to_string(kMaxResamples) +
+                           " resamplings of their windows");
+    }
+    for (const int id : silent) {
+      FaultSpec& spec = c.faults[static_cast<size_t>(id)];
+      if (spec.onset_request >= 0) {
+        const int span = std::max(1, spec.span_requests);
+        spec.onset_request = std::max(0, spec.onset_request - span / 2);
+        spec.span_requests = 2 * span;
+      } else if (spec.duration_ns > 0) {
+        spec.onset_ns = std::max<int64_t>(0, spec.onset_ns - spec.duration_ns / 2);
+        spec.duration_ns *= 2;
+      }
+      if (spec.mechanism == Mechanism::kKvPressure) {
+        const double m =
+            spec.magnitude > 0 ? spec.magnitude : Info(spec.mechanism).default_magnitude;
+        spec.magnitude = std::min(0.9, m + 0.2);
+      }
+    }
+    if (progress) {
+      progress("simulate " + c.setting +
+               ": a planted fault acted on no step; resampling its "
+               "window (attempt " +
+               std::to_string(attempt + 2) + ")");
+    }
   }
   SimSummary summary;
   TELLER_RETURN_IF_ERROR(run->WriteFiles(out_dir, &summary));
+  summary.silent_faults = silent_note;
   return summary;
 }
 

@@ -53,7 +53,42 @@ struct ClassDistance {
   // NaN when one side has no sample.
   double ks = 0;
   double w1_log10 = 0;
+  // Duration CV of the class across the repeated decoder layers of one step: per kernel
+  // name and slot (its k-th instance within a layer), std/mean over the layers; the
+  // median over the step's (name, slot) groups and the compared steps. NaN: no group of
+  // at least kMinLayersForCv layers.
+  double simulated_cv = 0, real_cv = 0;
 };
+
+// What one step of a trace shows, over the compared steps (medians per step).
+struct StepStatistics {
+  double kernel_names = 0;  // distinct kernel names per step (NaN: no step)
+  double symbols = 0;       // distinct event names per step: ranges, calls, GPU work
+  // Inter-kernel gaps on one GPU stream within a step (start minus the previous item's
+  // end, negative as 0, gaps over kMaxGapNs left out as idle), in us.
+  uint64_t gaps = 0;
+  double gap_p50_us = 0, gap_p90_us = 0, gap_p99_us = 0;
+  double zero_gap_share = 0;  // gaps under 0.1 us
+};
+
+// Distinct GPU-work name sequences among the steps of one kind (simulated side).
+struct StepVariety {
+  std::string kind;
+  uint64_t steps = 0, distinct = 0;
+  double per_100 = 0;  // distinct sequences per 100 steps (steps < 100: distinct * 100 / steps)
+};
+
+// One realism target: simulated and real value of a statistic, met when within a
+// factor of 1.5 (ratio statistics) or at KS <= 0.2 (distributions).
+struct RealismTarget {
+  std::string statistic;
+  double simulated = 0, real = 0;
+  bool distribution = false;  // `simulated` holds the KS statistic, `real` 0
+  bool met = false;
+};
+
+inline constexpr uint32_t kMinLayersForCv = 6;
+inline constexpr int64_t kMaxGapNs = 1'000'000;
 
 struct TraceSummary {
   uint64_t processes = 0, steps = 0, steps_compared = 0;
@@ -72,6 +107,10 @@ struct RealismReport {
   uint32_t layer_edit_distance = 0;
   double step_mix_overlap = 0;         // sum_c min(p_sim(c), p_real(c))
   std::vector<ClassDistance> classes;  // classes present on either side, by real share
+  StepStatistics simulated_steps, real_steps;
+  double gap_ks = 0;                 // KS of log10(gap + 0.1 us); NaN when a side has none
+  std::vector<StepVariety> variety;  // simulated side, by kind
+  std::vector<RealismTarget> targets;
 };
 
 // Pure comparison of two imported traces (no files read).

@@ -42,6 +42,17 @@ struct SimConfig {
   int max_running = 64;           // concurrent requests
   int kv_blocks = 0;              // KV-cache blocks per engine; 0 = sized from the model
   int layers = 0;                 // decoder layers; 0 = the profile's model
+  // The GPU: "h100" (Hopper), "b200" (Blackwell), "mi300" (MI300X): kernel names, tile
+  // and split choices, and the cost model's bandwidth, compute and smallest-kernel time.
+  std::string gpu = "h100";
+  // Timing fitted to the real traces (docs/simulator.md "Realistic timing"): duration
+  // noise by kernel class, shared across tensor-parallel ranks, slow drift, heavy-tailed
+  // inter-kernel gaps. Off: one lognormal (sigma 0.045) per kernel and rank, back-to-back
+  // eager kernels, 0.5-1.5 us between graph kernels.
+  bool realistic_timing = false;
+  // Kernel choice by shape (GEMM tiles, split-K, KV splits, graph per batch-size bucket):
+  // on with --shape-kernels or any --gpu other than h100; off: the profile's fixed names.
+  bool shape_kernels = false;
   std::vector<FaultSpec> faults;
   // Presets: place the faults' windows (in order, spread over the run) so that about
   // this fraction of requests is affected, from a fault-free dry run of the same seed.
@@ -55,6 +66,9 @@ struct SimSummary {
   uint64_t requests = 0, faulty_requests = 0, steps = 0, events = 0, log_lines = 0;
   uint64_t processes = 0, bytes = 0;
   int64_t simulated_ns = 0;  // span of serving time
+  // Non-empty when a fault given with an explicit window acted on no step (it says which);
+  // `teller simulate` prints it as a warning.
+  std::string silent_faults;
 };
 
 // Simulates into `out_dir` (created; must not hold a trace). Progress lines go to
