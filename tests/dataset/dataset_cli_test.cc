@@ -417,15 +417,20 @@ TEST_F(DatasetCliTest, MissingOrCutRawTraceFailsLoudly) {
     const bool is_cut = std::string(c.name).rfind("cut", 0) == 0;
     const std::string damage = is_cut ? cut : "rm " + file;
     ASSERT_EQ(std::system(("cd '" + dir + "' && " + damage).c_str()), 0);
-    if (!c.manifest) ASSERT_EQ(std::remove((dir + "/manifest.json").c_str()), 0);
+    if (!c.manifest) {
+      ASSERT_EQ(std::remove((dir + "/manifest.json").c_str()), 0);
+    }
     const std::string out = tmp_ + "/ds-" + c.name;
     const Outcome o = Teller("dataset build '" + dir + "' --out '" + out + "' -q");
     EXPECT_EQ(o.exit_code, 1) << o.err;
     EXPECT_NE(o.err.find(c.expect), std::string::npos) << o.err;
     EXPECT_NE(o.err.find(truth->setting + ": "), std::string::npos) << o.err;
-    if (c.manifest) EXPECT_NE(o.err.find(dir + "/" + file), std::string::npos) << o.err;
-    if (!c.manifest && !is_cut)
+    if (c.manifest) {
+      EXPECT_NE(o.err.find(dir + "/" + file), std::string::npos) << o.err;
+    }
+    if (!c.manifest && !is_cut) {
       EXPECT_NE(o.err.find("pid " + std::to_string(victim.pid)), std::string::npos) << o.err;
+    }
     EXPECT_NE(std::system(("test -e '" + out + "/index.json'").c_str()), 0);
   }
 }

@@ -334,8 +334,10 @@ TEST_F(EvalCliTest, IncidentSplitSharesNoRecordAndRequestSplitWarns) {
   for (const auto& u : ds.units) {
     ASSERT_TRUE(u.has_incident);
     abnormal += u.is_anomaly;
-    if (u.is_anomaly) EXPECT_GE(u.fault, 0);
-    if (u.is_anomaly) EXPECT_FALSE(u.mechanism.empty());
+    if (u.is_anomaly) {
+      EXPECT_GE(u.fault, 0);
+      EXPECT_FALSE(u.mechanism.empty());
+    }
   }
   ASSERT_GT(abnormal, 0u);
   for (uint64_t seed : {1, 2, 3}) {
