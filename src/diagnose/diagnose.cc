@@ -225,6 +225,23 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
   std::map<uint32_t, Overdispersion> overdispersion;
   for (auto& [cls, families] : class_families)
     overdispersion.emplace(cls, Overdispersion(std::move(families), min_ratio));
+  // Each family's scored instances per process in time order, and how the families of
+  // each class clump (suspicion.h).
+  std::map<Key, FamilyDeviations> deviations_of;
+  std::map<uint32_t, std::vector<Clumping::Family>> clumping_families;
+  for (auto& [key, a] : agg) {
+    FamilyDeviations& family = deviations_of[key];
+    family.total = a.deviations;
+    for (auto& [process, seq] : a.sequence) {
+      std::sort(seq.begin(), seq.end());
+      family.sequences.emplace_back();
+      for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
+    }
+    clumping_families[a.cls].push_back({&a.deviations, &family.sequences});
+  }
+  std::map<uint32_t, Clumping> clumping;
+  for (const auto& [cls, families] : clumping_families)
+    clumping.emplace(cls, Clumping(families, min_ratio));
   double weighted_total = 0;
   for (const auto& [key, a] : agg) weighted_total += a.weighted;
   std::vector<TopOperator> out;
@@ -232,15 +249,10 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     if (a.op.count == 0) continue;
     a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
     a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
-    FamilyDeviations family;
-    family.total = a.deviations;
-    for (auto& [process, seq] : a.sequence) {
-      std::sort(seq.begin(), seq.end());
-      family.sequences.emplace_back();
-      for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
-    }
+    const FamilyDeviations& family = deviations_of.at(key);
     const ClassRate rate(classes[a.cls], family.total, min_ratio);
-    double suspicion = SuspicionAt(family, rate, &overdispersion.at(a.cls), &a.deviations);
+    double suspicion =
+        SuspicionAt(family, rate, &overdispersion.at(a.cls), &a.deviations, &clumping.at(a.cls));
     // With a baseline, judged against its own habit there too (suspicion.h): an operator
     // deviating as it usually does is not suspicious, however rare that is for its class.
     if (baseline != nullptr) {

@@ -215,14 +215,74 @@ double Overdispersion::At(double x, const Deviations* family) const {
   return std::clamp(terms / w, 0.0, kMaxRho);
 }
 
+Clumping::Clumping(const std::vector<Family>& families, double min_ratio) : min_ratio_(min_ratio) {
+  double top = min_ratio;
+  for (const Family& f : families) {
+    if (!f.deviations->ratios.empty()) top = std::max(top, f.deviations->ratios.back());
+  }
+  top_ = top;
+  levels_.resize(static_cast<size_t>(std::log(top / min_ratio) / kGridStep) + 1);
+  for (size_t m = 0; m < levels_.size(); ++m)
+    levels_[m].x = min_ratio * std::exp(kGridStep * static_cast<double>(m));
+  own_.assign(families.size(), std::vector<std::pair<float, float>>(levels_.size(), {0.0f, 0.0f}));
+  for (size_t j = 0; j < families.size(); ++j) {
+    keys_.push_back(families[j].deviations);
+    for (const auto& seq : *families[j].sequences) {
+      for (size_t i = 0; i + 1 < seq.size(); ++i) {
+        if (seq[i] < min_ratio) continue;
+        // The levels this deviation reaches, and those its successor reaches too.
+        const double both = std::min(seq[i], seq[i + 1]);
+        for (size_t m = 0; m < levels_.size() && levels_[m].x <= seq[i]; ++m) {
+          own_[j][m].first += 1;
+          if (both >= levels_[m].x) own_[j][m].second += 1;
+        }
+      }
+    }
+  }
+  for (size_t m = 0; m < levels_.size(); ++m) {
+    Level& l = levels_[m];
+    double most[2] = {-1, -1};
+    for (size_t j = 0; j < families.size(); ++j) {
+      l.firsts += own_[j][m].first;
+      l.pairs += own_[j][m].second;
+      const double pairs = own_[j][m].second;
+      if (pairs > most[0]) {
+        most[1] = most[0], l.top[1] = l.top[0];
+        most[0] = pairs, l.top[0] = j;
+      } else if (pairs > most[1]) {
+        most[1] = pairs, l.top[1] = j;
+      }
+    }
+  }
+}
+
+double Clumping::At(double x, const Deviations* family, double q) const {
+  if (levels_.empty() || x < min_ratio_ || x > top_) return q;
+  const size_t m = std::min(levels_.size() - 1,
+                            static_cast<size_t>(std::log(x / min_ratio_) / kGridStep + 1e-9));
+  const Level& l = levels_[m];
+  double firsts = l.firsts, pairs = l.pairs;
+  size_t judged = SIZE_MAX;
+  for (size_t j = 0; j < keys_.size(); ++j) {
+    if (keys_[j] == family) judged = j;
+  }
+  if (judged != SIZE_MAX) firsts -= own_[judged][m].first, pairs -= own_[judged][m].second;
+  const size_t other = l.top[0] == judged ? l.top[1] : l.top[0];
+  if (other != SIZE_MAX) firsts -= own_[other][m].first, pairs -= own_[other][m].second;
+  const double c = (std::max(0.0, pairs) + kHabitPrior * q) / (std::max(0.0, firsts) + kHabitPrior);
+  return std::clamp(std::max(c, q), 0.0, 1.0);
+}
+
 double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q,
-                   const Overdispersion* overdispersion, const Deviations* family) {
+                   const Overdispersion* overdispersion, const Deviations* family,
+                   const Clumping* clumping) {
   if (tested.total.ratios.empty() || tested.total.scored == 0) return 0;
   double best = 0;
   for (double x : Sizes(tested.total)) {
     const double p = q(x);
     const double rho = overdispersion != nullptr ? overdispersion->At(x, family) : 0.0;
-    best = std::min(best, LeastChanceLog10(tested, x, p, p, nullptr, rho));
+    const double c = clumping != nullptr ? clumping->At(x, family, p) : p;
+    best = std::min(best, LeastChanceLog10(tested, x, p, c, nullptr, rho));
   }
   return -best;
 }

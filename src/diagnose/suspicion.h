@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace teller::diagnose {
@@ -101,12 +102,44 @@ class Overdispersion {
   double min_ratio_ = 1, top_ = 1;
 };
 
+// How often, in a class, a deviation of x or more follows one of its own family on its
+// process: the class's clumping c(x). Host time clumps (a busy CPU slows the ops that run
+// one after another), kernels hardly do; a run is judged by the chain at c(x) rather than
+// as independent trials. Over the class's families, less the judged one and the other
+// family with the most such pairs (one other fault does not make every run usual):
+//   c(x) = (pairs(x) + kHabitPrior q(x)) / (firsts(x) + kHabitPrior)
+// (firsts: deviations of x or more that have a successor; pairs: those whose successor
+// deviated too), and never below q(x). Computed on Overdispersion's grid of x.
+class Clumping {
+ public:
+  // Every family of the class: its deviations (the key) and sequences (one per process, in
+  // time order: the ratio of each scored instance, 0 when it was not evidence).
+  struct Family {
+    const Deviations* deviations;
+    const std::vector<std::vector<double>>* sequences;
+  };
+  Clumping(const std::vector<Family>& families, double min_ratio);
+  double At(double x, const Deviations* family, double q) const;
+
+ private:
+  struct Level {
+    double x = 0, firsts = 0, pairs = 0;
+    size_t top[2] = {SIZE_MAX, SIZE_MAX};  // the two families with the most pairs
+  };
+  std::vector<Level> levels_;
+  // Per family (in the order given) and level: its firsts and pairs.
+  std::vector<std::vector<std::pair<float, float>>> own_;
+  std::vector<const Deviations*> keys_;
+  double min_ratio_ = 1, top_ = 1;
+};
+
 // The suspicion of `tested` (some or all of a family's instances) at chance q(x) per
 // instance, as Suspicion computes it; with `overdispersion`, k(x) or more of n is judged
-// by the beta-binomial of rho(x) instead of the binomial (the runs are not changed).
+// by the beta-binomial of rho(x) instead of the binomial, and with `clumping` a run by the
+// chain at the class's c(x) instead of independent trials.
 double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q,
                    const Overdispersion* overdispersion = nullptr,
-                   const Deviations* family = nullptr);
+                   const Deviations* family = nullptr, const Clumping* clumping = nullptr);
 
 // A family's own habit: how its instances deviated where no fault is suspected (a
 // baseline's instances, or the family in the other engine steps), one sequence per process

@@ -297,5 +297,67 @@ TEST(Overdispersion, FamiliesThatDifferMakeACountLessSuspicious) {
   EXPECT_GT(overdispersed, 0.0);
 }
 
+// A family given as its sequences (one per process): its deviations and the sequences.
+struct Sequences {
+  Deviations deviations;
+  std::vector<std::vector<double>> sequences;
+  explicit Sequences(std::vector<std::vector<double>> seqs) : sequences(std::move(seqs)) {
+    for (const auto& seq : sequences) {
+      for (double r : seq) deviations.Add(r, kMin);
+    }
+    deviations.Finish();
+  }
+  Clumping::Family Of() const { return {&deviations, &sequences}; }
+};
+
+TEST(Clumping, ByHand) {
+  // At 1.5x (the grid point 1.2 e^0.2 = 1.4657 below it): the judged family J, a run of
+  // three at 2x, is left out, and so is C, the other family with the most pairs (5 of 5).
+  // A has 4 deviations with a successor, 2 of them followed by one; B 3 and 0. With the
+  // prior 10 q at q = 0.01: c = (2 + 0.1) / (7 + 10) = 0.123529. At 2x no other family
+  // deviates: c = 10 q / 10 = q.
+  const Sequences j({{0, 2, 2, 2, 0}});
+  const Sequences a({{1.5, 1.5, 0, 1.5, 1.5, 0}});
+  const Sequences b({{1.5, 0, 1.5, 0, 1.5, 0}});
+  const Sequences c({{1.5, 1.5, 1.5, 1.5, 1.5, 1.5}});
+  const Clumping clumping({j.Of(), a.Of(), b.Of(), c.Of()}, kMin);
+  EXPECT_NEAR(clumping.At(1.5, &j.deviations, 0.01), 0.123529, 1e-6);
+  EXPECT_NEAR(clumping.At(2.0, &j.deviations, 0.01), 0.01, 1e-12);
+  // Never below q.
+  EXPECT_NEAR(clumping.At(1.5, &j.deviations, 0.5), 0.5, 1e-12);
+}
+
+TEST(Clumping, ARunInAClassThatClumpsIsLessSuspicious) {
+  // A run of four at 1.5x in 100 instances: against a class whose other families deviate
+  // in pairs (each deviation followed by another), the run is likelier than against
+  // independent trials at the same rate.
+  std::vector<std::vector<double>> seq(1, std::vector<double>(100, 0.0));
+  for (size_t i = 40; i < 44; ++i) seq[0][i] = 1.5;
+  const Sequences judged(seq);
+  std::vector<Sequences> others;
+  for (int k = 0; k < 30; ++k) {
+    std::vector<double> o(100, 0.0);
+    o[10 + k] = o[11 + k] = 1.5;
+    others.emplace_back(std::vector<std::vector<double>>{o});
+  }
+  std::vector<Clumping::Family> families = {judged.Of()};
+  Deviations klass = judged.deviations;
+  for (const Sequences& o : others) {
+    families.push_back(o.Of());
+    klass.Add(o.deviations);
+  }
+  klass.Finish();
+  FamilyDeviations f;
+  f.total = judged.deviations;
+  f.sequences = judged.sequences;
+  const ClassRate q(klass, f.total, kMin);
+  const Clumping clumping(families, kMin);
+  EXPECT_GT(clumping.At(1.5, &judged.deviations, q(1.5)), 0.3);
+  const double independent = SuspicionAt(f, q);
+  const double clumped = SuspicionAt(f, q, nullptr, &f.total, &clumping);
+  EXPECT_LT(clumped, independent - 1.0);
+  EXPECT_GT(clumped, 0.0);
+}
+
 }  // namespace
 }  // namespace teller::diagnose
