@@ -871,6 +871,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
 // noise. An operator whose median is above that by the evidence margins has its
 // instances that clear them on their own made evidence (PeerSource::kCallers). Only
 // instances compared with their own family so far, and not yet evidence, are moved.
+// The least number of operators making a launch call for FindSlowCallers to compare them.
+constexpr size_t kMinCallerFamilies = 3;
+
 void FindSlowCallers(const Options& o, Result* out) {
   // Launch-call families made by an operator, by (call pattern, layer).
   std::map<std::pair<std::string, Layer>, uint32_t> call_ids;
@@ -892,7 +895,11 @@ void FindSlowCallers(const Options& o, Result* out) {
   }
   std::vector<double> v;
   for (const auto& families : calls) {
-    if (families.size() < o.min_peers + 1) continue;
+    // With min_peers other callers, their medians are the peers; with fewer (a small model
+    // has few operators that launch), the instances of the other callers, pooled: a call
+    // costs about the same whichever operator makes it. One other caller is no reference.
+    if (families.size() < kMinCallerFamilies) continue;
+    const bool pooled = families.size() < o.min_peers + 1;
     std::map<uint32_t, double> median;
     for (const auto& [fam, list] : families) {
       v.clear();
@@ -901,8 +908,16 @@ void FindSlowCallers(const Options& o, Result* out) {
     }
     for (const auto& [fam, list] : families) {
       v.clear();
-      for (const auto& [other, m] : median) {
-        if (other != fam) v.push_back(m);
+      if (pooled) {
+        for (const auto& [other, olist] : families) {
+          if (other == fam) continue;
+          for (uint32_t k : olist) v.push_back(static_cast<double>(out->instances[k].time_ns));
+        }
+        if (v.size() < o.min_peers) continue;
+      } else {
+        for (const auto& [other, m] : median) {
+          if (other != fam) v.push_back(m);
+        }
       }
       const Spread others = RobustSpread(v);
       const double noise = Noise(others, o);

@@ -511,6 +511,51 @@ TEST(Localize, AnOperatorWhoseLaunchesAreAllSlowerIsComparedWithTheOtherCallers)
     EXPECT_FALSE(in.evidence);
 }
 
+// With fewer than min_peers other callers, their instances pooled are the reference. Three
+// ops launch 8 times each, at 5.0, 4.8 and 25 us (aten::div_, slowed); the first launch of
+// each is warm-up. For aten::div_, the other two callers' 14 scored launches: median 4.9
+// us, MAD 0.1, noise = max(1.4826 x 0.1, 2% x 4.9, 0.25) = 0.25 us; 25 us is 5.1x with z =
+// 80.4: its seven scored launches are evidence, expected 4.9 us from 14 peers. At 8.5 us
+// (1.73x, below min_callers_ratio 2) nothing is; with one other caller, nothing either.
+TEST(Localize, AFewOtherCallersArePooled) {
+  auto build = [&](Builder& b, const std::vector<std::pair<std::string, int64_t>>& cost) {
+    std::vector<std::string> ops;
+    std::vector<int64_t> ns;
+    for (int k = 0; k < 8; ++k) {
+      for (const auto& [op, t] : cost) {
+        ops.push_back(op);
+        ns.push_back(t);
+      }
+    }
+    Launches(b, ops, ns);
+  };
+  Builder b;
+  build(b, {{"aten::mm", 5'000}, {"aten::add", 4'800}, {"aten::div_", 25'000}});
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(r.families[in.family].within, "aten::div_");
+    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
+    EXPECT_EQ(in.expected_ns, 4'900);
+    EXPECT_EQ(in.noise_ns, 250);
+    EXPECT_EQ(in.peers, 14u);
+  }
+  EXPECT_EQ(evidence, 7u);
+  Builder natural;
+  build(natural, {{"aten::mm", 5'000}, {"aten::add", 4'800}, {"aten::div_", 8'500}});
+  const auto nrec = reconstruct::Reconstruct(natural.t);
+  for (const localize::Instance& in : localize::Localize(natural.t, nrec).instances)
+    EXPECT_FALSE(in.evidence);
+  Builder two;
+  build(two, {{"aten::mm", 5'000}, {"aten::div_", 25'000}});
+  const auto trec = reconstruct::Reconstruct(two.t);
+  for (const localize::Instance& in : localize::Localize(two.t, trec).instances)
+    EXPECT_NE(in.source, localize::PeerSource::kCallers);
+}
+
 // A baseline records each operator's habit: its own instances scored against it, per
 // process in time order, each as its ratio when evidence and 0 when not. DecodeSteps: the
 // 150 us mm is 1.5x its position peers (median 100 us), the 150 us add 3x (median 50 us);
