@@ -215,21 +215,13 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     }
   }
   for (auto& [cls, c] : classes) c.Finish();
-  // How much the families of each class differ in their rates (suspicion.h): the
-  // background a family's count of deviations is judged against.
-  std::map<uint32_t, std::vector<const Deviations*>> class_families;
+  // Each family's scored instances per process in time order, and how the families of
+  // each class differ in their rates and clump (suspicion.h): the background a family's
+  // count and runs of deviations are judged against.
+  std::map<Key, FamilyDeviations> deviations_of;
+  std::map<uint32_t, std::vector<Clumping::Family>> class_families;
   for (auto& [key, a] : agg) {
     a.deviations.Finish();
-    class_families[a.cls].push_back(&a.deviations);
-  }
-  std::map<uint32_t, Overdispersion> overdispersion;
-  for (auto& [cls, families] : class_families)
-    overdispersion.emplace(cls, Overdispersion(std::move(families), min_ratio));
-  // Each family's scored instances per process in time order, and how the families of
-  // each class clump (suspicion.h).
-  std::map<Key, FamilyDeviations> deviations_of;
-  std::map<uint32_t, std::vector<Clumping::Family>> clumping_families;
-  for (auto& [key, a] : agg) {
     FamilyDeviations& family = deviations_of[key];
     family.total = a.deviations;
     for (auto& [process, seq] : a.sequence) {
@@ -237,11 +229,16 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       family.sequences.emplace_back();
       for (const auto& [start, ratio] : seq) family.sequences.back().push_back(ratio);
     }
-    clumping_families[a.cls].push_back({&a.deviations, &family.sequences});
+    class_families[a.cls].push_back({&a.deviations, &family.sequences});
   }
+  std::map<uint32_t, Overdispersion> overdispersion;
   std::map<uint32_t, Clumping> clumping;
-  for (const auto& [cls, families] : clumping_families)
+  for (const auto& [cls, families] : class_families) {
+    std::vector<const Deviations*> rates;
+    for (const Clumping::Family& f : families) rates.push_back(f.deviations);
+    overdispersion.emplace(cls, Overdispersion(rates, min_ratio));
     clumping.emplace(cls, Clumping(families, min_ratio));
+  }
   double weighted_total = 0;
   for (const auto& [key, a] : agg) weighted_total += a.weighted;
   std::vector<TopOperator> out;

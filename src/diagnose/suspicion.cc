@@ -20,7 +20,7 @@ constexpr double kPriorScale = 0.5;
 // Sizes tried per family: its distinct evidence ratios, at most this many of them
 // (evenly chosen from the sorted list, the largest always included).
 constexpr size_t kMaxSizes = 64;
-// The grid of sizes the overdispersion is measured on: steps of 5% in ratio.
+// SizeGrid's step: 5% in ratio.
 constexpr double kGridStep = 0.05;
 }  // namespace
 
@@ -160,23 +160,47 @@ double Square(const Deviations& f, double x) {
 }
 }  // namespace
 
-Overdispersion::Overdispersion(std::vector<const Deviations*> families, double min_ratio)
-    : families_(std::move(families)), min_ratio_(min_ratio) {
+SizeGrid::SizeGrid(double min_ratio, double top)
+    : min_ratio_(min_ratio),
+      top_(std::max(top, min_ratio)),
+      size_(static_cast<size_t>(std::log(top_ / min_ratio) / kGridStep) + 1) {}
+
+double SizeGrid::x(size_t m) const {
+  return min_ratio_ * std::exp(kGridStep * static_cast<double>(m));
+}
+
+size_t SizeGrid::Index(double x) const {
+  if (x < min_ratio_ || x > top_) return SIZE_MAX;
+  return std::min(size_ - 1, static_cast<size_t>(std::log(x / min_ratio_) / kGridStep + 1e-9));
+}
+
+namespace {
+// The largest ratio of a class's families (min_ratio when none deviated).
+template <typename Range, typename Get>
+double LargestRatio(const Range& families, Get deviations, double min_ratio) {
   double top = min_ratio;
-  for (const Deviations* f : families_) {
-    if (!f->ratios.empty()) top = std::max(top, f->ratios.back());
+  for (const auto& f : families) {
+    const Deviations& d = deviations(f);
+    if (!d.ratios.empty()) top = std::max(top, d.ratios.back());
   }
-  top_ = top;
-  levels_.resize(static_cast<size_t>(std::log(top / min_ratio) / kGridStep) + 1);
+  return top;
+}
+}  // namespace
+
+Overdispersion::Overdispersion(const std::vector<const Deviations*>& families, double min_ratio)
+    : grid_(min_ratio,
+            LargestRatio(
+                families, [](const Deviations* f) -> const Deviations& { return *f; }, min_ratio)),
+      levels_(grid_.size()) {
   for (size_t m = 0; m < levels_.size(); ++m) {
     Level& l = levels_[m];
-    l.x = min_ratio * std::exp(kGridStep * static_cast<double>(m));
+    const double x = grid_.x(m);
     double top_square[2] = {-1, -1};
-    for (const Deviations* f : families_) {
+    for (const Deviations* f : families) {
       if (f->scored == 0) continue;
-      const double sq = Square(*f, l.x);
+      const double sq = Square(*f, x);
       l.s += sq;
-      l.k += static_cast<double>(f->AtLeast(l.x));
+      l.k += static_cast<double>(f->AtLeast(x));
       l.n += static_cast<double>(f->scored);
       l.f += 1;
       l.w += static_cast<double>(f->scored - 1);
@@ -192,16 +216,16 @@ Overdispersion::Overdispersion(std::vector<const Deviations*> families, double m
 
 double Overdispersion::At(double x, const Deviations* family) const {
   // Beyond the largest deviation of the class nothing deviates: no spread to measure.
-  if (levels_.empty() || x < min_ratio_ || x > top_) return 0;
-  const size_t m = std::min(levels_.size() - 1,
-                            static_cast<size_t>(std::log(x / min_ratio_) / kGridStep + 1e-9));
+  const size_t m = grid_.Index(x);
+  if (m == SIZE_MAX) return 0;
   const Level& l = levels_[m];
+  const double at = grid_.x(m);
   double s = l.s, k = l.k, n = l.n, f = l.f, w = l.w;
   // Leave out the judged family and the most deviating other one.
   auto drop = [&](const Deviations* d) {
     if (d == nullptr || d->scored == 0) return;
-    s -= Square(*d, l.x);
-    k -= static_cast<double>(d->AtLeast(l.x));
+    s -= Square(*d, at);
+    k -= static_cast<double>(d->AtLeast(at));
     n -= static_cast<double>(d->scored);
     f -= 1;
     w -= static_cast<double>(d->scored - 1);
@@ -215,26 +239,23 @@ double Overdispersion::At(double x, const Deviations* family) const {
   return std::clamp(terms / w, 0.0, kMaxRho);
 }
 
-Clumping::Clumping(const std::vector<Family>& families, double min_ratio) : min_ratio_(min_ratio) {
-  double top = min_ratio;
-  for (const Family& f : families) {
-    if (!f.deviations->ratios.empty()) top = std::max(top, f.deviations->ratios.back());
-  }
-  top_ = top;
-  levels_.resize(static_cast<size_t>(std::log(top / min_ratio) / kGridStep) + 1);
-  for (size_t m = 0; m < levels_.size(); ++m)
-    levels_[m].x = min_ratio * std::exp(kGridStep * static_cast<double>(m));
-  own_.assign(families.size(), std::vector<std::pair<float, float>>(levels_.size(), {0.0f, 0.0f}));
+Clumping::Clumping(const std::vector<Family>& families, double min_ratio)
+    : grid_(min_ratio,
+            LargestRatio(
+                families, [](const Family& f) -> const Deviations& { return *f.deviations; },
+                min_ratio)),
+      levels_(grid_.size()),
+      own_(families.size(), std::vector<std::pair<float, float>>(grid_.size(), {0.0f, 0.0f})) {
   for (size_t j = 0; j < families.size(); ++j) {
-    keys_.push_back(families[j].deviations);
+    index_.emplace(families[j].deviations, j);
     for (const auto& seq : *families[j].sequences) {
       for (size_t i = 0; i + 1 < seq.size(); ++i) {
         if (seq[i] < min_ratio) continue;
         // The levels this deviation reaches, and those its successor reaches too.
         const double both = std::min(seq[i], seq[i + 1]);
-        for (size_t m = 0; m < levels_.size() && levels_[m].x <= seq[i]; ++m) {
+        for (size_t m = 0; m < levels_.size() && grid_.x(m) <= seq[i]; ++m) {
           own_[j][m].first += 1;
-          if (both >= levels_[m].x) own_[j][m].second += 1;
+          if (both >= grid_.x(m)) own_[j][m].second += 1;
         }
       }
     }
@@ -257,15 +278,12 @@ Clumping::Clumping(const std::vector<Family>& families, double min_ratio) : min_
 }
 
 double Clumping::At(double x, const Deviations* family, double q) const {
-  if (levels_.empty() || x < min_ratio_ || x > top_) return q;
-  const size_t m = std::min(levels_.size() - 1,
-                            static_cast<size_t>(std::log(x / min_ratio_) / kGridStep + 1e-9));
+  const size_t m = grid_.Index(x);
+  if (m == SIZE_MAX) return q;
   const Level& l = levels_[m];
   double firsts = l.firsts, pairs = l.pairs;
-  size_t judged = SIZE_MAX;
-  for (size_t j = 0; j < keys_.size(); ++j) {
-    if (keys_[j] == family) judged = j;
-  }
+  const auto it = index_.find(family);
+  const size_t judged = it == index_.end() ? SIZE_MAX : it->second;
   if (judged != SIZE_MAX) firsts -= own_[judged][m].first, pairs -= own_[judged][m].second;
   const size_t other = l.top[0] == judged ? l.top[1] : l.top[0];
   if (other != SIZE_MAX) firsts -= own_[other][m].first, pairs -= own_[other][m].second;

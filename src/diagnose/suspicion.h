@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,22 @@ class ClassRate {
   double others_ = 0, top_ = 0, scale_ = 0;
 };
 
+class SizeGrid {
+ public:
+  // The sizes min_ratio e^(0.05 m), m = 0, 1, ..., up to `top`, the largest ratio of the
+  // class: where Overdispersion and Clumping are measured.
+  SizeGrid(double min_ratio, double top);
+  size_t size() const { return size_; }
+  double x(size_t m) const;
+  // The grid point at or below x; SIZE_MAX below min_ratio or beyond top (nothing of the
+  // class deviates that much).
+  size_t Index(double x) const;
+
+ private:
+  double min_ratio_, top_;
+  size_t size_;
+};
+
 // How much more the families of a class differ in their rates of deviating by x or more
 // than chance allows: the intra-class correlation rho(x) of a beta-binomial, by moments.
 // Families do differ (a host op whose time depends on the data deviates at several times
@@ -77,13 +94,14 @@ class ClassRate {
 //   rho(x) = sum_j [(k_j - n_j p)^2 / (n_j p (1 - p)) - 1] / sum_j (n_j - 1),
 // (for a beta-binomial, E[(k - n p)^2] = n p (1 - p) (1 + (n - 1) rho)), leaving out the
 // family being judged and the other family that deviates most (one other fault does not
-// make every family unsurprising), clamped to [0, kMaxRho]. Computed on a grid of x,
-// e^0.05 apart from min_ratio; x takes the grid point at or below it.
+// make every family unsurprising), clamped to [0, kMaxRho]. Computed on a SizeGrid; x
+// takes the grid point at or below it.
 class Overdispersion {
  public:
   static constexpr double kMaxRho = 0.5;
-  // Every family of the class (each Finish()ed); kept by reference.
-  Overdispersion(std::vector<const Deviations*> families, double min_ratio);
+  // Every family of the class (each Finish()ed); the judged family is given to At() by
+  // the same pointer.
+  Overdispersion(const std::vector<const Deviations*>& families, double min_ratio);
   double At(double x, const Deviations* family) const;
 
  private:
@@ -91,15 +109,13 @@ class Overdispersion {
   // with S = sum k^2 / n, K = sum k, N = sum n over the families left, F of them, W =
   // sum (n - 1) and p = K / N, the numerator is (S - 2 p K + p^2 N) / (p (1 - p)) - F.
   struct Level {
-    double x = 0;
     double s = 0, k = 0, n = 0, f = 0, w = 0;
     // The two families with the largest k^2 / n: the most deviating other family is one
     // of them whichever family is judged.
     const Deviations* top[2] = {nullptr, nullptr};
   };
-  std::vector<const Deviations*> families_;
+  SizeGrid grid_;
   std::vector<Level> levels_;
-  double min_ratio_ = 1, top_ = 1;
 };
 
 // How often, in a class, a deviation of x or more follows one of its own family on its
@@ -109,7 +125,7 @@ class Overdispersion {
 // family with the most such pairs (one other fault does not make every run usual):
 //   c(x) = (pairs(x) + kHabitPrior q(x)) / (firsts(x) + kHabitPrior)
 // (firsts: deviations of x or more that have a successor; pairs: those whose successor
-// deviated too), and never below q(x). Computed on Overdispersion's grid of x.
+// deviated too), and never below q(x). Computed on a SizeGrid.
 class Clumping {
  public:
   // Every family of the class: its deviations (the key) and sequences (one per process, in
@@ -123,14 +139,14 @@ class Clumping {
 
  private:
   struct Level {
-    double x = 0, firsts = 0, pairs = 0;
+    double firsts = 0, pairs = 0;
     size_t top[2] = {SIZE_MAX, SIZE_MAX};  // the two families with the most pairs
   };
+  SizeGrid grid_;
   std::vector<Level> levels_;
   // Per family (in the order given) and level: its firsts and pairs.
   std::vector<std::vector<std::pair<float, float>>> own_;
-  std::vector<const Deviations*> keys_;
-  double min_ratio_ = 1, top_ = 1;
+  std::unordered_map<const Deviations*, size_t> index_;  // family -> its place in own_
 };
 
 // The suspicion of `tested` (some or all of a family's instances) at chance q(x) per

@@ -248,6 +248,26 @@ Result<SplitKind> ParseSplit(const std::string& name) {
   return Status::Error("unknown split \"" + name + "\"; expected incident, request, engine or run");
 }
 
+namespace {
+// Deals n shuffled groups into a fold's parts, whole: the first 10% (rounded; at least
+// one group when there are three or more) to test, the next 10% to validation, the rest
+// to train. units_of(k) gives the units of group k.
+template <typename UnitsOf>
+void Deal(size_t n, UnitsOf units_of, Fold* f) {
+  size_t n_test = (n + 5) / 10, n_val = (n + 5) / 10;
+  if (n >= 3) n_test = std::max<size_t>(n_test, 1);
+  if (n_test + n_val >= n) n_val = 0;
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<uint32_t>& part = k < n_test           ? f->test
+                                  : k < n_test + n_val ? f->validation
+                                                       : f->train;
+    const std::vector<uint32_t>& us = units_of(k);
+    part.insert(part.end(), us.begin(), us.end());
+  }
+}
+
+}  // namespace
+
 Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t seed) {
   std::vector<Fold> folds;
   if (kind == SplitKind::kIncident) {
@@ -268,17 +288,10 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
     std::mt19937_64 rng(seed);
     for (auto& [key, members] : strata) {
       Shuffle(members, rng);  // members are in incident order: input order does not matter
-      const size_t n = members.size();
-      size_t n_test = (n + 5) / 10, n_val = (n + 5) / 10;
-      if (n >= 3) n_test = std::max<size_t>(n_test, 1);
-      if (n_test + n_val >= n) n_val = 0;
-      for (size_t k = 0; k < n; ++k) {
-        std::vector<uint32_t>& part = k < n_test           ? f.test
-                                      : k < n_test + n_val ? f.validation
-                                                           : f.train;
-        const std::vector<uint32_t>& us = g.incidents[members[k]].units;
-        part.insert(part.end(), us.begin(), us.end());
-      }
+      Deal(
+          members.size(),
+          [&](size_t k) -> const std::vector<uint32_t>& { return g.incidents[members[k]].units; },
+          &f);
     }
     for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
     if (f.test.empty())
@@ -299,17 +312,9 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
       RequestGroups g = GroupByRequest(ds, units);
       std::sort(g.keys.begin(), g.keys.end());  // input order must not matter
       Shuffle(g.keys, rng);
-      const size_t n = g.keys.size();
-      size_t n_test = (n + 5) / 10, n_val = (n + 5) / 10;  // 10 %, rounded
-      if (n >= 3) n_test = std::max<size_t>(n_test, 1);
-      if (n_test + n_val >= n) n_val = 0;
-      for (size_t k = 0; k < n; ++k) {
-        std::vector<uint32_t>& part = k < n_test           ? f.test
-                                      : k < n_test + n_val ? f.validation
-                                                           : f.train;
-        const std::vector<uint32_t>& us = g.units[g.keys[k]];
-        part.insert(part.end(), us.begin(), us.end());
-      }
+      Deal(
+          g.keys.size(),
+          [&](size_t k) -> const std::vector<uint32_t>& { return g.units[g.keys[k]]; }, &f);
     }
     for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
     if (f.test.empty())

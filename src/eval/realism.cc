@@ -181,11 +181,11 @@ std::vector<OpClass> Canonical(std::vector<OpClass> layer) {
   return layer;
 }
 
-LayerPattern FindLayer(const Prepared& p, const std::vector<uint8_t>& selected) {
-  LayerPattern out;
-  // Segments: the GPU work of one step (all streams, by start), or of one process when
-  // the trace has no steps (work outside the steps of a trace that has them is left out:
-  // it is what runs between forward passes).
+// Segments: the selected GPU work of one step (all streams, by start), or of one process
+// when the trace has no steps (work outside the steps of a trace that has them is left
+// out: it is what runs between forward passes). Keyed (step, 0) or (-1, process).
+std::map<std::pair<int64_t, uint32_t>, std::vector<const Prepared::Item*>> Segments(
+    const Prepared& p, const std::vector<uint8_t>& selected) {
   std::map<std::pair<int64_t, uint32_t>, std::vector<const Prepared::Item*>> segments;
   for (size_t k = 0; k < p.items.size(); ++k) {
     if (!selected[k]) continue;
@@ -196,6 +196,12 @@ LayerPattern FindLayer(const Prepared& p, const std::vector<uint8_t>& selected) 
       segments[{-1, item.process}].push_back(&item);
     }
   }
+  return segments;
+}
+
+LayerPattern FindLayer(const Prepared& p, const std::vector<uint8_t>& selected) {
+  LayerPattern out;
+  auto segments = Segments(p, selected);
   std::vector<std::vector<OpClass>> seqs;
   for (auto& [key, list] : segments) {
     if (list.size() < kMinSegment) continue;
@@ -278,17 +284,7 @@ StepFacts ComputeStepFacts(const Trace& trace, const Prepared& p,
   StepFacts out;
   for (double& c : out.cv) c = kNaN;
   const EventTable& ev = trace.events;
-  // Segments as in FindLayer: one per step, or one per process for a trace without steps.
-  std::map<std::pair<int64_t, uint32_t>, std::vector<const Prepared::Item*>> segments;
-  for (size_t k = 0; k < p.items.size(); ++k) {
-    if (!selected[k]) continue;
-    const auto& item = p.items[k];
-    if (item.step >= 0) {
-      segments[{item.step, 0}].push_back(&item);
-    } else if (p.steps.empty()) {
-      segments[{-1, item.process}].push_back(&item);
-    }
-  }
+  auto segments = Segments(p, selected);
   // Distinct event names per compared step (every event whose start lies in the step).
   std::map<int32_t, std::vector<StringId>> step_names;
   for (const auto& [key, list] : segments) {

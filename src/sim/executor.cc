@@ -46,13 +46,8 @@ constexpr double kGraphTailShare = 0.014, kGraphTailUs = 35.8, kGraphTailSigma =
 // decode from the SGLang Qwen3-8B decode and vLLM gpt-oss-20b FULL-graph decode traces
 // (MI300), prefill from the SGLang Qwen3-8B extend and vLLM piecewise mixed traces.
 double ClassCv(Cost c, bool prefill) {
+  if (IsGemm(c)) return prefill ? 0.014 : 0.060;  // decode 0.069 / 0.052; prefill 0.015 / 0.013
   switch (c) {
-    case Cost::kGemmQkv:
-    case Cost::kGemmO:
-    case Cost::kGemmUp:
-    case Cost::kGemmDown:
-    case Cost::kLmHead:
-      return prefill ? 0.014 : 0.060;  // decode 0.069 / 0.052; prefill 0.015 / 0.013
     case Cost::kNorm:
       return prefill ? 0.035 : 0.070;  // 0.063 / 0.079; 0.046 / 0.024
     case Cost::kRotary:

@@ -13,11 +13,6 @@
 namespace teller::sim {
 namespace {
 
-bool IsGemm(Cost c) {
-  return c == Cost::kGemmQkv || c == Cost::kGemmO || c == Cost::kGemmUp || c == Cost::kGemmDown ||
-         c == Cost::kLmHead;
-}
-
 std::string Format(const char* fmt, int a, int b, int c = 0, int d = 0) {
   char buf[256];
   std::snprintf(buf, sizeof buf, fmt, a, b, c, d);

@@ -365,19 +365,20 @@ EngineProfile TorchFsdp() {
 
 }  // namespace
 
-bool IsComputeBound(Cost c) {
+bool IsGemm(Cost c) {
   switch (c) {
     case Cost::kGemmQkv:
     case Cost::kGemmO:
     case Cost::kGemmUp:
     case Cost::kGemmDown:
     case Cost::kLmHead:
-    case Cost::kAttention:
       return true;
     default:
       return false;
   }
 }
+
+bool IsComputeBound(Cost c) { return IsGemm(c) || c == Cost::kAttention; }
 
 bool IsComm(Cost c) {
   return c == Cost::kAllReduce || c == Cost::kAllGather || c == Cost::kSendRecv;

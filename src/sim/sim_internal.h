@@ -78,6 +78,8 @@ enum class Cost : uint8_t {
   kSample,
   kEmbedding,
 };
+// The projection and LM-head GEMMs.
+bool IsGemm(Cost c);
 bool IsComputeBound(Cost c);
 bool IsComm(Cost c);
 

@@ -461,6 +461,23 @@ TEST(Localize, ARareCallerIsComparedWithTheCallMadeByEveryOperator) {
   }
 }
 
+// The evidence instances of a result, each checked to be a launch made by `within` judged
+// against the other callers with this expectation, noise and peer count: how many.
+size_t CallerEvidence(const localize::Result& r, const std::string& within, int64_t expected,
+                      int64_t noise, uint32_t peers) {
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(r.families[in.family].within, within);
+    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
+    EXPECT_EQ(in.expected_ns, expected);
+    EXPECT_EQ(in.noise_ns, noise);
+    EXPECT_EQ(in.peers, peers);
+  }
+  return evidence;
+}
+
 // Every launch of one operator slower: its own family has no faster instance, but the
 // other operators' launches show the usual cost. Six ops launch 8 times each at 5.0, 5.2,
 // 4.8, 5.1, 4.9 and 25 us (aten::div_, slowed). For aten::div_, the other five medians are
@@ -489,17 +506,7 @@ TEST(Localize, AnOperatorWhoseLaunchesAreAllSlowerIsComparedWithTheOtherCallers)
   build(b, true);
   const auto rec = reconstruct::Reconstruct(b.t);
   const auto r = localize::Localize(b.t, rec);
-  size_t evidence = 0;
-  for (const localize::Instance& in : r.instances) {
-    if (!in.evidence) continue;
-    ++evidence;
-    EXPECT_EQ(r.families[in.family].within, "aten::div_");
-    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
-    EXPECT_EQ(in.expected_ns, 5'000);
-    EXPECT_EQ(in.noise_ns, 250);
-    EXPECT_EQ(in.peers, 5u);
-  }
-  EXPECT_EQ(evidence, 7u);
+  EXPECT_EQ(CallerEvidence(r, "aten::div_", 5'000, 250, 5), 7u);
   // With a baseline, the baseline's own instances of each family are the peers.
   const localize::Model model = localize::FitBaseline({{&b.t, &rec}});
   for (const localize::Instance& in : localize::Localize(b.t, rec, {}, &model).instances)
@@ -533,17 +540,7 @@ TEST(Localize, AFewOtherCallersArePooled) {
   build(b, {{"aten::mm", 5'000}, {"aten::add", 4'800}, {"aten::div_", 25'000}});
   const auto rec = reconstruct::Reconstruct(b.t);
   const auto r = localize::Localize(b.t, rec);
-  size_t evidence = 0;
-  for (const localize::Instance& in : r.instances) {
-    if (!in.evidence) continue;
-    ++evidence;
-    EXPECT_EQ(r.families[in.family].within, "aten::div_");
-    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
-    EXPECT_EQ(in.expected_ns, 4'900);
-    EXPECT_EQ(in.noise_ns, 250);
-    EXPECT_EQ(in.peers, 14u);
-  }
-  EXPECT_EQ(evidence, 7u);
+  EXPECT_EQ(CallerEvidence(r, "aten::div_", 4'900, 250, 14), 7u);
   Builder natural;
   build(natural, {{"aten::mm", 5'000}, {"aten::add", 4'800}, {"aten::div_", 8'500}});
   const auto nrec = reconstruct::Reconstruct(natural.t);
