@@ -132,8 +132,16 @@ async function main() {
   function finish(code) {
     if (server) server.close();
     // The profile folder goes once the browser is gone (it writes there until then).
+    // Chromium's helper processes can outlive the main one for a moment and still write
+    // into the folder (rmdir then fails with ENOTEMPTY): the removal is retried, and a
+    // folder that still cannot go is left in the temporary directory rather than turning
+    // the check's verdict into a failure.
     chrome.once('exit', () => {
-      fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+      try {
+        fs.rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+      } catch (e) {
+        console.error('browser_check: could not remove ' + profile + ': ' + e.code);
+      }
       process.exit(code);
     });
     chrome.kill('SIGKILL');
