@@ -286,7 +286,8 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
     Fold f;
     f.name = "test";
     std::mt19937_64 rng(seed);
-    for (auto& [key, members] : strata) {
+    for (auto& stratum : strata) {
+      std::vector<uint32_t>& members = stratum.second;
       Shuffle(members, rng);  // members are in incident order: input order does not matter
       Deal(
           members.size(),
