@@ -796,7 +796,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
     const Family& f = out->families[in.family];
-    if (f.measure != Measure::kGpuTime || in.source != PeerSource::kFamily || in.warmup) continue;
+    if (f.measure != Measure::kGpuTime || in.warmup ||
+        (in.source != PeerSource::kFamily && in.source != PeerSource::kPositions))
+      continue;
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
   }
   std::vector<double> inside, rest;
@@ -1142,6 +1144,48 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       if (v.size() >= o.min_peers) paired_noise[measure] = 1.4826 * RobustSpread(v).mad;
     }
   }
+  // Self-fit, a trace of two or three iterations (a profiler window of a few steps, a few
+  // ranks of one step): an instance's position is held by too few units for positions to
+  // be peers, and its whole family mixes positions that cost different times (a layer's
+  // first GEMM, the head). The same position in the other units is still the best
+  // expectation, and its noise is how far the units stray from each other at their
+  // positions, from log(time / the other units' median there) over every instance of the
+  // measure whose position two or more units hold: the larger of the robust spread and the
+  // upper tail (the 90th percentile as a normal's 1.2816 sigma), since some healthy
+  // iterations differ far more than most (data-dependent kernels, host pauses), and a few
+  // slowed instances move neither.
+  auto others_at = [&](size_t i, std::vector<double>* v) {
+    const std::vector<double>& at = p.peers[p.key[i]].by_occ[p.occ[i]];
+    *v = at;
+    const auto self = std::find(v->begin(), v->end(), static_cast<double>(p.raw[i].time_ns));
+    if (self != v->end()) v->erase(self);
+  };
+  auto few_units = [&](size_t i) {
+    const FamilyPeers& f = p.peers[p.key[i]];
+    return p.occ[i] < f.by_occ.size() && f.by_occ[p.occ[i]].size() >= 2 &&
+           f.by_occ[p.occ[i]].size() < o.min_position_units;
+  };
+  std::unordered_map<uint8_t, double> few_units_noise;  // by measure: relative
+  if (baseline == nullptr) {
+    std::unordered_map<uint8_t, std::vector<double>> log_ratios;
+    std::vector<double> v;
+    for (size_t i = 0; i < p.raw.size(); ++i) {
+      if (!few_units(i)) continue;
+      others_at(i, &v);
+      if (v.empty()) continue;
+      log_ratios[static_cast<uint8_t>(p.raw[i].measure)].push_back(
+          std::log(std::max(1.0, static_cast<double>(p.raw[i].time_ns)) /
+                   std::max(1.0, position_median(v))));
+    }
+    for (auto& [measure, lr] : log_ratios) {
+      if (lr.size() < o.min_peers) continue;
+      const size_t k = lr.size() * 9 / 10;
+      std::nth_element(lr.begin(), lr.begin() + static_cast<long>(k), lr.end());
+      const double q90 = lr[k];
+      const Spread s = RobustSpread(lr);
+      few_units_noise[measure] = std::max(1.4826 * s.mad, (q90 - s.median) / 1.2816);
+    }
+  }
   auto reference = [&](size_t i) -> Reference {
     const uint32_t key = p.key[i], occ = p.occ[i];
     const uint64_t pk = (static_cast<uint64_t>(key) << 32) | occ;
@@ -1194,6 +1238,21 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
         ref.source = PeerSource::kBaseline;
         ref.positions = true;
         ref.same_place = at->size() == 1;
+      }
+    }
+    if (baseline == nullptr &&
+        (ref.source == PeerSource::kNone || ref.source == PeerSource::kFamily) && few_units(i)) {
+      const auto noise = few_units_noise.find(static_cast<uint8_t>(p.raw[i].measure));
+      std::vector<double> v;
+      others_at(i, &v);
+      if (noise != few_units_noise.end() && !v.empty()) {
+        ref.median = position_median(v);
+        ref.mad = noise->second * ref.median / 1.4826;
+        ref.q90 = ref.median;
+        ref.count = static_cast<uint32_t>(v.size());
+        ref.source = PeerSource::kPositions;
+        ref.positions = true;
+        cacheable = false;  // the other units' times differ for each unit's instance
       }
     }
     // The baseline's own time at this position, when it has the position but too few

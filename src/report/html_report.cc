@@ -228,13 +228,15 @@ class HtmlWriter {
         const size_t buckets = cap / 2;
         for (size_t b = 0; b < buckets; ++b) {
           const size_t lo = b * steps.size() / buckets, hi = (b + 1) * steps.size() / buckets;
+          // Every abnormal step is kept, also one that was the bucket's longest so far and
+          // then gave way to a longer one; duplicates go below.
           uint32_t best = steps[lo];
           for (size_t k = lo; k < hi; ++k) {
             const uint32_t s = steps[k];
-            if (abnormal_rank_steps_.count(s) > 0 && s != best) keep.push_back(s);
+            if (abnormal_rank_steps_.count(s) > 0) keep.push_back(s);
             if (Duration(s) > Duration(best)) best = s;
           }
-          if (keep.empty() || keep.back() != best) keep.push_back(best);
+          keep.push_back(best);
         }
         std::sort(keep.begin(), keep.end(), [&](uint32_t x, uint32_t y) {
           return r_.nodes.start_ns[r_.steps[x].node] < r_.nodes.start_ns[r_.steps[y].node];

@@ -642,5 +642,84 @@ TEST(Localize, ABaselinesOneInstanceAtThePositionIsTheReference) {
   }
 }
 
+// Two steps (a profiler window of two iterations), each running kernels K1..K6 once, 50 us
+// in the first step and f x 50 us in the second. Self-fit, each kernel's position is held by
+// two steps: too few for positions as peers, and each kernel's family holds two instances.
+// The other step's time at the position is the reference; its noise is the spread of
+// log(time / the other step's time) over all 12 instances: +-log f for each kernel, sorted
+// -1.0986 -0.04879 -0.020203 x2 -0.019803 x2 0.019803 x2 0.020203 x2 0.04879 1.0986,
+// median 0; |deviations| 0.019803 x4, 0.020203 x4, 0.04879 x2, 1.0986 x2, MAD (the upper
+// median, the 7th) 0.020203, 1.4826 x MAD = 0.029953; the upper tail, the 90th percentile
+// (the 11th, 0.04879) / 1.2816 = 0.038070, is larger and is the relative noise: 1903.5 ns
+// at 50 us (above the 2% floor of 1000 ns). K3's 150 us: excess 100 us, z = 52.54:
+// evidence. K6 at 1.05x is below min_ratio; every first-step instance is faster than its
+// peer.
+TEST(Localize, TwoStepsCompareEachPositionWithTheOtherStep) {
+  const std::vector<double> f = {1.02, 0.98, 3.00, 1.02, 0.98, 1.05};
+  Builder b;
+  const uint32_t p = b.Process("h", 1, 0);
+  for (int s = 0; s < 2; ++s) {
+    const int64_t at = kT0 + s * 10'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(5 + s), at, at + 5'000'000);
+    for (int k = 1; k <= 6; ++k) {
+      const int64_t start = at + k * 500'000;
+      const int64_t d = s == 0 ? 50'000 : std::llround(50'000 * f[static_cast<size_t>(k - 1)]);
+      b.Kernel(p, "K" + std::to_string(k), start, start + d);
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 2u);
+  const auto r = localize::Localize(b.t, rec);
+  const auto* slow = Find(r, rec, "K3", 150'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->source, localize::PeerSource::kPositions);
+  EXPECT_EQ(slow->peers, 1u);
+  EXPECT_EQ(slow->expected_ns, 50'000);
+  EXPECT_EQ(slow->noise_ns, 1903);
+  EXPECT_NEAR(slow->z, 52.54f, 1e-2);
+  EXPECT_TRUE(slow->evidence);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) evidence += in.evidence;
+  EXPECT_EQ(evidence, 1u);
+  // One step alone has no other step to compare with: nothing is scored.
+  Builder one;
+  const uint32_t q = one.Process("h", 1, 0);
+  one.Range(q, 1, "teller.step kind=decode seq=5", kT0, kT0 + 5'000'000);
+  for (int k = 1; k <= 6; ++k)
+    one.Kernel(q, "K" + std::to_string(k), kT0 + k * 500'000, kT0 + k * 500'000 + 50'000);
+  const auto orec = reconstruct::Reconstruct(one.t);
+  for (const localize::Instance& in : localize::Localize(one.t, orec).instances)
+    EXPECT_EQ(in.source, localize::PeerSource::kNone);
+}
+
+// Eight steps each running kernel K once: 10 us in the first three, 20 us from the fourth
+// on (a slowdown that lasts). The positions' median is 20 us, so no instance stands out
+// from its positions; the slower run of five against the first three is the deviation:
+// the rest's median 10 us, MAD 0, noise max(0, 2% x 10 us, 250 ns) = 250 ns; each 20 us
+// instance has excess 10 us, 2x, z = 40: evidence against the rest, 3 peers.
+TEST(Localize, ASustainedSlowdownAcrossStepsIsFoundAgainstTheRest) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1, 0);
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + s * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(10 + s), at, at + 500'000);
+    b.Kernel(p, "K", at + 100'000, at + 100'000 + (s < 3 ? 10'000 : 20'000));
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (in.time_ns == 10'000) EXPECT_FALSE(in.evidence);
+    if (in.time_ns != 20'000) continue;
+    EXPECT_TRUE(in.evidence);
+    EXPECT_EQ(in.source, localize::PeerSource::kRest);
+    EXPECT_EQ(in.expected_ns, 10'000);
+    EXPECT_EQ(in.peers, 3u);
+    EXPECT_NEAR(in.z, 40.0f, 1e-3);
+    evidence += in.evidence;
+  }
+  EXPECT_EQ(evidence, 5u);
+}
+
 }  // namespace
 }  // namespace teller
