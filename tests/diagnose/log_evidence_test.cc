@@ -115,6 +115,60 @@ TEST(LogEvidenceDiagnose, StarvedRequestsAreNamedOnTheStepsThatServedThem) {
   EXPECT_LT(found, steps.size());
 }
 
+TEST(LogEvidenceDiagnose, RareLinesOfAnAbnormalStepAreListed) {
+  sim::SimConfig c = Small(1);
+  sim::FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(sim::ParseFaultSpec("starvation:onset=1s,duration=2s,magnitude=2", &f, &error));
+  c.faults = {f};
+  Loaded l;
+  Simulate(c, "rare", &l);
+  // A line the run prints once, in the middle of the first step starvation acted on.
+  const format::StepTruth* target = nullptr;
+  for (const format::StepTruth& s : l.truth.steps) {
+    if (s.fault >= 0) {
+      target = &s;
+      break;
+    }
+  }
+  ASSERT_NE(target, nullptr);
+  const diagnose::LogEvidenceOptions plain;
+  const std::shared_ptr<const logs::TemplateMiner> before = diagnose::LogTemplatesOf(l.trace);
+  LogTable& t = l.trace.logs;
+  t.ts_ns.push_back((target->start_ns + target->end_ns) / 2);
+  t.request.push_back(0);
+  t.level.push_back(LogLevel::kWarning);
+  t.process.push_back(t.process.front());
+  t.file.push_back(t.file.front());
+  t.line.push_back(9999);
+  t.message.push_back(l.trace.strings.Intern("Scheduler queue reordered by priority 7"));
+  l.rec = reconstruct::Reconstruct(l.trace);
+  auto rare_of_target = [&](const diagnose::Diagnosis& d) -> const diagnose::LogEvidence* {
+    for (const diagnose::StepDiagnosis& s : d.steps) {
+      if (s.seq != target->seq) continue;
+      EXPECT_TRUE(s.abnormal);
+      for (const diagnose::LogEvidence& e : s.log_evidence) {
+        if (e.kind == "rare_template") return &e;
+      }
+    }
+    return nullptr;
+  };
+  diagnose::Diagnosis d = diagnose::Diagnose(l.trace, l.rec, {});
+  const diagnose::LogEvidence* e = rare_of_target(d);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->template_text, "Scheduler queue reordered by priority <*>");
+  EXPECT_EQ(e->template_lines, 1u);
+  EXPECT_FALSE(e->is_new);  // no baseline: rare in the run, not new
+  // Against the run's own lines before the added one: the template is new to it.
+  diagnose::Options with_baseline;
+  with_baseline.log.baseline_templates = before;
+  d = diagnose::Diagnose(l.trace, l.rec, with_baseline);
+  e = rare_of_target(d);
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->is_new);
+  EXPECT_EQ(e->template_id, before->size());  // the first id after the baseline's
+}
+
 TEST(LogEvidenceDiagnose, AHealthyRunHasNoLogEvidence) {
   Loaded l;
   Simulate(Small(2), "healthy", &l);
