@@ -33,9 +33,9 @@ std::string Clock(int64_t ns) {
 
 std::string Sentence(const std::string& request, const logs::LatencyOutlier& o) {
   std::ostringstream x;
-  x << "request " << request << ": " << logs::IntervalName(o.interval) << " "
-    << Duration(o.time_ns) << " against " << Duration(o.expected_ns) << " for its " << o.peers
-    << " peers (z " << Fixed(o.z, 1) << ", bar " << Fixed(o.z_min, 1) << ")";
+  x << "request " << request << ": " << logs::IntervalName(o.interval) << " " << Duration(o.time_ns)
+    << " against " << Duration(o.expected_ns) << " for its " << o.peers << " peers (z "
+    << Fixed(o.z, 1) << ", bar " << Fixed(o.z_min, 1) << ")";
   return x.str();
 }
 
@@ -114,8 +114,8 @@ std::vector<Finding> LatencyPeriods(const Trace& trace,
     Locate(trace, life[members.front()->lifecycle].row, &f);
     f.ts_ns = start;
     for (size_t k = 0; k < members.size() && k < kPeriodRequests; ++k)
-      f.details.push_back(
-          Sentence(std::string(trace.strings.Get(life[members[k]->lifecycle].request)), *members[k]));
+      f.details.push_back(Sentence(
+          std::string(trace.strings.Get(life[members[k]->lifecycle].request)), *members[k]));
     if (members.size() > kPeriodRequests)
       f.details.push_back("and " + std::to_string(members.size() - kPeriodRequests) + " more");
     out.push_back(std::move(f));
@@ -300,8 +300,8 @@ std::string LogEvidenceText(const Trace& trace, const StepDiagnosis& s) {
         << Duration(e.expected_ns) << ", +" << Duration(e.excess_ns) << ", " << e.peers
         << " peers)  request " << e.request << "\n";
     } else {
-      o << "    rare  " << (e.is_new ? "new template" : "template") << " #" << e.template_id
-        << " (" << e.template_lines << " lines)  "
+      o << "    rare  " << (e.is_new ? "new template" : "template") << " #" << e.template_id << " ("
+        << e.template_lines << " lines)  "
         << ShortName(trace.strings.Get(trace.logs.message[e.row]), 120) << "\n";
     }
   }

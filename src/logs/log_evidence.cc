@@ -25,20 +25,27 @@ double Median(std::vector<double> v) {
 
 const char* LifecycleEventName(LifecycleEvent e) {
   switch (e) {
-    case LifecycleEvent::kNone: return "none";
-    case LifecycleEvent::kArrival: return "arrival";
-    case LifecycleEvent::kScheduled: return "scheduled";
-    case LifecycleEvent::kFirstToken: return "first_token";
-    case LifecycleEvent::kFinished: return "finished";
-    case LifecycleEvent::kAborted: return "aborted";
+    case LifecycleEvent::kNone:
+      return "none";
+    case LifecycleEvent::kArrival:
+      return "arrival";
+    case LifecycleEvent::kScheduled:
+      return "scheduled";
+    case LifecycleEvent::kFirstToken:
+      return "first_token";
+    case LifecycleEvent::kFinished:
+      return "finished";
+    case LifecycleEvent::kAborted:
+      return "aborted";
   }
   return "none";
 }
 
-// The phrases are those the engines print (docs/serving-notes.md §1.5 and §3.2): vLLM "Received request", "Added request", "Finished request", "Aborted request";
-// SGLang's request log "Receive: obj=" and "Finish: obj="; a router's "Routing request";
-// plain serving loops' "queued request", "admitted request", "finished request" and "first
-// token". A preemption or a stats line that names a request is no lifecycle event.
+// The phrases are those the engines print (docs/serving-notes.md §1.5 and §3.2): vLLM "Received
+// request", "Added request", "Finished request", "Aborted request"; SGLang's request log "Receive:
+// obj=" and "Finish: obj="; a router's "Routing request"; plain serving loops' "queued request",
+// "admitted request", "finished request" and "first token". A preemption or a stats line that names
+// a request is no lifecycle event.
 LifecycleEvent ClassifyRequestLine(std::string_view m) {
   if (Starts(m, "Receive: obj=") || Starts(m, "Receive: ")) return LifecycleEvent::kArrival;
   if (Starts(m, "Finish: obj=")) return LifecycleEvent::kFinished;
@@ -55,9 +62,12 @@ LifecycleEvent ClassifyRequestLine(std::string_view m) {
 
 const char* IntervalName(Interval i) {
   switch (i) {
-    case Interval::kQueue: return "queue";
-    case Interval::kFirstToken: return "time_to_first_token";
-    case Interval::kEndToEnd: return "end_to_end";
+    case Interval::kQueue:
+      return "queue";
+    case Interval::kFirstToken:
+      return "time_to_first_token";
+    case Interval::kEndToEnd:
+      return "end_to_end";
   }
   return "queue";
 }
@@ -93,16 +103,23 @@ std::vector<RequestLifecycle> RequestLifecycles(const LogTable& logs, const Stri
     }
     RequestLifecycle& r = out[it->second];
     switch (e) {
-      case LifecycleEvent::kArrival: earliest(&r.arrival_ns, t); break;
-      case LifecycleEvent::kScheduled: earliest(&r.scheduled_ns, t); break;
-      case LifecycleEvent::kFirstToken: earliest(&r.first_token_ns, t); break;
+      case LifecycleEvent::kArrival:
+        earliest(&r.arrival_ns, t);
+        break;
+      case LifecycleEvent::kScheduled:
+        earliest(&r.scheduled_ns, t);
+        break;
+      case LifecycleEvent::kFirstToken:
+        earliest(&r.first_token_ns, t);
+        break;
       case LifecycleEvent::kAborted:
         r.aborted = true;
         [[fallthrough]];
       case LifecycleEvent::kFinished:
         if (r.finished_ns == LogTable::kNoTime || t > r.finished_ns) r.finished_ns = t;
         break;
-      case LifecycleEvent::kNone: break;
+      case LifecycleEvent::kNone:
+        break;
     }
   }
   return out;
@@ -132,7 +149,8 @@ double PoissonTail(uint64_t k, double mean) {
   // is under the mean, else the terms from k up until they vanish.
   const double log_mean = std::log(mean);
   auto term = [&](uint64_t i) {
-    return std::exp(static_cast<double>(i) * log_mean - mean - std::lgamma(static_cast<double>(i) + 1));
+    return std::exp(static_cast<double>(i) * log_mean - mean -
+                    std::lgamma(static_cast<double>(i) + 1));
   };
   if (static_cast<double>(k) <= mean) {
     double below = 0;
@@ -162,7 +180,8 @@ std::vector<LatencyOutlier> LatencyOutliers(const std::vector<RequestLifecycle>&
   }
   uint64_t tested = 0;
   for (int i = 0; i < kIntervals; ++i) {
-    if (members[i].size() >= static_cast<size_t>(options.min_peers) + 1) tested += members[i].size();
+    if (members[i].size() >= static_cast<size_t>(options.min_peers) + 1)
+      tested += members[i].size();
   }
   if (tested == 0) return out;
   const double z_min = NormalTailInverse(options.alpha / static_cast<double>(tested));

@@ -64,7 +64,7 @@ TEST(LogEvidenceTest, LifecyclesTakeTheEarliestStartAndTheLatestEnd) {
   log.Add(kT0 + 30 * kMs, "r-1", "admitted request r-1 to the batch");
   log.Add(kT0 + 45 * kMs, "r-1", "request r-1 first token");
   log.Add(kT0 + 50 * kMs, "r-2", "Sequence group r-2 is preempted");  // not a lifecycle line
-  log.Add(LogTable::kNoTime, "r-2", "finished request r-2");            // no time: not used
+  log.Add(LogTable::kNoTime, "r-2", "finished request r-2");          // no time: not used
   log.Add(kT0 + 90 * kMs, "r-1", "finished request r-1: 8 tokens in 0.090 s");
   log.Add(kT0 + 95 * kMs, "", "finished request without an id");
   log.Add(kT0 + 99 * kMs, "r-3", "Aborted request r-3.");
@@ -179,7 +179,8 @@ TEST(LogEvidenceTest, RareAgainstTheRunOrTheBaseline) {
   // Against a baseline that has the stats line only: the error is new (and rare), the
   // stats line known and common there.
   TemplateMiner base;
-  for (int k = 0; k < 3; ++k) base.Add("Avg prompt throughput: 1" + std::to_string(k) + ".0 tokens/s");
+  for (int k = 0; k < 3; ++k)
+    base.Add("Avg prompt throughput: 1" + std::to_string(k) + ".0 tokens/s");
   t = MineTemplates(log.table, log.strings, &base);
   EXPECT_EQ(t.known, 1u);
   EXPECT_EQ(t.of_row[0], 0u);
@@ -202,7 +203,8 @@ void Serving(Log& log) {
     log.Add(kT0 + k * kSec, id, "Received request " + id + ": params: SamplingParams(n=1)");
     log.Add(kT0 + k * kSec + 300 * kMs, id, "Finished request " + id + ".");
     if (k % 10 == 0)
-      log.Add(kT0 + k * kSec + 500 * kMs, "", "Avg prompt throughput: 12.5 tokens/s, Running: 1 reqs");
+      log.Add(kT0 + k * kSec + 500 * kMs, "",
+              "Avg prompt throughput: 12.5 tokens/s, Running: 1 reqs");
   }
   log.Add(kT0 + 201 * kSec, "", "Shutting down FastAPI HTTP server.");
   log.Add(kT0 + 201 * kSec, "", "Waiting for application shutdown.");
@@ -223,7 +225,8 @@ TEST(LogEvidenceTest, ABurstOfRareLinesWhileServing) {
   Serving(log);
   // At 100 s, four lines of templates the log prints once each, within one second; and one
   // lone rare line at 150 s.
-  log.Add(kT0 + 100 * kSec + 100 * kMs, "", "NCCL WARN Call to ibv_reg_mr failed", LogLevel::kWarning);
+  log.Add(kT0 + 100 * kSec + 100 * kMs, "", "NCCL WARN Call to ibv_reg_mr failed",
+          LogLevel::kWarning);
   log.Add(kT0 + 100 * kSec + 200 * kMs, "", "Retrying the collective on a new communicator");
   log.Add(kT0 + 100 * kSec + 300 * kMs, "", "KV cache pool is full. Retracting requests");
   log.Add(kT0 + 100 * kSec + 900 * kMs, "", "No available shared memory broadcast block found");
