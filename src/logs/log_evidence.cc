@@ -166,10 +166,39 @@ double PoissonTail(uint64_t k, double mean) {
   return std::min(sum, 1.0);
 }
 
+int64_t ClockResolution(const std::vector<int64_t>& times) {
+  int64_t r = 1'000'000'000;
+  while (r > 1) {
+    bool all = true;
+    for (int64_t t : times) {
+      if (t % r != 0) {
+        all = false;
+        break;
+      }
+    }
+    if (all) return r;
+    r /= 10;
+  }
+  return 1;
+}
+
 std::vector<LatencyOutlier> LatencyOutliers(const std::vector<RequestLifecycle>& lifecycles,
                                             const OutlierOptions& options) {
   std::vector<LatencyOutlier> out;
-  const double offset = static_cast<double>(std::max<int64_t>(options.min_excess_ns, 1));
+  // The resolution of each end of the intervals: many logs print whole seconds, and the
+  // difference of two such stamps is off by up to one unit of each; a request that spans
+  // a printed second looks a second long. The floor grows to two units of the coarser end.
+  std::vector<int64_t> arrival, scheduled, first_token, finished;
+  for (const RequestLifecycle& r : lifecycles) {
+    for (auto [t, v] :
+         {std::pair{r.arrival_ns, &arrival}, std::pair{r.scheduled_ns, &scheduled},
+          std::pair{r.first_token_ns, &first_token}, std::pair{r.finished_ns, &finished}}) {
+      if (t != LogTable::kNoTime) v->push_back(t);
+    }
+  }
+  const int64_t at_arrival = ClockResolution(arrival);
+  const int64_t end_resolution[kIntervals] = {
+      ClockResolution(scheduled), ClockResolution(first_token), ClockResolution(finished)};
   // Intervals that have enough requests to be judged at all: the bar counts only them.
   std::vector<std::vector<uint32_t>> members(kIntervals);
   for (uint32_t k = 0; k < lifecycles.size(); ++k) {
@@ -188,6 +217,9 @@ std::vector<LatencyOutlier> LatencyOutliers(const std::vector<RequestLifecycle>&
   for (int i = 0; i < kIntervals; ++i) {
     const Interval interval = static_cast<Interval>(i);
     if (members[i].size() < static_cast<size_t>(options.min_peers) + 1) continue;
+    const int64_t floor =
+        std::max({options.min_excess_ns, 2 * std::max(at_arrival, end_resolution[i]), int64_t{1}});
+    const double offset = static_cast<double>(floor);
     std::vector<double> raw, logs;
     for (uint32_t k : members[i]) {
       const double x = static_cast<double>(IntervalNs(lifecycles[k], interval));
@@ -205,7 +237,7 @@ std::vector<LatencyOutlier> LatencyOutliers(const std::vector<RequestLifecycle>&
     for (size_t j = 0; j < members[i].size(); ++j) {
       const double z = (logs[j] - centre) / noise;
       if (z < z_min) continue;  // one direction: less waiting is never evidence
-      if (raw[j] - median_raw < static_cast<double>(options.min_excess_ns)) continue;
+      if (raw[j] - median_raw < offset) continue;
       LatencyOutlier o;
       o.lifecycle = members[i][j];
       o.interval = interval;

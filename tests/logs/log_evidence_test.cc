@@ -92,7 +92,8 @@ std::vector<RequestLifecycle> Queued(const std::vector<int64_t>& waits_ns) {
   for (size_t i = 0; i < waits_ns.size(); ++i) {
     RequestLifecycle r;
     r.request = static_cast<StringId>(i + 1);
-    r.arrival_ns = kT0 + static_cast<int64_t>(i) * kSec;
+    // Stamps to the nanosecond (+1): the clock's resolution does not raise the floor.
+    r.arrival_ns = kT0 + static_cast<int64_t>(i) * kSec + 1;
     r.scheduled_ns = r.arrival_ns + waits_ns[i];
     out.push_back(r);
   }
@@ -143,6 +144,33 @@ TEST(LogEvidenceTest, BelowTheFloorOrFasterIsNoEvidence) {
   OutlierOptions few;
   few.min_peers = 7;
   EXPECT_EQ(LatencyOutliers(Queued(waits), few).size(), 1u);
+}
+
+TEST(LogEvidenceTest, WholeSecondStampsRaiseTheFloor) {
+  // A log that prints whole seconds: 20 requests of about 0.3 s, 14 printed as finishing in
+  // their arrival's second (0 s), 6 in the next one (1 s), and one held back for 3 s. The
+  // floor becomes 2 x 1 s: the 1 s requests (1 s over the median 0) are no evidence, the
+  // 3 s one (3 s over it, far beyond the peers on the log scale) is.
+  std::vector<RequestLifecycle> life;
+  for (int k = 0; k < 21; ++k) {
+    RequestLifecycle r;
+    r.request = static_cast<StringId>(k + 1);
+    r.arrival_ns = kT0 + k * 10 * kSec;
+    r.finished_ns = r.arrival_ns + (k == 20 ? 3 : k % 10 < 7 ? 0 : 1) * kSec;
+    life.push_back(r);
+  }
+  const std::vector<LatencyOutlier> out = LatencyOutliers(life);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].lifecycle, 20u);
+  EXPECT_EQ(out[0].interval, Interval::kEndToEnd);
+  EXPECT_EQ(out[0].expected_ns, 0);
+  // The same with millisecond stamps: 0.3 s and 1.3 s are then told apart at the 250 ms
+  // floor, and the six 1.3 s requests stand out of the fourteen 0.3 s ones too.
+  for (int k = 0; k < 21; ++k) {
+    life[k].arrival_ns += 1;
+    life[k].finished_ns += (k < 20 ? 300 * kMs : 0) + 1;
+  }
+  EXPECT_EQ(LatencyOutliers(life).size(), 7u);
 }
 
 TEST(LogEvidenceTest, AHealthySpreadNamesNoRequest) {

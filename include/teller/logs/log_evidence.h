@@ -65,6 +65,9 @@ struct OutlierOptions {
   double alpha = 1e-3;
   // Absolute floor: an excess over the peers' median below this is never evidence (a wait
   // this short is not a fault whatever the peers do). Also the offset of the log scale.
+  // It is raised to twice the clock resolution of the interval's ends (the largest power
+  // of ten, up to 1 s, that divides all their times): a log printing whole seconds makes
+  // a short request that spans a printed second look a second long.
   int64_t min_excess_ns = 250'000'000;
   // Peers an interval needs before any request is judged on it.
   uint32_t min_peers = 8;
