@@ -220,9 +220,11 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
-  const std::vector<diagnose::Finding> findings = diagnose::FindFailures(
+  std::vector<diagnose::Finding> findings = diagnose::FindFailures(
       trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());
   if (r.nodes.size() == 0) {
+    for (diagnose::Finding& f : diagnose::LogPeriodFindings(trace, options.log))
+      findings.push_back(std::move(f));
     // Logs alone (or a run that recorded no events): the failures are the diagnosis.
     if (trace.logs.size() == 0 && !trace.run.known) {
       std::fprintf(stderr, "teller diagnose: %s holds no events or log lines to diagnose\n",
@@ -272,6 +274,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
       return 1;
     }
     model = localize::FitBaseline({{&bt, &br}}, options.localize);
+    options.log.baseline_templates = diagnose::LogTemplatesOf(bt);
     base = &model;
   }
   const diagnose::Diagnosis d = diagnose::Diagnose(trace, r, options, base);

@@ -462,6 +462,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     sr.waiting = s.waiting;
     d.stragglers.push_back(std::move(sr));
   }
+  AddLogEvidence(trace, options.log, options.step_threshold, &d);
   d.top_operators = TopOperators(trace, r, loc, lo, baseline);
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;

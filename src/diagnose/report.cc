@@ -129,6 +129,8 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
     AppendEvidenceList(out, s.evidence);
     w.Key("consequences");
     AppendEvidenceList(out, s.consequences);
+    w.Key("log_evidence");
+    AppendLogEvidenceJson(out, trace, s);
     w.Key("logs");
     out += '[';
     for (size_t k = 0; k < s.logs.size() && s.abnormal; ++k) {
@@ -257,6 +259,7 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
                     Duration(e.excess_ns).c_str(), whom.c_str(), ShortName(e.name).c_str());
       o << line;
     }
+    o << LogEvidenceText(trace, s);
     size_t shown = 0;
     for (uint32_t row : s.logs) {
       if (trace.logs.level[row] < LogLevel::kWarning && shown >= 2) continue;

@@ -18,6 +18,7 @@
 #include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
 #include "teller/diagnose/failures.h"
+#include "teller/diagnose/log_evidence.h"
 #include "teller/localize/localize.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/slice/slice.h"
@@ -34,6 +35,8 @@ struct Options {
   size_t top_k = 10;            // top_operators listed
   // What log lines report (share/teller/log_signatures.rules); null = the built-in set.
   std::shared_ptr<const logs::SignatureSet> log_signatures;
+  // Request waits and rare templates from the log lines (log_evidence.h).
+  LogEvidenceOptions log;
 };
 
 // One instance that took longer than its peers (a root), or that waited for one (a
@@ -85,9 +88,10 @@ struct StepDiagnosis {
   bool abnormal = false, vertical = false, horizontal = false;
   std::string fault_type;  // FaultCategoryName, "" when normal
   std::string explanation;
-  std::vector<Evidence> evidence;      // roots, most excess first
-  std::vector<Evidence> consequences;  // what waited for them
-  std::vector<uint32_t> logs;          // rows of Trace::logs
+  std::vector<Evidence> evidence;         // roots, most excess first
+  std::vector<Evidence> consequences;     // what waited for them
+  std::vector<uint32_t> logs;             // rows of Trace::logs
+  std::vector<LogEvidence> log_evidence;  // what the log lines show (log_evidence.h)
   size_t slice_nodes = 0, step_nodes = 0;
 };
 
