@@ -874,7 +874,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
 // instances that clear them on their own made evidence (PeerSource::kCallers). Only
 // instances compared with their own family so far, and not yet evidence, are moved.
 // The least number of operators making a launch call for FindSlowCallers to compare them.
-constexpr size_t kMinCallerFamilies = 3;
+constexpr size_t kMinCallerFamilies = 2;
 
 void FindSlowCallers(const Options& o, Result* out) {
   // Launch-call families made by an operator, by (call pattern, layer).
@@ -899,7 +899,8 @@ void FindSlowCallers(const Options& o, Result* out) {
   for (const auto& families : calls) {
     // With min_peers other callers, their medians are the peers; with fewer (a small model
     // has few operators that launch), the instances of the other callers, pooled: a call
-    // costs about the same whichever operator makes it. One other caller is no reference.
+    // costs about the same whichever operator makes it; so are one other caller's (a model
+    // whose GEMMs are its only users of a launch API, as hipBLASLt's launches on MI300).
     if (families.size() < kMinCallerFamilies) continue;
     const bool pooled = families.size() < o.min_peers + 1;
     std::map<uint32_t, double> median;

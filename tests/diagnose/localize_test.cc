@@ -523,7 +523,10 @@ TEST(Localize, AnOperatorWhoseLaunchesAreAllSlowerIsComparedWithTheOtherCallers)
 // each is warm-up. For aten::div_, the other two callers' 14 scored launches: median 4.9
 // us, MAD 0.1, noise = max(1.4826 x 0.1, 2% x 4.9, 0.25) = 0.25 us; 25 us is 5.1x with z =
 // 80.4: its seven scored launches are evidence, expected 4.9 us from 14 peers. At 8.5 us
-// (1.73x, below min_callers_ratio 2) nothing is; with one other caller, nothing either.
+// (1.73x, below min_callers_ratio 2) nothing is. With one other caller (aten::mm alone,
+// 7 scored launches at 5 us: median 5 us, MAD 0, noise the 0.25 us floor), its launches
+// are the reference: aten::div_'s seven scored launches are evidence, expected 5 us from
+// 7 peers; at 8.5 us (1.7x) nothing is.
 TEST(Localize, AFewOtherCallersArePooled) {
   auto build = [&](Builder& b, const std::vector<std::pair<std::string, int64_t>>& cost) {
     std::vector<std::string> ops;
@@ -549,8 +552,12 @@ TEST(Localize, AFewOtherCallersArePooled) {
   Builder two;
   build(two, {{"aten::mm", 5'000}, {"aten::div_", 25'000}});
   const auto trec = reconstruct::Reconstruct(two.t);
-  for (const localize::Instance& in : localize::Localize(two.t, trec).instances)
-    EXPECT_NE(in.source, localize::PeerSource::kCallers);
+  EXPECT_EQ(CallerEvidence(localize::Localize(two.t, trec), "aten::div_", 5'000, 250, 7), 7u);
+  Builder two_natural;
+  build(two_natural, {{"aten::mm", 5'000}, {"aten::div_", 8'500}});
+  const auto tnrec = reconstruct::Reconstruct(two_natural.t);
+  for (const localize::Instance& in : localize::Localize(two_natural.t, tnrec).instances)
+    EXPECT_FALSE(in.evidence);
 }
 
 // A baseline records each operator's habit: its own instances scored against it, per
