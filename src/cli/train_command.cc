@@ -1,5 +1,6 @@
 // `teller train`: trains the learned trace encoder (src/rca, docs/rca.md) on a labelled
 // dataset and writes a model directory.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,8 @@ namespace teller::cli {
 namespace {
 
 constexpr const char* kTrainHelp =
-    "usage: teller train --data DIR --out MODEL [--epochs E] [--seed S] [--split all|incident|request]\n"
+    "usage: teller train --data DIR --out MODEL [--epochs E] [--seed S] [--split "
+    "all|incident|request]\n"
     "                    [--vocab N] [--width W] [--layers L] [-q]\n"
     "\n"
     "Trains the trace encoder (docs/rca.md): TPE tokens of every step, graph convolution\n"
@@ -169,15 +171,28 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller train: %s\n", s.message().c_str());
     return 1;
   }
+  // Inference cost on this dataset: encoding (TPE) and the forward pass of every record.
+  std::vector<uint32_t> all(input.corpus.steps.size());
+  for (uint32_t k = 0; k < all.size(); ++k) all[k] = k;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto outputs = model->Predict(input.corpus, all);
+  const double infer_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!outputs.ok()) {
+    std::fprintf(stderr, "teller train: %s\n", outputs.status().message().c_str());
+    return 1;
+  }
   const rca::TrainingLog& log = model->training();
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(out + "/weights.pt", ec);
-  std::printf("model %s: %llu parameters (weights %.1f KiB), %llu units on %llu step records, "
-              "%zu epochs in %.1f s, loss %.4f -> %.4f\n",
-              out.c_str(), static_cast<unsigned long long>(log.parameters),
-              ec ? 0.0 : static_cast<double>(bytes) / 1024.0,
-              static_cast<unsigned long long>(log.samples), static_cast<unsigned long long>(log.steps),
-              log.epoch_loss.size(), log.seconds, log.epoch_loss.front(), log.epoch_loss.back());
+  std::printf(
+      "model %s: %llu parameters (weights %.1f KiB), %llu units on %llu step records, "
+      "%zu epochs in %.1f s, loss %.4f -> %.4f; inference %.2f ms per step record\n",
+      out.c_str(), static_cast<unsigned long long>(log.parameters),
+      ec ? 0.0 : static_cast<double>(bytes) / 1024.0, static_cast<unsigned long long>(log.samples),
+      static_cast<unsigned long long>(log.steps), log.epoch_loss.size(), log.seconds,
+      log.epoch_loss.front(), log.epoch_loss.back(),
+      all.empty() ? 0.0 : 1e3 * infer_s / static_cast<double>(all.size()));
   return 0;
 }
 

@@ -36,8 +36,9 @@ Result<tpe::Corpus> ToTpeCorpus(const Corpus& corpus, const std::vector<uint8_t>
     std::vector<int64_t> duration(n, 0);
     for (size_t i = 0; i < n; ++i) {
       if (c.name[i] >= names.size()) {
-        return Status::Error("step " + std::to_string(k) + ": name id " + std::to_string(c.name[i]) +
-                             " outside names.json (" + std::to_string(names.size()) + " names)");
+        return Status::Error("step " + std::to_string(k) + ": name id " +
+                             std::to_string(c.name[i]) + " outside names.json (" +
+                             std::to_string(names.size()) + " names)");
       }
       const int32_t p = c.parent[i];
       if (p >= static_cast<int32_t>(i)) {
@@ -47,7 +48,8 @@ Result<tpe::Corpus> ToTpeCorpus(const Corpus& corpus, const std::vector<uint8_t>
       depth[i] = p < 0 ? 0 : static_cast<uint16_t>(std::min<int>(depth[p] + 1, UINT16_MAX));
       duration[i] = std::max<int64_t>(0, c.dur_ns[i]);
       const auto tag = static_cast<tpe::TypeTag>(std::min<int>(c.type[i], tpe::kNumTypeTags - 1));
-      const auto key = std::make_pair(ref.setting, (static_cast<uint64_t>(c.name[i]) << 8) | c.type[i]);
+      const auto key =
+          std::make_pair(ref.setting, (static_cast<uint64_t>(c.name[i]) << 8) | c.type[i]);
       auto it = local.find(key);
       if (it == local.end()) {
         std::string text = tpe::SymbolText(tag, tpe::NormalizeName(tag, names[c.name[i]]));
@@ -92,7 +94,8 @@ Result<tpe::Model> TrainVocabulary(const Corpus& corpus, const std::vector<uint3
                                    uint32_t vocab) {
   std::vector<uint8_t> keep(corpus.steps.size(), 0);
   for (uint32_t s : steps) {
-    if (s >= keep.size()) return Status::Error("training step " + std::to_string(s) + " out of range");
+    if (s >= keep.size())
+      return Status::Error("training step " + std::to_string(s) + " out of range");
     keep[s] = 1;
   }
   Result<tpe::Corpus> sub = ToTpeCorpus(corpus, &keep);
@@ -110,11 +113,13 @@ Result<std::vector<EncodedStep>> EncodeCorpus(const Corpus& corpus, const tpe::M
                                               const std::vector<uint32_t>& wanted) {
   std::set<uint32_t> settings;
   for (uint32_t s : wanted) {
-    if (s >= corpus.steps.size()) return Status::Error("step " + std::to_string(s) + " out of range");
+    if (s >= corpus.steps.size())
+      return Status::Error("step " + std::to_string(s) + " out of range");
     settings.insert(corpus.steps[s].setting);
   }
   std::vector<uint8_t> keep(corpus.steps.size(), 0);
-  for (size_t k = 0; k < corpus.steps.size(); ++k) keep[k] = settings.count(corpus.steps[k].setting);
+  for (size_t k = 0; k < corpus.steps.size(); ++k)
+    keep[k] = settings.count(corpus.steps[k].setting);
   Result<tpe::Corpus> tc = ToTpeCorpus(corpus, &keep);
   if (!tc.ok()) return tc.status();
   const std::vector<tpe::TokenId> ids = tpe::ModelIds(*tc, model);
@@ -132,8 +137,8 @@ Result<std::vector<EncodedStep>> EncodeCorpus(const Corpus& corpus, const tpe::M
     e.log_duration.resize(n);
     for (size_t i = 0; i < n; ++i) {
       e.depth[i] = std::min<int64_t>(seq.depth[i], config.max_depth - 1);
-      e.log_duration[i] = static_cast<float>(
-          std::log1p(config.duration_scale * static_cast<double>(std::max<int64_t>(0, seq.duration[i]))));
+      e.log_duration[i] = static_cast<float>(std::log1p(
+          config.duration_scale * static_cast<double>(std::max<int64_t>(0, seq.duration[i]))));
       values[{corpus.steps[k].setting, e.token[i]}].push_back(e.log_duration[i]);
     }
   }

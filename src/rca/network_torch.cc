@@ -72,7 +72,8 @@ Batch MakeBatch(const std::vector<const EncodedStep*>& x, size_t begin, size_t e
   std::vector<float> degree(token.size(), 0);
   for (int64_t d : dst) degree[d] += 1;
   std::vector<float> weight(src.size());
-  for (size_t i = 0; i < src.size(); ++i) weight[i] = 1.0f / std::sqrt(degree[src[i]] * degree[dst[i]]);
+  for (size_t i = 0; i < src.size(); ++i)
+    weight[i] = 1.0f / std::sqrt(degree[src[i]] * degree[dst[i]]);
   const auto n = static_cast<int64_t>(token.size());
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
@@ -103,7 +104,8 @@ struct TraceEncoderImpl : torch::nn::Module {
     duration1 = register_module("duration1", torch::nn::Linear(2, c.hidden));
     duration2 = register_module("duration2", torch::nn::Linear(c.hidden, c.hidden));
     for (int l = 0; l < c.layers; ++l) {
-      gcn.push_back(register_module("gcn" + std::to_string(l), torch::nn::Linear(c.hidden, c.hidden)));
+      gcn.push_back(
+          register_module("gcn" + std::to_string(l), torch::nn::Linear(c.hidden, c.hidden)));
     }
     // Embeddings start small beside the duration channels: with N(0, 1) rows (libtorch's
     // default) a slowed operator's few units of relative log-duration drown in the token
@@ -114,8 +116,8 @@ struct TraceEncoderImpl : torch::nn::Module {
     projection = register_module("projection", torch::nn::Linear(2 * c.hidden + 4, c.width));
   }
   torch::Tensor forward(const Batch& b) {
-    torch::Tensor h = token(b.token) + depth(b.depth) +
-                      duration2(torch::relu(duration1(b.duration)));
+    torch::Tensor h =
+        token(b.token) + depth(b.depth) + duration2(torch::relu(duration1(b.duration)));
     const torch::Tensor w = b.weight.unsqueeze(1);
     for (auto& layer : gcn) {
       const torch::Tensor agg =
@@ -123,8 +125,7 @@ struct TraceEncoderImpl : torch::nn::Module {
       h = h + torch::relu(layer(agg));
     }
     const int64_t hidden = h.size(1);
-    const torch::Tensor mean =
-        torch::zeros({b.steps, hidden}).index_add_(0, b.step, h) / b.count;
+    const torch::Tensor mean = torch::zeros({b.steps, hidden}).index_add_(0, b.step, h) / b.count;
     // Max pooling per step: the steps' tokens are contiguous, so one max per chunk.
     // The duration channels are pooled too (mean and max per step), a direct path from
     // "some operator ran long" to the heads beside the one through the convolutions.
@@ -134,7 +135,8 @@ struct TraceEncoderImpl : torch::nn::Module {
       maxima.push_back(std::get<0>(chunk.max(0)));
     }
     const torch::Tensor max = torch::stack(maxima);
-    const torch::Tensor mean_d = torch::zeros({b.steps, 2}).index_add_(0, b.step, b.duration) / b.count;
+    const torch::Tensor mean_d =
+        torch::zeros({b.steps, 2}).index_add_(0, b.step, b.duration) / b.count;
     return torch::relu(projection(torch::cat({mean, mean_d, max}, 1)));
   }
   torch::nn::Embedding token{nullptr}, depth{nullptr};
@@ -224,8 +226,8 @@ class TorchNetwork final : public Network {
           const torch::Tensor z = net_->encoder->forward(b);
           const auto rows = static_cast<int64_t>(bx.size());
           const torch::Tensor target = torch::from_blob(labels.data(), {rows, kViewsCount}).clone();
-          torch::Tensor loss = torch::binary_cross_entropy_with_logits(
-              net_->heads->abnormal(z), target, {}, pw);
+          torch::Tensor loss =
+              torch::binary_cross_entropy_with_logits(net_->heads->abnormal(z), target, {}, pw);
           const torch::Tensor f = torch::from_blob(fault.data(), {rows}, torch::kInt64).clone();
           const torch::Tensor has = f.ge(0);
           if (has.any().item<bool>()) {
@@ -276,7 +278,8 @@ class TorchNetwork final : public Network {
         for (size_t i = 0; i < end - begin; ++i) {
           StepOutput o;
           for (int v = 0; v < kViewsCount; ++v) o.abnormal[v] = pa[i * kViewsCount + v];
-          for (int c = 0; c < kFaultCategoryCount; ++c) o.fault[c] = pf[i * kFaultCategoryCount + c];
+          for (int c = 0; c < kFaultCategoryCount; ++c)
+            o.fault[c] = pf[i * kFaultCategoryCount + c];
           out.push_back(o);
         }
       }

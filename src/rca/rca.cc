@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 
 #include "src/rca/encode.h"
 #include "src/rca/network.h"
@@ -52,7 +52,8 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
                            const TrainOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (train.empty()) return Status::Error("no training samples");
-  if (options.epochs < 1 || options.batch < 1) return Status::Error("epochs and batch must be at least 1");
+  if (options.epochs < 1 || options.batch < 1)
+    return Status::Error("epochs and batch must be at least 1");
   Model m;
   Impl& impl = *m.impl_;
   impl.config = options.config;
@@ -98,7 +99,8 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
 
 Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
                                                const std::vector<uint32_t>& steps) const {
-  if (!impl_->network) return Status::Error("the model has no network (neither trained nor loaded)");
+  if (!impl_->network)
+    return Status::Error("the model has no network (neither trained nor loaded)");
   if (steps.empty()) return std::vector<StepOutput>{};
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl_->vocabulary, impl_->config, steps);
@@ -140,7 +142,8 @@ std::string ConfigJson(const ModelConfig& c) {
 }  // namespace
 
 Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
-  if (!impl_->network) return Status::Error("the model has no network (neither trained nor loaded)");
+  if (!impl_->network)
+    return Status::Error("the model has no network (neither trained nor loaded)");
   TELLER_RETURN_IF_ERROR(MakeDirs(dir));
   Result<std::string> weights = impl_->network->SaveWeights();
   if (!weights.ok()) return weights.status();
@@ -284,11 +287,13 @@ Result<Model> Model::Load(const std::string& dir) {
   std::string weights;
   TELLER_RETURN_IF_ERROR(ReadWholeFile(weights_path, &weights));
   if (weights.size() != bytes) {
-    return Status::Error(weights_path + ": " + std::to_string(weights.size()) + " bytes, model.json says " +
-                         std::to_string(bytes) + " (damaged or from another model)");
+    return Status::Error(weights_path + ": " + std::to_string(weights.size()) +
+                         " bytes, model.json says " + std::to_string(bytes) +
+                         " (damaged or from another model)");
   }
   if (Crc32c(weights.data(), weights.size()) != crc) {
-    return Status::Error(weights_path + ": checksum does not match model.json (damaged or from another model)");
+    return Status::Error(weights_path +
+                         ": checksum does not match model.json (damaged or from another model)");
   }
   auto net = internal::MakeNetwork(impl.config, impl.vocabulary.size(), 0);
   if (!net.ok()) return net.status();

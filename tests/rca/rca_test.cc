@@ -1,6 +1,8 @@
 // The learned stage (include/teller/rca/rca.h) on small hand-built step records: a tiny
 // model learns a separable set, is deterministic for a seed, survives its model file, and
 // refuses a damaged or foreign one. Without libtorch: every use is a clear error.
+#include "teller/rca/rca.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -12,8 +14,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "teller/rca/rca.h"
 
 namespace teller::rca {
 namespace {
@@ -101,7 +101,9 @@ TrainOptions SmallOptions(uint64_t seed) {
   o.learning_rate = 1e-2;
   o.seed = seed;
   if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
-    o.progress = [](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); };
+    o.progress = [](std::string_view line) {
+      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    };
   }
   return o;
 }

@@ -31,10 +31,13 @@ class TrainCliTest : public ::testing::Test {
     char tmpl[] = "/tmp/teller-traincli-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     tmp_ = tmpl;
-    const Outcome sim = Run("simulate --profile vllm-v1-online --requests 16 --layers 4 "
-                            "--random-faults 4 --seed 5 --out '" + tmp_ + "/raw/vllm-v1-online'");
+    const Outcome sim =
+        Run("simulate --profile vllm-v1-online --requests 16 --layers 4 "
+            "--random-faults 4 --seed 5 --out '" +
+            tmp_ + "/raw/vllm-v1-online'");
     ASSERT_EQ(sim.exit_code, 0) << sim.err;
-    const Outcome build = Run("dataset build '" + tmp_ + "/raw' --out '" + tmp_ + "/ds' -q --jobs 1");
+    const Outcome build =
+        Run("dataset build '" + tmp_ + "/raw' --out '" + tmp_ + "/ds' -q --jobs 1");
     ASSERT_EQ(build.exit_code, 0) << build.err;
   }
   static void TearDownTestSuite() { std::system(("rm -rf '" + tmp_ + "'").c_str()); }
@@ -95,7 +98,8 @@ TEST_F(TrainCliTest, EvalOfTellerGcnIsDeterministicAndReproducible) {
   const std::string preds = "'" + tmp_ + "/gcn.jsonl'";
   const Outcome a = Run("eval --data " + Ds() +
                         " --method teller-gcn --split request --seed 3 --json -q "
-                        "--write-predictions " + preds);
+                        "--write-predictions " +
+                        preds);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_NE(a.out.find("\"split\":\"request\""), std::string::npos) << a.out;
   const Outcome b =

@@ -58,11 +58,11 @@ struct Sample {
 // The network's shape. The backbone width is what later modules (the log stream, the
 // mixture of transformers) will share.
 struct ModelConfig {
-  uint32_t tpe_vocab = 256;  // TPE vocabulary trained on the training steps
-  int width = 64;            // backbone width: the projection's output
-  int hidden = 64;           // encoder width (embeddings, graph convolution)
-  int layers = 2;            // graph-convolution layers
-  int max_depth = 64;        // depths above this share the last depth embedding
+  uint32_t tpe_vocab = 256;      // TPE vocabulary trained on the training steps
+  int width = 64;                // backbone width: the projection's output
+  int hidden = 64;               // encoder width (embeddings, graph convolution)
+  int layers = 2;                // graph-convolution layers
+  int max_depth = 64;            // depths above this share the last depth embedding
   double duration_scale = 1e-3;  // lambda of log(1 + lambda * D), D in ns (so: microseconds)
 };
 
@@ -86,8 +86,8 @@ struct TrainingLog {
 
 // What the model says about one step.
 struct StepOutput {
-  std::array<float, kViewsCount> abnormal{};          // P(abnormal) per view
-  std::array<float, kFaultCategoryCount> fault{};     // P(fault type | abnormal)
+  std::array<float, kViewsCount> abnormal{};       // P(abnormal) per view
+  std::array<float, kFaultCategoryCount> fault{};  // P(fault type | abnormal)
   // The most likely fault type among `allowed` (all when empty).
   FaultCategory Fault(const std::vector<int>& allowed = {}) const;
 };
