@@ -1,6 +1,8 @@
 // The network in libtorch (docs/method.md §6 trace encoder; docs/rca.md). The one file of
-// the stage that includes torch/torch.h. Every libtorch call runs inside a try block:
-// exceptions become Status errors and never leave the stage.
+// the stage that includes torch/torch.h; built as a module (libteller_rca_torch.so) that
+// network_loader.cc opens on first use, so that programs linking the stage do not load
+// libtorch (about 1 s of CPU at every start) unless they train or predict. Every libtorch call runs
+// inside a try block: exceptions become Status errors and never leave the stage.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -330,15 +332,17 @@ class TorchNetwork final : public Network {
 
 }  // namespace
 
-bool TorchAvailable() { return true; }
+}  // namespace teller::rca::internal
 
-Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig& config, uint32_t vocab,
-                                             uint64_t seed) {
+// The module's one entry point (src/rca/network_loader.cc looks it up): a fresh network, or
+// null with *error set. Never throws.
+extern "C" __attribute__((visibility("default"))) teller::rca::internal::Network*
+TellerRcaMakeTorchNetwork(const teller::rca::ModelConfig* config, uint32_t vocab, uint64_t seed,
+                          std::string* error) {
   try {
-    return std::unique_ptr<Network>(std::make_unique<TorchNetwork>(config, vocab, seed));
+    return new teller::rca::internal::TorchNetwork(*config, vocab, seed);
   } catch (const std::exception& e) {
-    return Status::Error(std::string("libtorch: ") + e.what());
+    *error = std::string("libtorch: ") + e.what();
+    return nullptr;
   }
 }
-
-}  // namespace teller::rca::internal
