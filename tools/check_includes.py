@@ -15,7 +15,7 @@ import sys
 
 # Stage -> the stages it may include besides itself. The pipeline order is core, format,
 # collect, ingest, logs, reconstruct, localize, slice, tpe, diagnose, report; sim, inject,
-# dataset and eval sit beside it, cli on top.
+# dataset, rca (the learned models) and eval sit beside it, cli on top.
 PIPELINE = ["core", "format", "collect", "ingest", "logs", "reconstruct", "localize", "slice",
             "tpe", "diagnose", "report"]
 ALLOWED = {stage: set(PIPELINE[:i]) for i, stage in enumerate(PIPELINE)}
@@ -23,8 +23,9 @@ ALLOWED.update({
     "sim": {"core", "format"},
     "inject": {"core", "format", "ingest", "reconstruct", "sim"},
     "dataset": {"core", "format", "ingest", "reconstruct"},
+    "rca": {"core", "format", "tpe"},
     "eval": {"core", "format", "ingest", "reconstruct", "localize", "slice", "diagnose",
-             "dataset"},
+             "dataset", "rca"},
 })
 ALLOWED["cli"] = set(ALLOWED) - {"cli"}
 

@@ -13,6 +13,7 @@ packages=(
   clang-format               # the format test (tools/format.sh --check)
   libarmadillo-dev   # kmeans and Gaussian-mixture baselines of teller eval
   sentencepiece      # spm_train: the reference in bench/tpe_benchmark
+  libtorch-dev libopenblas0-pthread  # the learned stage (src/rca); OpenBLAS: reference BLAS is 14x slower
   libxgboost-dev xgboost  # the XGBoost baseline of teller eval (the CLI package makes find_package(xgboost) work)
   chromium nodejs    # the browser tests of the reports (tests/report): headless Chromium driven by node
 )

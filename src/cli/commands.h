@@ -23,6 +23,7 @@ int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
 int DiagnoseCommand(const std::vector<std::string>& args);
 int EvalCommand(const std::vector<std::string>& args);
+int ModelTrainCommand(const std::vector<std::string>& args);  // `teller train`
 int TraceExportCommand(const std::vector<std::string>& args);
 
 // Imports `paths` as one trace and reconstructs it with the rules of `rules` (built-in

@@ -50,6 +50,8 @@ constexpr const char* kUsage =
     "  inject TRACE --fault MECHANISM --out OUT     apply a fault to an existing trace\n"
     "Learn:\n"
     "  tpe train|encode|stats ...   Trace Pair Encoding of dataset steps (docs/method.md §5)\n"
+    "  train --data DIR --out MODEL [--epochs E] [--seed S] [--split all|incident|request]\n"
+    "                     train the trace encoder (libtorch; docs/rca.md) on a labelled dataset\n"
     "  eval --data DIR --method NAME|--predictions FILE [--split request|engine|run]\n"
     "                     score methods or predictions on a labelled dataset (Table 2)\n"
     "\n"
@@ -116,6 +118,7 @@ int main(int argc, char** argv) {
   if (command == "tpe") return teller::cli::TpeCommand(args);
   if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
   if (command == "eval") return teller::cli::EvalCommand(args);
+  if (command == "train") return teller::cli::ModelTrainCommand(args);
   if (command == "export") return teller::cli::TraceExportCommand(args);
   if (command == "logs") return teller::cli::LogsCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {

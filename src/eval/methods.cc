@@ -9,6 +9,7 @@
 #include "teller/eval/models.h"
 #include "teller/eval/numeric.h"
 #include "teller/format/ground_truth.h"
+#include "teller/rca/rca.h"
 
 namespace teller::eval {
 namespace {
@@ -35,6 +36,8 @@ std::vector<MethodSpec> AllMethods() {
       {"teller-numeric", "Teller (numeric)", MethodKind::kTellerNumeric, FeatureSet::kStat, false});
   out.push_back(
       {"label-copy", "Label copy (nearest)", MethodKind::kLabelCopy, FeatureSet::kStat, true});
+  out.push_back(
+      {"teller-gcn", "Teller (trace encoder)", MethodKind::kTellerGcn, FeatureSet::kStat, true});
   for (FeatureSet set : {FeatureSet::kStat, FeatureSet::kStruct}) {
     for (const Known& k : kBaselines) {
       MethodSpec m;
@@ -104,7 +107,89 @@ int FaultClass(const std::string& name) {
   return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
 }
 
+// teller-gcn on `fold` (docs/rca.md, "In teller eval"): the trace encoder trained on the
+// fold's training units (its TPE vocabulary too), the alarm threshold per view the best
+// step F1 on the validation units (0.5 when they hold no positive), the fault type the
+// model's among those seen in training; evidence nodes by the baselines' rule.
+Result<Predictions> PredictTellerGcn(const Dataset& ds, const Fold& fold, uint64_t seed,
+                                     const NodeDeviations& deviations,
+                                     const std::function<void(std::string_view)>& progress) {
+  if (fold.train.empty())
+    return Status::Error("teller-gcn: fold \"" + fold.name + "\" has no training steps");
+  const GcnInput input = MakeGcnInput(ds);
+  const rca::Corpus& corpus = input.corpus;
+  const std::vector<rca::Sample> train = input.Samples(ds, fold.train);
+  auto step_of = [&](uint32_t unit) { return input.StepOf(ds, unit); };
+  rca::TrainOptions options;
+  options.seed = seed;
+  if (progress) {
+    options.progress = [&](std::string_view line) {
+      progress("teller-gcn, fold " + fold.name + ": " + std::string(line));
+    };
+  }
+  Result<rca::Model> model = rca::Model::Train(corpus, train, options);
+  if (!model.ok()) return Status::Error("teller-gcn: " + model.status().message());
+  std::vector<uint32_t> steps;
+  for (uint32_t i : fold.validation) steps.push_back(step_of(i));
+  for (uint32_t i : fold.test) steps.push_back(step_of(i));
+  Result<std::vector<rca::StepOutput>> outputs = model->Predict(corpus, steps);
+  if (!outputs.ok()) return Status::Error("teller-gcn: " + outputs.status().message());
+  const size_t nv = fold.validation.size();
+  Predictions out;
+  out.units.resize(ds.units.size());
+  for (View v : kViews) {
+    const int k = static_cast<int>(v);
+    std::vector<double> val_scores;
+    std::vector<uint8_t> val_labels;
+    for (size_t j = 0; j < nv; ++j) {
+      val_scores.push_back((*outputs)[j].abnormal[k]);
+      val_labels.push_back(ds.units[fold.validation[j]].view(v).is_anomaly);
+    }
+    const bool any = std::find(val_labels.begin(), val_labels.end(), 1) != val_labels.end();
+    const double threshold = any ? BestThreshold(val_scores, val_labels, {}) : 0.5;
+    for (size_t j = 0; j < fold.test.size(); ++j) {
+      const uint32_t u = fold.test[j];
+      const rca::StepOutput& o = (*outputs)[nv + j];
+      Prediction& p = out.at(u, v);
+      p.present = true;
+      p.score = o.abnormal[k];
+      p.abnormal = p.score >= threshold;
+      if (!p.abnormal) continue;
+      p.fault_type = FaultCategoryName(o.Fault(model->fault_classes()));
+      p.nodes = deviations.Top(ds, u, v);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+GcnInput MakeGcnInput(const Dataset& ds) {
+  GcnInput in;
+  in.first.assign(ds.settings.size(), 0);
+  for (size_t s = 0; s < ds.settings.size(); ++s) {
+    in.corpus.names.push_back(&ds.settings[s].names);
+    in.first[s] = static_cast<uint32_t>(in.corpus.steps.size());
+    for (const StepColumns& r : ds.settings[s].records) {
+      in.corpus.steps.push_back({static_cast<uint32_t>(s), &r});
+    }
+  }
+  return in;
+}
+
+std::vector<rca::Sample> GcnInput::Samples(const Dataset& ds,
+                                           const std::vector<uint32_t>& units) const {
+  std::vector<rca::Sample> out;
+  for (uint32_t i : units) {
+    const Unit& u = ds.units[i];
+    rca::Sample s;
+    s.step = StepOf(ds, i);
+    for (View v : kViews) s.abnormal[static_cast<int>(v)] = u.view(v).is_anomaly;
+    s.fault = u.is_anomaly ? FaultClass(u.fault_type) : -1;
+    out.push_back(s);
+  }
+  return out;
+}
 
 Result<Predictions> PredictLabelCopy(const Dataset& ds, const Fold& fold) {
   // Training units of each setting by engine-step start time.
@@ -155,7 +240,9 @@ std::vector<std::string> MethodNames() {
 }
 
 bool MethodAvailable(MethodKind kind) {
-  return kind != MethodKind::kXgboost || XgboostModel::Available();
+  if (kind == MethodKind::kXgboost) return XgboostModel::Available();
+  if (kind == MethodKind::kTellerGcn) return rca::Available();
+  return true;
 }
 
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
@@ -181,9 +268,12 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       return Status::Error("unknown method \"" + name + "\"; known: all, " + names);
     }
     if (!MethodAvailable(it->kind)) {
-      return Status::Error("method \"" + name +
-                           "\" needs XGBoost, which this build of Teller lacks "
-                           "(apt-get install libxgboost-dev xgboost, then re-run cmake)");
+      return Status::Error("method \"" + name + "\" needs " +
+                           (it->kind == MethodKind::kTellerGcn
+                                ? "libtorch, which this build of Teller lacks (apt-get install "
+                                  "libtorch-dev libopenblas0-pthread, then re-run cmake)"
+                                : "XGBoost, which this build of Teller lacks (apt-get install "
+                                  "libxgboost-dev xgboost, then re-run cmake)"));
     }
     out.push_back(*it);
   }
@@ -227,6 +317,9 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
   if (method.kind == MethodKind::kLabelCopy) return PredictLabelCopy(ds, fold);
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
+  if (method.kind == MethodKind::kTellerGcn) {
+    return PredictTellerGcn(ds, fold, seed_, *deviations_, progress_);
+  }
   const Features& f = FeaturesFor(method.features);
   if (fold.train.empty())
     return Status::Error(method.name + ": fold \"" + fold.name + "\" has no training steps");

@@ -18,6 +18,7 @@
 #include "teller/eval/evaluate.h"
 #include "teller/eval/features.h"
 #include "teller/eval/predictions.h"
+#include "teller/rca/rca.h"
 
 namespace teller::eval {
 
@@ -34,6 +35,8 @@ enum class MethodKind : uint8_t {
   // time (same setting), without looking at the trace. On a split that does not leak it
   // scores no better than the base rate.
   kLabelCopy,
+  // The learned trace encoder (src/rca, libtorch), trained per fold on its training units.
+  kTellerGcn,
 };
 
 struct MethodSpec {
@@ -48,13 +51,28 @@ struct MethodSpec {
 std::vector<std::string> MethodNames();
 // A name or a comma-separated list of them, or "all"; errors list the valid names.
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
-// Whether this build has the method (XGBoost needs libxgboost at build time).
+// Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn
+// libtorch).
 bool MethodAvailable(MethodKind kind);
 
 // The label-copy probe on `fold`: each test unit gets, per view, the step label (score 1
 // or 0) and fault type of the training unit whose engine step starts nearest in time in
 // the same setting (ties: the earlier), and no nodes. Needs steps.jsonl's start_ns.
 Result<Predictions> PredictLabelCopy(const Dataset& dataset, const Fold& fold);
+
+// The units of a dataset as the trace encoder (src/rca) reads them: one corpus step per
+// step record, and a training sample per unit (its views' labels and fault type). Shared by
+// teller-gcn and `teller train`. Holds pointers into `dataset`, which must outlive it.
+struct GcnInput {
+  rca::Corpus corpus;
+  std::vector<uint32_t> first;  // per setting: the corpus step of its record 0
+  uint32_t StepOf(const Dataset& dataset, uint32_t unit) const {
+    return first[dataset.units[unit].setting] + dataset.units[unit].record;
+  }
+  std::vector<rca::Sample> Samples(const Dataset& dataset,
+                                   const std::vector<uint32_t>& units) const;
+};
+GcnInput MakeGcnInput(const Dataset& dataset);
 
 // State shared by the methods of one `teller eval` run: the dataset, the seed, and what is
 // worth computing once (the numeric diagnosis, the feature matrices).

@@ -1,0 +1,57 @@
+// The network of the learned stage behind a torch-free interface, so that only
+// network_torch.cc includes libtorch (each such file takes 15-18 s to compile) and the stage
+// builds without it (network_none.cc). Private to src/rca.
+#ifndef TELLER_SRC_RCA_NETWORK_H_
+#define TELLER_SRC_RCA_NETWORK_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "teller/core/status.h"
+#include "teller/rca/rca.h"
+
+namespace teller::rca::internal {
+
+// One step as the network reads it: the TPE tokens of the step with their side channels.
+struct EncodedStep {
+  std::vector<int64_t> token;   // TPE token id
+  std::vector<int64_t> parent;  // token index, -1 for a root (one root per rank)
+  std::vector<int64_t> depth;   // clipped to ModelConfig::max_depth
+  // Per token: log(1 + lambda * D), and the same minus the median of that token's value in
+  // the step's setting (what makes a slowed operator stand out across engines whose
+  // durations differ by orders of magnitude).
+  std::vector<float> log_duration, relative;
+  size_t size() const { return token.size(); }
+};
+
+struct Target {
+  std::array<float, kViewsCount> abnormal{};
+  int64_t fault = -1;  // -1: no fault-type loss for this sample
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  // Trains for options.epochs; returns the mean loss of every epoch.
+  virtual Result<std::vector<double>> Train(const std::vector<const EncodedStep*>& x,
+                                            const std::vector<Target>& y,
+                                            const TrainOptions& options) = 0;
+  virtual Result<std::vector<StepOutput>> Predict(
+      const std::vector<const EncodedStep*>& x) const = 0;
+  virtual Result<std::string> SaveWeights() const = 0;
+  virtual Status LoadWeights(std::string_view bytes) = 0;
+  virtual uint64_t Parameters() const = 0;
+};
+
+bool TorchAvailable();
+// A network with freshly initialized weights (seeded) for a TPE vocabulary of `vocab`.
+Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig& config, uint32_t vocab,
+                                             uint64_t seed);
+
+}  // namespace teller::rca::internal
+
+#endif  // TELLER_SRC_RCA_NETWORK_H_

@@ -1,0 +1,305 @@
+// The learned stage (include/teller/rca/rca.h) on small hand-built step records: a tiny
+// model learns a separable set, is deterministic for a seed, survives its model file, and
+// refuses a damaged or foreign one. Without libtorch: every use is a clear error.
+#include "teller/rca/rca.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace teller::rca {
+namespace {
+
+// Kinds of synthetic step: normal; a slowed GEMM (vertical view, CUDA kernel); a slowed
+// all-reduce (horizontal view, communication). The labels follow from the construction.
+enum class Kind { kNormal, kSlowGemm, kSlowAllReduce };
+
+// names.json of the one setting.
+const std::vector<std::string> kNames = {
+    "teller.step seq=1 kind=decode",  // 0
+    "model.layers.0",                 // 1
+    "cudaLaunchKernel",               // 2
+    "gemm_bf16_kernel",               // 3
+    "flash_attn_fwd",                 // 4
+    "ncclAllReduce",                  // 5
+    "ncclDevKernel_AllReduce",        // 6
+};
+
+// One rank's tree: STEP > 4 layers > (launch > gemm, launch > attn, allreduce > nccl kernel).
+format::DatasetColumns MakeStep(Kind kind, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> jitter(0.9, 1.1);
+  format::DatasetColumns c;
+  auto add = [&](uint8_t type, uint8_t layer, uint32_t name, int32_t parent, double dur) {
+    c.type.push_back(type);
+    c.layer.push_back(layer);
+    c.name.push_back(name);
+    c.parent.push_back(parent);
+    c.depth.push_back(parent < 0 ? 0 : static_cast<uint16_t>(c.depth[parent] + 1));
+    c.rank.push_back(0);
+    c.offset_ns.push_back(0);
+    c.dur_ns.push_back(static_cast<int64_t>(dur * jitter(rng)));
+    return static_cast<int32_t>(c.type.size() - 1);
+  };
+  const int32_t root = add(0, 0, 0, -1, 4e6);
+  for (int l = 0; l < 4; ++l) {
+    const int32_t layer = add(2, 2, 1, root, 9e5);
+    const int32_t l1 = add(4, 4, 2, layer, 5e3);
+    add(6, 5, 3, l1, kind == Kind::kSlowGemm && l == 2 ? 2e6 : 2e5);
+    const int32_t l2 = add(4, 4, 2, layer, 5e3);
+    add(6, 5, 4, l2, 3e5);
+    const int32_t ar = add(3, 3, 5, layer, 1e5);
+    add(6, 5, 6, ar, kind == Kind::kSlowAllReduce && l == 1 ? 3e6 : 8e4);
+  }
+  return c;
+}
+
+struct Toy {
+  std::vector<format::DatasetColumns> records;
+  std::vector<Kind> kinds;
+  Corpus corpus;
+  std::vector<Sample> samples;
+};
+
+// `n` steps: every fifth a slowed GEMM, every fifth (shifted) a slowed all-reduce.
+void MakeToy(Toy& toy, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) {
+    const Kind k = i % 5 == 1 ? Kind::kSlowGemm : i % 5 == 3 ? Kind::kSlowAllReduce : Kind::kNormal;
+    toy.records.push_back(MakeStep(k, rng));
+    toy.kinds.push_back(k);
+  }
+  toy.corpus.names = {&kNames};
+  for (const auto& r : toy.records) toy.corpus.steps.push_back({0, &r});
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.step = static_cast<uint32_t>(i);
+    s.abnormal = {toy.kinds[i] == Kind::kSlowGemm, toy.kinds[i] == Kind::kSlowAllReduce};
+    if (toy.kinds[i] == Kind::kSlowGemm) s.fault = static_cast<int>(FaultCategory::kCudaKernel);
+    if (toy.kinds[i] == Kind::kSlowAllReduce) {
+      s.fault = static_cast<int>(FaultCategory::kCommunication);
+    }
+    toy.samples.push_back(s);
+  }
+}
+
+TrainOptions SmallOptions(uint64_t seed) {
+  TrainOptions o;
+  o.config.tpe_vocab = 24;
+  o.config.width = 16;
+  o.config.hidden = 16;
+  o.config.layers = 2;
+  o.epochs = 25;
+  o.batch = 8;
+  o.learning_rate = 1e-2;
+  o.seed = seed;
+  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
+    o.progress = [](std::string_view line) {
+      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    };
+  }
+  return o;
+}
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/teller-rca-XXXXXX";
+  EXPECT_NE(mkdtemp(tmpl), nullptr);
+  return tmpl;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::vector<uint32_t> AllSteps(const Toy& toy) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < toy.records.size(); ++i) out.push_back(i);
+  return out;
+}
+
+TEST(RcaWithoutTorch, EveryUseIsAClearError) {
+  if (Available()) GTEST_SKIP() << "built with libtorch";
+  Toy toy;
+  MakeToy(toy, 10, 1);
+  auto m = Model::Train(toy.corpus, toy.samples, SmallOptions(1));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
+}
+
+class RcaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Available()) GTEST_SKIP() << "built without libtorch";
+  }
+};
+
+// Trained on 60 steps, the model's loss falls, and it classifies 40 fresh steps (other
+// jitter): the step decision per view and the fault type of the abnormal ones.
+TEST_F(RcaTest, TinyModelLearnsASeparableSet) {
+  Toy train, test;
+  MakeToy(train, 60, 1);
+  MakeToy(test, 40, 2);
+  auto m = Model::Train(train.corpus, train.samples, SmallOptions(7));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::vector<double>& loss = m->training().epoch_loss;
+  ASSERT_EQ(loss.size(), 25u);
+  EXPECT_LT(loss.back(), 0.25 * loss.front()) << "loss " << loss.front() << " -> " << loss.back();
+  EXPECT_EQ(m->fault_classes(),
+            (std::vector<int>{static_cast<int>(FaultCategory::kCudaKernel),
+                              static_cast<int>(FaultCategory::kCommunication)}));
+
+  auto out = m->Predict(test.corpus, AllSteps(test));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out->size(), 40u);
+  int right = 0, faults_right = 0, faults = 0;
+  for (size_t i = 0; i < out->size(); ++i) {
+    const Sample& s = test.samples[i];
+    const StepOutput& o = (*out)[i];
+    right += (o.abnormal[0] > 0.5f) == s.abnormal[0] && (o.abnormal[1] > 0.5f) == s.abnormal[1];
+    if (s.fault >= 0) {
+      ++faults;
+      faults_right += static_cast<int>(o.Fault(m->fault_classes())) == s.fault;
+    }
+  }
+  EXPECT_EQ(right, 40);
+  EXPECT_EQ(faults, 16);
+  EXPECT_EQ(faults_right, 16);
+}
+
+// Same seed: the same weights (byte for byte) and outputs; another seed: other outputs.
+TEST_F(RcaTest, SameSeedSameModel) {
+  Toy toy;
+  MakeToy(toy, 30, 3);
+  TrainOptions o = SmallOptions(11);
+  o.epochs = 4;
+  auto a = Model::Train(toy.corpus, toy.samples, o);
+  auto b = Model::Train(toy.corpus, toy.samples, o);
+  o.seed = 12;
+  auto c = Model::Train(toy.corpus, toy.samples, o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto pa = a->Predict(toy.corpus, AllSteps(toy));
+  auto pb = b->Predict(toy.corpus, AllSteps(toy));
+  auto pc = c->Predict(toy.corpus, AllSteps(toy));
+  ASSERT_TRUE(pa.ok() && pb.ok() && pc.ok());
+  bool differs = false;
+  for (size_t i = 0; i < pa->size(); ++i) {
+    EXPECT_EQ((*pa)[i].abnormal, (*pb)[i].abnormal) << i;
+    EXPECT_EQ((*pa)[i].fault, (*pb)[i].fault) << i;
+    differs |= (*pa)[i].abnormal != (*pc)[i].abnormal;
+  }
+  EXPECT_TRUE(differs) << "another seed gave the same outputs";
+  const std::string dir = TempDir();
+  ASSERT_TRUE(a->Save(dir + "/a", {}).ok());
+  ASSERT_TRUE(b->Save(dir + "/b", {}).ok());
+  EXPECT_EQ(Slurp(dir + "/a/weights.pt"), Slurp(dir + "/b/weights.pt"));
+  EXPECT_EQ(a->training().epoch_loss, b->training().epoch_loss);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+class RcaFileTest : public RcaTest {
+ protected:
+  void SetUp() override {
+    RcaTest::SetUp();
+    if (IsSkipped()) return;
+    MakeToy(toy_, 20, 4);
+    TrainOptions o = SmallOptions(5);
+    o.epochs = 3;
+    auto m = Model::Train(toy_.corpus, toy_.samples, o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::make_unique<Model>(std::move(m).value());
+    dir_ = TempDir();
+    TrainedOn on;
+    on.data = "/data/toy";
+    on.split = "all";
+    on.units = 20;
+    ASSERT_TRUE(model_->Save(dir_ + "/m", on).ok());
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  std::string Load() {
+    auto m = Model::Load(dir_ + "/m");
+    return m.ok() ? "" : m.status().message();
+  }
+  Toy toy_;
+  std::unique_ptr<Model> model_;
+  std::string dir_;
+};
+
+TEST_F(RcaFileTest, RoundTripGivesIdenticalPredictions) {
+  auto loaded = Model::Load(dir_ + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->config().tpe_vocab, 24u);
+  EXPECT_EQ(loaded->config().width, 16);
+  EXPECT_EQ(loaded->training().epoch_loss, model_->training().epoch_loss);
+  EXPECT_EQ(loaded->fault_classes(), model_->fault_classes());
+  auto a = model_->Predict(toy_.corpus, AllSteps(toy_));
+  auto b = loaded->Predict(toy_.corpus, AllSteps(toy_));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].abnormal, (*b)[i].abnormal) << i;
+    EXPECT_EQ((*a)[i].fault, (*b)[i].fault) << i;
+  }
+  const std::string json = Slurp(dir_ + "/m/model.json");
+  EXPECT_NE(json.find("\"data\":\"/data/toy\""), std::string::npos) << json;
+}
+
+TEST_F(RcaFileTest, DamagedWeightsAreRefusedNamingTheFile) {
+  std::string w = Slurp(dir_ + "/m/weights.pt");
+  ASSERT_GT(w.size(), 100u);
+  w[w.size() / 2] = static_cast<char>(w[w.size() / 2] ^ 0x5a);
+  Spit(dir_ + "/m/weights.pt", w);
+  const std::string e = Load();
+  EXPECT_NE(e.find("weights.pt"), std::string::npos) << e;
+  EXPECT_NE(e.find("checksum"), std::string::npos) << e;
+
+  Spit(dir_ + "/m/weights.pt", w.substr(0, w.size() - 10));
+  const std::string t = Load();
+  EXPECT_NE(t.find("weights.pt"), std::string::npos) << t;
+  EXPECT_NE(t.find(std::to_string(w.size() - 10) + " bytes"), std::string::npos) << t;
+}
+
+TEST_F(RcaFileTest, WrongVersionOrFormatIsRefused) {
+  const std::string json = Slurp(dir_ + "/m/model.json");
+  std::string v2 = json;
+  const size_t at = v2.find("\"version\":1");
+  ASSERT_NE(at, std::string::npos);
+  v2.replace(at, 11, "\"version\":2");
+  Spit(dir_ + "/m/model.json", v2);
+  std::string e = Load();
+  EXPECT_NE(e.find("model.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("model version 2"), std::string::npos) << e;
+
+  Spit(dir_ + "/m/model.json", json.substr(0, json.size() / 2));
+  e = Load();
+  EXPECT_NE(e.find("model.json"), std::string::npos) << e;
+
+  std::string other = json;
+  other.replace(other.find("teller-rca-model"), 16, "teller-tpe-vocab");
+  Spit(dir_ + "/m/model.json", other);
+  e = Load();
+  EXPECT_NE(e.find("format \"teller-tpe-vocab\""), std::string::npos) << e;
+
+  Spit(dir_ + "/m/model.json", json);
+  EXPECT_EQ(Load(), "");
+  std::remove((dir_ + "/m/tpe/merges.json").c_str());
+  e = Load();
+  EXPECT_NE(e.find("merges.json"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace teller::rca
