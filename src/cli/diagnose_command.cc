@@ -258,12 +258,6 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     }
     return fail_on_anomaly && diagnose::HasErrorFinding(findings) ? kExitAnomaly : 0;
   }
-  if (r.steps.empty()) {
-    std::fprintf(stderr,
-                 "teller diagnose: no steps in %s (no teller.step ranges, engine step markers or "
-                 "ProfilerStep#N): each process's whole timeline is diagnosed as one unit\n",
-                 traces.front().c_str());
-  }
   localize::Model model;
   const localize::Model* base = nullptr;
   if (!baseline.empty()) {
@@ -278,6 +272,15 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
     base = &model;
   }
   const diagnose::Diagnosis d = diagnose::Diagnose(trace, r, options, base);
+  if (r.steps.empty()) {
+    std::fprintf(stderr,
+                 "teller diagnose: no steps in %s (no teller.step ranges, engine step markers or "
+                 "ProfilerStep#N): %s\n",
+                 traces.front().c_str(),
+                 d.scope == "iterations"
+                     ? "the iterations its work repeats in are diagnosed as its steps"
+                     : "each process's whole timeline is diagnosed as one unit");
+  }
   std::fputs(diagnose::ToText(trace, d, max_steps).c_str(), stdout);
   if (!json.empty()) {
     if (Status st = WriteFileAtomic(json, diagnose::ToJson(trace, d, traces)); !st.ok()) {

@@ -293,7 +293,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   Diagnosis d;
   d.mode = baseline != nullptr ? "baseline" : "self";
   const localize::Result loc = localize::Localize(trace, r, options.localize, baseline);
-  d.scope = loc.whole_trace ? "whole_trace" : "steps";
+  d.scope = loc.whole_trace ? "whole_trace" : loc.iterations ? "iterations" : "steps";
   d.findings = FindFailures(
       trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());
   const reconstruct::Nodes& n = r.nodes;
@@ -320,7 +320,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       sd.end_ns = std::max(sd.end_ns, unit.end_ns);
       if (unit.step < 0) {
         sd.ordinal = g;
-        sd.kind = "whole trace";
+        sd.kind = unit.iteration >= 0 ? "iteration" : "whole trace";
         continue;
       }
       const reconstruct::Step& st = r.steps[unit.step];

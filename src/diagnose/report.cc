@@ -217,6 +217,8 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
   o << FindingsText(d.findings);
   o << "diagnosis (" << d.mode << " fit";
   if (d.scope == "whole_trace") o << "; no step markers: each process's whole timeline is one unit";
+  if (d.scope == "iterations")
+    o << "; no step markers: the steps are the iterations the work repeats in";
   o << "): " << d.abnormal_steps << " of " << d.steps.size() << " steps abnormal, " << d.evidence
     << " instances slower than their peers\n";
   std::vector<const StepDiagnosis*> ab;

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "teller/localize/iterations.h"
+
 namespace teller::localize {
 
 using reconstruct::Nodes;
@@ -161,10 +163,11 @@ class Keys {
     return p->second;
   }
   uint32_t Key(uint32_t pattern, Layer layer, StringId kind, uint32_t size_class,
-               StringId signature, uint32_t within, uint32_t context) {
-    const Tuple tuple{pattern, static_cast<uint32_t>(layer) | (size_class << 8),
-                      kind,    signature,
-                      within,  context};
+               StringId signature, uint32_t within, uint32_t context, uint32_t bytes_class) {
+    const Tuple tuple{pattern,    static_cast<uint32_t>(layer) | (size_class << 8),
+                      kind,       signature,
+                      within,     context,
+                      bytes_class};
     auto [it, added] = by_tuple_.emplace(tuple, static_cast<uint32_t>(tuples_.size()));
     if (added) tuples_.push_back(tuple);
     return it->second;
@@ -185,6 +188,7 @@ class Keys {
     if (x.within != kNone) out += patterns_[x.within];
     out += '\x1f';
     if (x.context != kNone) out += patterns_[x.context];
+    if (x.bytes != 0) out += "\x1f" + std::to_string(x.bytes);
     return out;
   }
   size_t size() const { return tuples_.size(); }
@@ -194,16 +198,19 @@ class Keys {
     uint32_t pattern, layer;
     StringId kind, signature;
     uint32_t within, context;
+    uint32_t bytes;  // copies: their size class (CopySizeClass), else 0
     bool operator==(const Tuple& o) const {
       return pattern == o.pattern && layer == o.layer && kind == o.kind &&
-             signature == o.signature && within == o.within && context == o.context;
+             signature == o.signature && within == o.within && context == o.context &&
+             bytes == o.bytes;
     }
   };
   struct TupleHash {
     size_t operator()(const Tuple& x) const {
       uint64_t h = 1469598103934665603ull;
-      for (uint64_t v : {uint64_t{x.pattern}, uint64_t{x.layer}, uint64_t{x.kind},
-                         uint64_t{x.signature}, uint64_t{x.within}, uint64_t{x.context}})
+      for (uint64_t v :
+           {uint64_t{x.pattern}, uint64_t{x.layer}, uint64_t{x.kind}, uint64_t{x.signature},
+            uint64_t{x.within}, uint64_t{x.context}, uint64_t{x.bytes}})
         h = (h ^ v) * 1099511628211ull;
       return static_cast<size_t>(h);
     }
@@ -216,7 +223,7 @@ class Keys {
 };
 
 // The unit a step or a process timeline owns, and which engine step it belongs to.
-void BuildUnits(const Reconstruction& r, Result* out) {
+void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
   const Nodes& n = r.nodes;
   // Roots per process, by start.
   std::map<uint32_t, std::vector<uint32_t>> roots;
@@ -229,19 +236,30 @@ void BuildUnits(const Reconstruction& r, Result* out) {
     });
   }
   if (r.steps.empty()) {
-    out->whole_trace = true;
+    // Without step markers: the iterations the work repeats in, else the whole timeline.
     for (const auto& [p, list] : roots) {
-      Unit u;
-      u.process = p;
-      u.roots = list;
-      u.start_ns = INT64_MAX;
-      u.end_ns = INT64_MIN;
-      for (uint32_t root : list) {
-        u.start_ns = std::min(u.start_ns, n.start_ns[root]);
-        u.end_ns = std::max(u.end_ns, n.end_ns[root]);
+      const Iterations it = FindIterations(t, r, list);
+      std::vector<std::vector<uint32_t>> parts;
+      if (!it.cuts_ns.empty()) parts = SplitAtCuts(r, list, it.cuts_ns);
+      if (parts.empty()) parts.push_back(list);
+      for (size_t k = 0; k < parts.size(); ++k) {
+        Unit u;
+        u.process = p;
+        u.iteration = parts.size() > 1 ? static_cast<int32_t>(k) : -1;
+        u.roots = std::move(parts[k]);
+        u.start_ns = INT64_MAX;
+        u.end_ns = INT64_MIN;
+        for (uint32_t root : u.roots) {
+          u.start_ns = std::min(u.start_ns, n.start_ns[root]);
+          u.end_ns = std::max(u.end_ns, n.end_ns[root]);
+        }
+        if (u.roots.empty()) u.start_ns = u.end_ns = 0;
+        out->units.push_back(std::move(u));
       }
-      out->units.push_back(std::move(u));
     }
+    out->iterations = std::any_of(out->units.begin(), out->units.end(),
+                                  [](const Unit& u) { return u.iteration >= 0; });
+    out->whole_trace = !out->iterations;
   } else {
     std::vector<uint8_t> taken(n.size(), 0);
     for (uint32_t s = 0; s < r.steps.size(); ++s) taken[r.steps[s].node] = 1;
@@ -272,7 +290,9 @@ void BuildUnits(const Reconstruction& r, Result* out) {
   // Engine steps: the units of different processes with the same step number.
   std::map<int64_t, uint32_t> by_number;
   for (uint32_t u = 0; u < out->units.size(); ++u) {
-    const int64_t number = out->units[u].step >= 0 ? r.steps[out->units[u].step].number : -1;
+    // An iteration's number is its index: the k-th iteration of every process is one.
+    const int64_t number =
+        out->units[u].step >= 0 ? r.steps[out->units[u].step].number : out->units[u].iteration;
     uint32_t g = static_cast<uint32_t>(out->group_units.size());
     if (number >= 0) {
       const auto it = by_number.find(number);
@@ -365,6 +385,14 @@ uint32_t SizeClass(int64_t size) {
 
 // What the trace records of a call's size (shapes, grid, collective size); 0 = nothing.
 StringId EventSignature(const EventTable& ev, uint32_t e) { return ev.signature[e]; }
+
+// A copy costs what its size does: copies are peers only within a quarter of an octave of
+// size (at most 2^(1/4) = 1.19x apart, under the smallest ratio that is evidence), so that
+// a model's weight copies of every size are not one family. 0 when the size is unknown.
+uint32_t CopySizeClass(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  return 1 + static_cast<uint32_t>(std::lround(4.0 * std::log2(static_cast<double>(bytes))));
+}
 
 // Extracts the instances of every unit.
 std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res,
@@ -465,11 +493,15 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
       if (keep) {
         const uint32_t self = pattern(i);
         const StringId signature = EventSignature(ev, e);
-        x.coarse = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone);
-        x.fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, context);
+        const uint32_t bytes = type == EventType::kMemcpy || type == EventType::kMemset
+                                   ? CopySizeClass(ev.bytes[e])
+                                   : 0;
+        x.coarse =
+            keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone, bytes);
+        x.fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, context, bytes);
         x.bare = x.within == Keys::kNone ? x.coarse
                                          : keys->Key(self, n.layer[i], kind, size_class, signature,
-                                                     Keys::kNone, Keys::kNone);
+                                                     Keys::kNone, Keys::kNone, bytes);
         out.push_back(x);
       }
       const int64_t inner_op = op_range ? static_cast<int64_t>(i) : op;
@@ -699,7 +731,7 @@ struct Prepared {
 
 Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   Prepared p;
-  BuildUnits(r, &p.res);
+  BuildUnits(t, r, &p.res);
   const std::vector<uint8_t> all_to_all = AllToAllParts(t, r);
   p.raw = Extract(t, r, p.res, all_to_all, &p.keys);
   p.waits = CollectiveWaits(t, r, all_to_all);
@@ -1161,10 +1193,15 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     const auto self = std::find(v->begin(), v->end(), static_cast<double>(p.raw[i].time_ns));
     if (self != v->end()) v->erase(self);
   };
+  // Only for an identity laid out alike in the units that hold it (as many occurrences in
+  // each: the units holding its last occurrence are those holding its first): the k-th
+  // call of an allocator that runs when its cache misses, or of anything else done a
+  // varying number of times, is not the k-th of another unit.
   auto few_units = [&](size_t i) {
     const FamilyPeers& f = p.peers[p.key[i]];
     return p.occ[i] < f.by_occ.size() && f.by_occ[p.occ[i]].size() >= 2 &&
-           f.by_occ[p.occ[i]].size() < o.min_position_units;
+           f.by_occ[p.occ[i]].size() < o.min_position_units &&
+           f.by_occ.front().size() == f.by_occ.back().size();
   };
   std::unordered_map<uint8_t, double> few_units_noise;  // by measure: relative
   if (baseline == nullptr) {
@@ -1284,7 +1321,14 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       const uint64_t k = (static_cast<uint64_t>(unit.process) << 32) | fam[i];
       const bool first = seen.emplace(k, true).second;
       const bool late_window = unit.step >= 0 && r.steps[unit.step].number > 0;
-      warmup[i] = first && first_unit[unit.process] == p.raw[i].unit && !late_window;
+      const bool first_unit_here = first_unit[unit.process] == p.raw[i].unit;
+      // A script without step markers whose work repeats: its first iteration is its
+      // warm-up pass (benchmarks run one; PyTorch's first pass grows the allocator and
+      // autotunes convolutions), and its host side is slower throughout, not only at each
+      // operator's first call. Its GPU work is not: a kernel takes its time in every pass.
+      const bool warmup_pass = unit.iteration == 0 && p.raw[i].measure != Measure::kGpuTime &&
+                               p.raw[i].measure != Measure::kTransferTime;
+      warmup[i] = first_unit_here && !late_window && (first || warmup_pass);
     }
   }
   out.instances.reserve(p.raw.size());

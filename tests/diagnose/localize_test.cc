@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "teller/localize/iterations.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller {
@@ -44,10 +45,17 @@ struct Builder {
     r.end_ns = end;
     t.events.Append(r);
   }
-  void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end,
-              uint32_t stream = 7) {
+  // A runtime call that launches GPU work with the same correlation id.
+  void Launch(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end,
+              uint64_t correlation) {
+    Call(p, thread, name, start, end);
+    t.events.correlation.back() = correlation;
+  }
+  void Kernel(uint32_t p, const std::string& name, int64_t start, int64_t end, uint32_t stream = 7,
+              uint64_t correlation = 0, EventType type = EventType::kKernel) {
     EventRow r;
-    r.type = EventType::kKernel;
+    r.type = type;
+    r.correlation = correlation;
     r.name = t.strings.Intern(name);
     r.category = t.strings.Intern("kernel");
     r.process = p;
@@ -726,6 +734,159 @@ TEST(Localize, ASustainedSlowdownAcrossStepsIsFoundAgainstTheRest) {
     evidence += in.evidence;
   }
   EXPECT_EQ(evidence, 5u);
+}
+
+// A benchmark script profiled without step markers (the shape of PARAM's AlexNet run): an
+// outer range around everything, two weight copies and a wait, then `iterations` passes
+// of a range holding aten::conv, aten::relu, aten::mm, aten::relu, each launching one
+// kernel (conv 50 us, relu 10 us, gemm 100 us, or `slow_gemm` in the last pass), the
+// pass ending in cudaDeviceSynchronize when `sync` (a loop body waiting for its results).
+struct ScriptOptions {
+  int iterations = 3;
+  bool sync = true;
+  int64_t slow_gemm_ns = 100'000;
+  int64_t first_pass_second_relu_launch_ns = 5000;
+};
+void ScriptWithoutMarkers(Builder& b, const ScriptOptions& o) {
+  const uint32_t p = b.Process("h", 1);
+  uint64_t corr = 1;
+  int64_t at = kT0;
+  b.Range(p, 1, "[script]", at, at + 100'000'000);
+  at += 1000;
+  for (int c = 0; c < 2; ++c) {
+    b.Launch(p, 1, "cudaMemcpyAsync", at, at + 5000, corr);
+    b.Kernel(p, "Memcpy HtoD (Pageable -> Device)", at + 6000, at + 50'000, 7, corr++,
+             EventType::kMemcpy);
+    at += 60'000;
+  }
+  b.Call(p, 1, "cudaStreamSynchronize", at, at + 10'000);
+  at += 20'000;
+  const std::vector<std::pair<std::string, std::string>> ops = {{"aten::conv", "conv_kernel"},
+                                                                {"aten::relu", "relu_kernel"},
+                                                                {"aten::mm", "gemm_kernel"},
+                                                                {"aten::relu", "relu_kernel"}};
+  for (int k = 0; k < o.iterations; ++k) {
+    const int64_t begin = at;
+    at += 2000;
+    int64_t gpu = at + 10'000;
+    for (size_t j = 0; j < ops.size(); ++j) {
+      const auto& [op, kernel] = ops[j];
+      const int64_t launch_ns = k == 0 && j == 3 ? o.first_pass_second_relu_launch_ns : 5000;
+      b.Range(p, 1, op, at, at + 3000 + launch_ns);
+      b.Launch(p, 1, "cudaLaunchKernel", at + 1000, at + 1000 + launch_ns, corr);
+      const int64_t dur = kernel == "conv_kernel"   ? 50'000
+                          : kernel == "relu_kernel" ? 10'000
+                          : k + 1 == o.iterations   ? o.slow_gemm_ns
+                                                    : 100'000;
+      gpu = std::max(gpu, at + 2000 + launch_ns);
+      b.Kernel(p, kernel, gpu, gpu + dur, 7, corr++);
+      gpu += dur;
+      at += 5000 + launch_ns;
+    }
+    if (o.sync) {
+      b.Call(p, 1, "cudaDeviceSynchronize", at, gpu + 1000);
+      at = gpu + 2000;
+    } else {
+      at = gpu;
+    }
+    b.Range(p, 1, k == 0 ? "[warmup|forward]" : "[measure|forward]", begin, at);
+    at += 5000;
+  }
+}
+
+TEST(Localize, IterationsWithoutStepMarkersAreFoundInTheRepeatingGpuWork) {
+  Builder b;
+  ScriptWithoutMarkers(b, {.iterations = 3,
+                           .sync = true,
+                           .slow_gemm_ns = 200'000,
+                           .first_pass_second_relu_launch_ns = 400'000});
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_TRUE(rec.steps.empty());
+  // Launch order: Memcpy Memcpy | conv relu gemm relu | x3. The distances between two
+  // kernels of one name: relu 2 (five times), conv and gemm 4 (twice each), Memcpy 1. At
+  // period 4 the copies match from the first conv to the end (8 of 8 positions): 12
+  // operations covered; at period 2 only relu matches (5 of 9: under 90%). Of the phases
+  // of period 4 only the one starting at the first conv has a synchronizing call at every
+  // boundary, so 3 iterations; each cut is the start of the pass's own range (the outermost
+  // node around its first launch that began after the previous pass's last launch).
+  std::vector<uint32_t> roots;
+  for (uint32_t i = 0; i < rec.nodes.size(); ++i) {
+    if (rec.nodes.parent[i] < 0) roots.push_back(i);
+  }
+  const localize::Iterations it = localize::FindIterations(b.t, rec, roots);
+  EXPECT_EQ(it.period, 4u);
+  std::vector<int64_t> pass_starts;
+  for (uint32_t i = 0; i < rec.nodes.size(); ++i) {
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[i]]) == "[measure|forward]")
+      pass_starts.push_back(rec.nodes.start_ns[i]);
+  }
+  std::sort(pass_starts.begin(), pass_starts.end());
+  EXPECT_EQ(it.cuts_ns, pass_starts);
+
+  const auto r = localize::Localize(b.t, rec);
+  EXPECT_TRUE(r.iterations);
+  EXPECT_FALSE(r.whole_trace);
+  ASSERT_EQ(r.units.size(), 3u);
+  ASSERT_EQ(r.group_units.size(), 3u);
+  for (uint32_t u = 0; u < 3; ++u) {
+    EXPECT_EQ(r.units[u].iteration, static_cast<int32_t>(u));
+    EXPECT_EQ(r.group_number[r.group_of_unit[u]], static_cast<int64_t>(u));
+  }
+  // The outer range lies around every pass: it belongs to none; the copies and their wait
+  // belong to the first pass. Every GPU operation is in exactly one unit.
+  size_t memcpy_in_first = 0, gpu_ops = 0;
+  for (const localize::Instance& in : r.instances) {
+    const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]);
+    EXPECT_NE(name, "[script]");
+    if (IsGpuWork(b.t.events.type[rec.nodes.event[in.node]])) ++gpu_ops;
+    if (name.starts_with("Memcpy")) memcpy_in_first += in.unit == 0;
+  }
+  EXPECT_EQ(memcpy_in_first, 2u);
+  EXPECT_EQ(gpu_ops, 14u);
+  // The last pass's gemm against the same position in the other two passes: their median,
+  // 100 us. The passes stray from each other nowhere else (every other kernel takes the same
+  // time in every pass), so the noise is the 2% floor, 2 us: excess 100 us, z = 50.
+  const auto* slow = Find(r, rec, "gemm_kernel", 200'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->unit, 2u);
+  EXPECT_EQ(slow->source, localize::PeerSource::kPositions);
+  EXPECT_EQ(slow->peers, 2u);
+  EXPECT_EQ(slow->expected_ns, 100'000);
+  EXPECT_EQ(slow->excess_ns, 100'000);
+  EXPECT_EQ(slow->noise_ns, 2000);
+  EXPECT_TRUE(slow->evidence);
+  // The first pass is the warm-up pass: its host side is slower throughout (allocator,
+  // autotuning), so its second relu launch, 80x the other passes', is warm-up and not
+  // evidence, though it is not the first launch of its kind.
+  const auto* slow_launch = Find(r, rec, "cudaLaunchKernel", 400'000, b.t);
+  ASSERT_NE(slow_launch, nullptr);
+  EXPECT_EQ(slow_launch->unit, 0u);
+  EXPECT_EQ(slow_launch->occurrence, 1u);
+  EXPECT_TRUE(slow_launch->warmup);
+  EXPECT_FALSE(slow_launch->evidence);
+  // It is the last pass's only evidence (as one timeline, the gemm's family of three
+  // instances would be under min_peers and not scored at all).
+  ASSERT_EQ(r.suspicious[r.group_of_unit[2]].size(), 1u);
+  EXPECT_TRUE(r.suspicious[r.group_of_unit[0]].empty());
+  EXPECT_TRUE(r.suspicious[r.group_of_unit[1]].empty());
+}
+
+TEST(Localize, RepeatsWithoutAWaitBetweenThemAreNotIterations) {
+  // The same passes without the synchronizing call that ends each: as the layers of one
+  // forward pass, they repeat but are one unit of work.
+  Builder b;
+  ScriptWithoutMarkers(b, {.iterations = 3, .sync = false});
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  EXPECT_TRUE(r.whole_trace);
+  EXPECT_FALSE(r.iterations);
+  EXPECT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].iteration, -1);
+  // One pass repeats nothing.
+  Builder one;
+  ScriptWithoutMarkers(one, {.iterations = 1, .sync = true});
+  const auto rec1 = reconstruct::Reconstruct(one.t);
+  EXPECT_TRUE(localize::Localize(one.t, rec1).whole_trace);
 }
 
 }  // namespace

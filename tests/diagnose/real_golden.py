@@ -6,7 +6,8 @@ expected values read from the traces themselves by this script (not from Teller)
   on the 8 ranks with the rank and pid each file records; nothing abnormal;
 - the same job with one kernel instance on rank 3 lengthened into the idle time after it
   on its stream (nothing else moves): that kernel on rank 3 is the first top operator;
-- resnet50 (kineto): the steps are the trace's ProfilerStep numbers; nothing abnormal.
+- resnet50 (kineto): the steps are the trace's ProfilerStep numbers; nothing abnormal;
+- PARAM's AlexNet benchmark (hta), without step markers: its two passes are the steps.
 
 usage: real_golden.py TELLER REAL_DATA_DIR WORKDIR   (exit 77 when the data is absent)"""
 import glob, gzip, json, os, re, shutil, subprocess, sys
@@ -98,6 +99,27 @@ if rep:
     expect("resnet50", "step numbers", sorted(s["step"] for s in rep["steps"]),
            step_numbers(load(resnet)))
     expect("resnet50", "abnormal_steps", rep["abnormal_steps"], 0)
+
+# PARAM's AlexNet benchmark, profiled without step markers: a warm-up pass and a measured
+# pass, each inside its own "[param|...|warmup|forward]" / "...|measure|forward]" range
+# (written twice, nested): two iterations, the second beginning where the outer measured
+# range does; nothing abnormal.
+alexnet = os.path.join(real, "hta", "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz")
+if os.path.isfile(alexnet):
+    passes = {}
+    for e in load(alexnet)["traceEvents"]:
+        name = e.get("name", "")
+        if e.get("cat") == "user_annotation" and name.endswith("|forward]"):
+            passes[name] = min(passes.get(name, e["ts"]), e["ts"])
+    measured = round(1000 * next(t for n, t in passes.items() if "|measure|" in n))
+    rep = diagnose(alexnet, "alexnet")
+    if rep:
+        expect("alexnet", "scope", rep["scope"], "iterations")
+        expect("alexnet", "steps", [(s["step"], s["kind"]) for s in rep["steps"]],
+               [(k, "iteration") for k in range(len(passes))])
+        expect("alexnet", "second iteration's start",
+               rep["steps"][1]["start_ns"] if len(rep["steps"]) > 1 else None, measured)
+        expect("alexnet", "abnormal_steps", rep["abnormal_steps"], 0)
 
 for f in failures:
     print("FAIL " + f)

@@ -129,8 +129,9 @@ struct StragglerReport {
 };
 
 struct Diagnosis {
-  std::string mode;   // "self" (peers from the trace) or "baseline"
-  std::string scope;  // "steps" or "whole_trace" (no step markers)
+  std::string mode;  // "self" (peers from the trace) or "baseline"
+  // "steps"; without step markers "iterations" (found in the work) or "whole_trace"
+  std::string scope;
   std::vector<StepDiagnosis> steps;
   std::vector<TopOperator> top_operators;
   std::vector<StragglerReport> stragglers;

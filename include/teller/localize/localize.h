@@ -128,7 +128,8 @@ struct Instance {
 
 // A step of one rank and the work attributed to it.
 struct Unit {
-  int32_t step = -1;  // index into Reconstruction::steps; -1: a process's whole timeline
+  int32_t step = -1;       // index into Reconstruction::steps; -1: an iteration or a whole timeline
+  int32_t iteration = -1;  // without step markers: the iteration's index on its process
   uint32_t process = 0;
   std::vector<uint32_t> roots;  // the step node first, then the other threads' roots
   int64_t start_ns = 0, end_ns = 0;
@@ -167,7 +168,10 @@ struct Result {
   // Per group: collectives slower than their peers whose partner ranks the trace lacks.
   std::vector<std::vector<uint32_t>> unseen_waits;
   std::vector<Straggler> stragglers;
-  bool whole_trace = false;  // no step markers: each process's timeline is one unit
+  // No step markers: each process's timeline is one unit (whole_trace), or, where its
+  // work repeats (iterations.h), each of its iterations is (iterations).
+  bool whole_trace = false;
+  bool iterations = false;
 };
 
 // How an operator's instances deviated in a baseline scored against itself: per process,
