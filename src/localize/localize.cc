@@ -614,9 +614,13 @@ struct FamilyPeers {
 // repeat best, measured as the trimmed mean |log t[i+P] - log t[i]|; 1 when no lag explains the
 // family's variation at least twice as well as consecutive instances do (or it has too
 // little variation to explain). The smallest lag within 10% of the best wins (multiples of
-// the period repeat as well).
+// the period repeat as well). Measured on the first kPeriodValues times: a structure that
+// repeats every 64 or fewer shows in a few thousand of them as well as in all, and a large
+// family (a kernel in every layer of a long run) would otherwise cost 64 passes over all of
+// its times.
+constexpr size_t kPeriodValues = 8192;
 uint32_t Period(const std::vector<double>& v) {
-  const size_t n = v.size();
+  const size_t n = std::min(v.size(), kPeriodValues);
   if (n < 12) return 1;
   std::vector<double> l(n);
   for (size_t i = 0; i < n; ++i) l[i] = std::log(std::max(1.0, v[i]));
@@ -627,9 +631,10 @@ uint32_t Period(const std::vector<double>& v) {
     d.clear();
     for (size_t i = 0; i + lag < n; ++i) d.push_back(std::fabs(l[i + lag] - l[i]));
     // The mean of the lower 90%: a pattern where a few of every P instances differ moves
-    // the mean, while a few outliers (or a slowed window) do not.
-    std::sort(d.begin(), d.end());
+    // the mean, while a few outliers (or a slowed window) do not. The lower 90% as a set
+    // (selection, linear): a full sort per lag was most of a large trace's diagnosis.
     const size_t keep = std::max<size_t>(1, d.size() * 9 / 10);
+    if (keep < d.size()) std::nth_element(d.begin(), d.begin() + static_cast<long>(keep), d.end());
     double sum = 0;
     for (size_t i = 0; i < keep; ++i) sum += d[i];
     cost[lag] = sum / static_cast<double>(keep);
@@ -698,8 +703,16 @@ std::vector<double> PhaseTypical(const std::vector<double>& v, const std::vector
   return typical;
 }
 
-void FinishPeers(FamilyPeers& f) {
-  f.period = f.callers_mixed ? 1 : Period(f.all);
+// `position_units`: when every occurrence of the family is held by at least this many units,
+// its instances are compared at their positions and never at a phase, and finding its
+// period (most of a long trace's cost) is skipped; 0 never skips (a baseline's families
+// serve traces whose instances may lie beyond its positions).
+void FinishPeers(FamilyPeers& f, size_t position_units) {
+  const bool positions_everywhere =
+      position_units > 0 && std::all_of(f.by_occ.begin(), f.by_occ.end(), [&](const auto& at) {
+        return at.size() >= position_units;
+      });
+  f.period = f.callers_mixed || positions_everywhere ? 1 : Period(f.all);
   f.by_phase.assign(f.period, {});
   f.phase.clear();
   if (f.period < 2) return;
@@ -794,7 +807,8 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   for (const Raw& x : p.raw) mixed[x.bare] = 1;
   for (const Raw& x : p.raw) mixed[x.fine] = mixed[x.coarse] = 0;
   for (size_t k = 0; k < p.peers.size(); ++k) p.peers[k].callers_mixed = mixed[k] != 0;
-  for (FamilyPeers& f : p.peers) FinishPeers(f);
+  for (FamilyPeers& f : p.peers)
+    FinishPeers(f, std::max<size_t>({1, o.min_peers, o.min_position_units}));
   const size_t groups = p.res.group_units.size();
   p.group_kind.assign(groups, "");
   p.group_duration.assign(groups, 0);
@@ -1043,7 +1057,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       dst.insert(dst.end(), d.begin(), d.end());
     }
   }
-  for (auto& [key, f] : model.impl().families) FinishPeers(f);
+  for (auto& [key, f] : model.impl().families) FinishPeers(f, 0);
   // The baseline's habits: its own instances scored against it.
   for (size_t i = 0; i < traces.size(); ++i) {
     const auto& [t, r] = traces[i];
