@@ -1268,6 +1268,12 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
           ref.positions = true;
           phase_cache.emplace(lk, ref);
         }
+      } else if (from_base && paired(key, occ) != nullptr &&
+                 paired_noise.count(static_cast<uint8_t>(p.raw[i].measure)) != 0) {
+        // The baseline has this very position, in too few units to give it peers there:
+        // its time at the position (below) is a better expectation than its whole family,
+        // which mixes the positions (the layers' differently sized pools of one kernel).
+        break;
       } else if (peers->all.size() >= o.min_peers) {
         const uint64_t fk = static_cast<uint64_t>(key) * 2 + (from_base ? 1 : 0);
         const auto known = family_cache.find(fk);
@@ -1355,7 +1361,21 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     in.time_ns = p.raw[i].time_ns;
     in.wait_ns = p.waits.wait_ns[in.node];
     in.waited_for_process = p.waits.late_process[in.node];
-    const Reference ref = reference(i);
+    Reference ref = reference(i);
+    // A first instance against the baseline's instances at its very position: the
+    // baseline's first unit paid the same one-time costs there, so it is the expectation
+    // (a first pass compared with the baseline's first pass), and not warm-up.
+    if (warmup[i] != 0 && ref.source == PeerSource::kBaseline && ref.positions && !ref.same_place) {
+      const std::vector<double>* at = paired(p.key[i], p.occ[i]);
+      if (at != nullptr && at->size() < o.min_position_units &&
+          paired_noise.count(static_cast<uint8_t>(p.raw[i].measure)) != 0) {
+        const double rel = ref.median > 0 ? ref.mad / ref.median : 0.0;
+        ref.median = std::max(1.0, at->front());
+        ref.mad = rel * ref.median;
+        ref.q90 = ref.median;
+        ref.same_place = true;
+      }
+    }
     in.source = ref.source;
     in.peers = ref.count;
     in.expected_ns = static_cast<int64_t>(std::llround(ref.median));

@@ -746,6 +746,7 @@ struct ScriptOptions {
   bool sync = true;
   int64_t slow_gemm_ns = 100'000;
   int64_t first_pass_second_relu_launch_ns = 5000;
+  int64_t first_gemm_ns = 100'000;  // the gemm of the first pass
 };
 void ScriptWithoutMarkers(Builder& b, const ScriptOptions& o) {
   const uint32_t p = b.Process("h", 1);
@@ -777,6 +778,7 @@ void ScriptWithoutMarkers(Builder& b, const ScriptOptions& o) {
       const int64_t dur = kernel == "conv_kernel"   ? 50'000
                           : kernel == "relu_kernel" ? 10'000
                           : k + 1 == o.iterations   ? o.slow_gemm_ns
+                          : k == 0                  ? o.first_gemm_ns
                                                     : 100'000;
       gpu = std::max(gpu, at + 2000 + launch_ns);
       b.Kernel(p, kernel, gpu, gpu + dur, 7, corr++);
@@ -887,6 +889,35 @@ TEST(Localize, RepeatsWithoutAWaitBetweenThemAreNotIterations) {
   ScriptWithoutMarkers(one, {.iterations = 1, .sync = true});
   const auto rec1 = reconstruct::Reconstruct(one.t);
   EXPECT_TRUE(localize::Localize(one.t, rec1).whole_trace);
+}
+
+TEST(Localize, AFirstPassIsComparedWithTheBaselinesFirstPass) {
+  // The first pass's gemm at 3x: self-fit it is the first instance of its kernel in the
+  // first iteration, warm-up. Against the unchanged script as baseline, the baseline's
+  // first pass paid the same one-time costs at this position: its 100 us is the
+  // expectation, and the 300 us is evidence (excess 200 us; the trace strays from the
+  // baseline nowhere else, so the noise is the 2% floor, 2 us: z = 100).
+  Builder base, slow;
+  ScriptWithoutMarkers(base, {});
+  ScriptWithoutMarkers(slow, {.first_gemm_ns = 300'000});
+  const auto base_rec = reconstruct::Reconstruct(base.t);
+  const auto slow_rec = reconstruct::Reconstruct(slow.t);
+  const auto self = localize::Localize(slow.t, slow_rec);
+  const auto* warm = Find(self, slow_rec, "gemm_kernel", 300'000, slow.t);
+  ASSERT_NE(warm, nullptr);
+  EXPECT_TRUE(warm->warmup);
+  EXPECT_FALSE(warm->evidence);
+  const localize::Model model = localize::FitBaseline({{&base.t, &base_rec}});
+  const auto r = localize::Localize(slow.t, slow_rec, {}, &model);
+  const auto* in = Find(r, slow_rec, "gemm_kernel", 300'000, slow.t);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->unit, 0u);
+  EXPECT_EQ(in->source, localize::PeerSource::kBaseline);
+  EXPECT_FALSE(in->warmup);
+  EXPECT_EQ(in->expected_ns, 100'000);
+  EXPECT_EQ(in->noise_ns, 2000);
+  EXPECT_TRUE(in->evidence);
+  EXPECT_EQ(in->excess_ns, 200'000);
 }
 
 }  // namespace
