@@ -135,6 +135,9 @@
     if (D.meta.scope === 'whole_trace') {
       add(s, el('p', { 'class': 'warn' }, 'No step markers: each process\'s whole timeline is one unit.'));
     }
+    if (D.meta.scope === 'iterations') {
+      add(s, el('p', { 'class': 'warn' }, 'No step markers: the steps are the iterations the work repeats in.'));
+    }
     if (v.damage.length) {
       var w = el('p', { 'class': 'warn', id: 'damage' }, 'The input is damaged; the diagnosis is based on what could be read: ' +
           v.damage.map(function (c) { return c.name + ' = ' + c.value; }).join(', '));
