@@ -5,11 +5,14 @@
 T=${1:-build/bin/teller}
 R=${2:-../shared/data/real/tracelens}
 # The device of each real trace (--gpu) and --realistic; BEFORE=1 leaves them out (for a simulator that
-# has no --gpu).
+# has no --gpu); NOSTACK=1 runs --realistic without the host stack (--shape-kernels
+# --realistic-timing); ONLY=label-substring runs one pair.
 if [ -z "$BEFORE" ]; then MI300="--gpu mi300"; B200="--gpu b200"; REALISTIC=--realistic; fi
+if [ -n "$NOSTACK" ]; then REALISTIC="--shape-kernels --realistic-timing"; fi
 [ -d "$R" ] || { echo "no real traces in $R"; exit 77; }
 one() {  # label profile topology... -- trace
   label=$1; shift; trace=$1; shift
+  case "$label" in *"$ONLY"*) ;; *) return 0 ;; esac
   echo "=== $label vs $(basename "$trace")"
   "$T" simulate --seed 1 $REALISTIC "$@" --compare "$R/$trace" || echo "(failed)"
 }

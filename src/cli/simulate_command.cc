@@ -40,9 +40,11 @@ constexpr const char* kHelp =
     "                        choices, and the cost model of that device\n"
     "  --shape-kernels       kernel choice by shape: GEMM tiles and split-K, attention KV\n"
     "                        splits and their reduce kernels, one graph per batch bucket\n"
-    "  --realistic           both --shape-kernels and --realistic-timing\n"
+    "  --realistic           --shape-kernels, --realistic-timing and --host-stack\n"
     "  --realistic-timing    noise by kernel class shared across ranks, drift, and\n"
     "                        heavy-tailed inter-kernel gaps fitted to real traces\n"
+    "  --host-stack          the framework op stack in eager steps: nn.Module ranges,\n"
+    "                        Python frames, aten ops with CPU costs fitted to real traces\n"
     "  --fault SPEC          add a fault: MECHANISM[:target=..,magnitude=..,onset=2s,\n"
     "                        duration=5s,rank=N]; repeatable (see --list)\n"
     "  --random-faults N     add N faults with mechanisms, times and targets from the seed\n"
@@ -137,7 +139,9 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else if (a == "--shape-kernels") {
       config.shape_kernels = true;
     } else if (a == "--realistic") {
-      config.shape_kernels = config.realistic_timing = true;
+      config.shape_kernels = config.realistic_timing = config.host_stack = true;
+    } else if (a == "--host-stack") {
+      config.host_stack = true;
     } else if (a == "--realistic-timing") {
       config.realistic_timing = true;
     } else if (a == "--gpu") {
@@ -231,6 +235,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
       c.gpu = config.gpu;
       c.shape_kernels = config.shape_kernels;
       c.realistic_timing = config.realistic_timing;
+      c.host_stack = config.host_stack;
     }
     auto result = sim::SimulatePreset(configs, out, jobs, progress);
     if (!result.ok()) {

@@ -2,6 +2,7 @@
 // engines produce (docs/serving-notes.md §1-§2, the tracelens traces): cpu-op names as
 // PyTorch's NVTX emission records them, Teller's hook ranges (docs/python-hooks.md),
 // and CUDA kernel names as CUPTI reports them on Hopper.
+#include <cassert>
 #include <cstdio>
 
 #include "src/sim/sim_internal.h"
@@ -176,10 +177,27 @@ constexpr const char* kTorchCopy =
     "(int, at::native::gpu_kernel_impl_nocast<...>::{lambda(int)#1})";
 
 OpSpec Op(std::string range, std::vector<KernelSpec> kernels, bool comm = false) {
-  return OpSpec{std::move(range), std::move(kernels), comm};
+  return OpSpec{std::move(range), std::move(kernels), comm, {}};
 }
 KernelSpec K(const char* name, Cost cost, const char* api = "cudaLaunchKernel") {
   return KernelSpec{name, cost, api};
+}
+
+// The nn.Module path of each operator, in order ("Outer/Inner#tag", "" = none); the
+// lists must match (a profile bug otherwise, caught by the simulator tests).
+void SetModules(std::vector<OpSpec>& ops, const std::vector<const char*>& paths) {
+  assert(ops.size() == paths.size());
+  for (size_t i = 0; i < ops.size() && i < paths.size(); ++i) {
+    ops[i].modules.clear();
+    std::string path = paths[i];
+    size_t at = 0;
+    while (at < path.size()) {
+      const size_t slash = path.find('/', at);
+      const size_t end = slash == std::string::npos ? path.size() : slash;
+      ops[i].modules.push_back(path.substr(at, end - at));
+      at = end + 1;
+    }
+  }
 }
 
 // vLLM's decoder layer (LlamaDecoderLayer / Qwen2DecoderLayer) on CUDA: custom ops under
@@ -207,6 +225,12 @@ std::vector<OpSpec> VllmLayer(bool decode, bool v0) {
   ops.push_back(Op("_C::silu_and_mul", {K(kVllmSiluAndMul, Cost::kActivation)}));
   ops.push_back(Op("aten::linear", {K(gemm, Cost::kGemmDown, "cuLaunchKernelEx")}));
   ops.push_back(Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true));
+  SetModules(
+      ops,
+      {"RMSNorm#in", "Qwen2Attention/QKVParallelLinear", "Qwen2Attention/RotaryEmbedding",
+       "Qwen2Attention/Attention", "Qwen2Attention/Attention", "Qwen2Attention/RowParallelLinear",
+       "Qwen2Attention/RowParallelLinear", "RMSNorm#post", "Qwen2MLP/MergedColumnParallelLinear",
+       "Qwen2MLP/SiluAndMul", "Qwen2MLP/RowParallelLinear", "Qwen2MLP/RowParallelLinear"});
   return ops;
 }
 
@@ -224,8 +248,13 @@ EngineProfile Vllm(std::string name, LogStyle style) {
   p.post_step_range = v0 ? "" : "teller.update_from_output";
   p.model_module = "teller.module cls=Qwen2ForCausalLM top=1";
   p.layer_module = "teller.module cls=Qwen2DecoderLayer";
+  p.host_family = HostFamily::kVllm;
+  p.model_classes = {"Qwen2ForCausalLM", "Qwen2Model"};
+  p.layer_class = "Qwen2DecoderLayer";
+  p.host_model_file = "qwen2.py(243)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)}),
             Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true)};
+  SetModules(p.head, {"VocabParallelEmbedding", "VocabParallelEmbedding"});
   p.layer_prefill = VllmLayer(false, v0);
   p.layer_decode = VllmLayer(true, v0);
   p.tail = {Op("_C::rms_norm", {K(kVllmRmsNorm, Cost::kNorm)}),
@@ -234,6 +263,8 @@ EngineProfile Vllm(std::string name, LogStyle style) {
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::topk", {K(kTopK, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
+  SetModules(p.tail, {"RMSNorm#final", "LogitsProcessor", "LogitsProcessor"});
+  SetModules(p.sampler, {"Sampler", "Sampler", "Sampler"});
   p.custom_allreduce = kVllmCustomAr;
   p.nccl_allreduce = kNcclAllReduce;
   p.nccl_sendrecv = kNcclSendRecv;
@@ -286,10 +317,21 @@ EngineProfile Sglang() {
     ops.push_back(Op("aten::linear",
                      {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmDown, "cuLaunchKernelEx")}));
     ops.push_back(Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true));
+    SetModules(ops, {"RMSNorm#in", "Qwen3Attention/QKVParallelLinear", "Qwen3Attention/RMSNorm#q",
+                     "Qwen3Attention/RMSNorm#k", "Qwen3Attention/RotaryEmbedding",
+                     "Qwen3Attention/RadixAttention", "Qwen3Attention/RadixAttention",
+                     "Qwen3Attention/RowParallelLinear", "Qwen3Attention/RowParallelLinear",
+                     "RMSNorm#post", "Qwen3MLP/MergedColumnParallelLinear", "Qwen3MLP/SiluAndMul",
+                     "Qwen3MLP/RowParallelLinear", "Qwen3MLP/RowParallelLinear"});
     return ops;
   };
+  p.host_family = HostFamily::kSglang;
+  p.model_classes = {"Qwen3ForCausalLM", "Qwen3Model"};
+  p.layer_class = "Qwen3DecoderLayer";
+  p.host_model_file = "qwen3.py(231)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)}),
             Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true)};
+  SetModules(p.head, {"VocabParallelEmbedding", "VocabParallelEmbedding"});
   p.layer_prefill = layer(false);
   p.layer_decode = layer(true);
   p.tail = {Op("sgl_kernel::rmsnorm", {K(kFiFusedAddNorm, Cost::kNorm)}),
@@ -297,6 +339,8 @@ EngineProfile Sglang() {
             Op("sglang::all_gather", {K(kNcclAllGather, Cost::kAllGather)}, true)};
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
+  SetModules(p.tail, {"RMSNorm#final", "LogitsProcessor", "LogitsProcessor"});
+  SetModules(p.sampler, {"Sampler", "Sampler"});
   p.custom_allreduce = kSglCustomAr;
   p.nccl_allreduce = kNcclAllReduce;
   p.nccl_sendrecv = kNcclSendRecv;
@@ -347,11 +391,44 @@ EngineProfile TorchFsdp() {
   layer.push_back(Op("aten::mul", {K(kTorchMul, Cost::kActivation)}));
   layer.push_back(Op("aten::linear", {K(kGemmLarge, Cost::kGemmDown)}));
   layer.push_back(Op("aten::add", {K(kTorchAdd, Cost::kElementwise)}));
+  SetModules(layer, {"",
+                     "",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaAttention/Linear#q",
+                     "LlamaAttention/Linear#k",
+                     "LlamaAttention/Linear#v",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention/Linear#o",
+                     "",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaMLP/Linear#gate",
+                     "LlamaMLP/Linear#up",
+                     "LlamaMLP/SiLU",
+                     "LlamaMLP",
+                     "LlamaMLP/Linear#down",
+                     ""});
+  p.host_family = HostFamily::kHf;
+  p.model_classes = {"LlamaForCausalLM", "LlamaModel"};
+  p.layer_class = "LlamaDecoderLayer";
+  p.host_model_file = "llama/modeling_llama.py(283)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)})};
+  SetModules(p.head, {"Embedding"});
   p.layer_prefill = layer;
   p.layer_decode = layer;
   p.tail = norm();
   p.tail.push_back(Op("aten::linear", {K(kGemmLarge, Cost::kLmHead)}));
+  SetModules(p.tail, {"LlamaRMSNorm#final", "LlamaRMSNorm#final", "LlamaRMSNorm#final",
+                      "LlamaRMSNorm#final", "Linear#lm_head"});
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
   p.sampler_range = "teller.module cls=GreedySampler";

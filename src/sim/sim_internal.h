@@ -98,7 +98,15 @@ struct OpSpec {
   std::string range;
   std::vector<KernelSpec> kernels;
   bool comm = false;  // a collective across the tensor-parallel group
+  // The nn.Module path of the operator inside its decoder layer (or head, tail, sampler),
+  // outermost first: "Class" or "Class#tag" (the tag tells sibling instances of one class
+  // apart: q_proj / k_proj). Consecutive operators with the same element at a depth share
+  // that module call. Only the host stack (--host-stack) emits them.
+  std::vector<std::string> modules;
 };
+
+// Whose framework code runs on the host (the host stack's Python frames and recipes).
+enum class HostFamily : uint8_t { kVllm, kSglang, kHf };
 
 enum class LogStyle : uint8_t { kVllmV0, kVllmV1Online, kVllmV1Offline, kSglang, kTorch };
 enum class BatchPolicy : uint8_t {
@@ -124,7 +132,13 @@ struct EngineProfile {
   std::string post_step_range;              // after the forward (update_from_output...); "" = none
   std::vector<std::string> forward_ranges;  // inside teller.step, around the model
   std::string model_module, layer_module;
-  std::vector<OpSpec> head;  // before the first layer (embedding)
+  // nn.Module classes of the model (outermost first) and of one decoder layer, for the
+  // host stack's module ranges.
+  HostFamily host_family = HostFamily::kVllm;
+  std::vector<std::string> model_classes;
+  std::string layer_class;
+  std::string host_model_file;  // "qwen2.py(NNN)": the model file's frames
+  std::vector<OpSpec> head;     // before the first layer (embedding)
   std::vector<OpSpec> layer_prefill, layer_decode;
   std::vector<OpSpec> tail;     // final norm, lm_head, gather (last stage)
   std::vector<OpSpec> sampler;  // inside the sampler range

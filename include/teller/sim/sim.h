@@ -53,6 +53,10 @@ struct SimConfig {
   // Kernel choice by shape (GEMM tiles, split-K, KV splits, graph per batch-size bucket):
   // on with --shape-kernels or any --gpu other than h100; off: the profile's fixed names.
   bool shape_kernels = false;
+  // The framework op stack on the host (src/sim/host_stack.h): nn.Module ranges, Python
+  // frames, aten decompositions and their CPU cost fitted to real traces, in eager steps;
+  // small batches become CPU-bound. On with --host-stack or --realistic.
+  bool host_stack = false;
   std::vector<FaultSpec> faults;
   // Presets: place the faults' windows (in order, spread over the run) so that about
   // this fraction of requests is affected, from a fault-free dry run of the same seed.
