@@ -94,6 +94,7 @@ class Run {
   std::string StepMessage(const StepPlan& plan, const std::vector<int>& reqs) const;
   // The host stack of one operator (host_stack.h), built once per distinct operator.
   const HostOp& HostOpOf(const OpSpec& op);
+  const std::vector<HostNode>& RunnerPrologueNodes();  // parsed RunnerPrologue, once
 
   SimConfig config_;
   const EngineProfile& profile_;
@@ -123,9 +124,11 @@ class Run {
   size_t unfinished_ = 0;
   std::vector<StepWindow> step_windows_;
   std::unordered_map<std::string, HostOp> host_ops_;  // HostOpOf's cache
-  std::unordered_map<int, int> preempted_by_;         // request -> kv fault that preempted it
-  std::vector<int> running_;                          // request indices, in admission order
-  std::vector<int> waiting_;                          // FCFS queue (front = first)
+  std::vector<HostNode> prologue_;
+  bool prologue_parsed_ = false;
+  std::unordered_map<int, int> preempted_by_;  // request -> kv fault that preempted it
+  std::vector<int> running_;                   // request indices, in admission order
+  std::vector<int> waiting_;                   // FCFS queue (front = first)
   size_t next_arrival_ = 0;
 };
 

@@ -72,7 +72,17 @@ double ClassCv(Cost c, bool prefill) {
     case Cost::kAllReduce:
     case Cost::kAllGather:
     case Cost::kSendRecv:
+    case Cost::kAllToAll:
       return 0.03;
+    case Cost::kMoeGemmUp:
+    case Cost::kMoeGemmDown:
+      return prefill ? 0.014 : 0.060;  // as the dense GEMMs
+    case Cost::kMoeRoute:
+    case Cost::kMoePermute:
+    case Cost::kQuant:
+      return 0.05;  // b200 MoE routing 0.032, elementwise 0.019 (prefill); decode as norm
+    default:
+      break;
   }
   return 0.045;
 }
@@ -93,7 +103,7 @@ constexpr double kHostIdioShare = 0.02;
 // Duration of one kernel in ns before noise and faults (H100-class numbers; see
 // docs/serving-notes.md §2.3 for the measurements these are fitted to).
 static double KernelCostNs(const EngineProfile& p, const DeviceModel& dev, const KernelSpec& k,
-                           const Shape& s, int tp, bool cross_node) {
+                           const Shape& s, int tp, bool cross_node, bool ep_ = false) {
   const double kBw = dev.hbm_bytes_per_us;  // HBM bytes per us
   const double kFlops = dev.flops_per_us;   // dense bf16 flop per us at full efficiency
   const double T = std::max(1.0, s.tokens);
@@ -175,6 +185,39 @@ static double KernelCostNs(const EngineProfile& p, const DeviceModel& dev, const
     case Cost::kSample:
       us = 4.0 + s.seqs * p.vocab * 4.0 / kBw;
       break;
+    case Cost::kGemmRouter:
+      us = gemm(T, h, std::max(1, p.experts));
+      break;
+    case Cost::kMoeRoute:
+      us = 2.5 + T * std::max(1, p.experts) * 4.0 / kBw;
+      break;
+    case Cost::kMoePermute:
+      us = 3.0 + T * std::max(1, p.top_k) * h * 2.0 / kBw;
+      break;
+    case Cost::kQuant:
+      us = 2.0 + T * h * 3.0 / kBw;
+      break;
+    case Cost::kMoeGemmUp:
+    case Cost::kMoeGemmDown: {
+      // Grouped GEMM over this rank's experts (EP = TP): the token slots routed here, the
+      // weights of the experts that received any (1-byte fp8 / mxfp4-class weights).
+      // Without EP every rank holds 1/TP of each expert's FFN width.
+      const double ep = ep_ ? tp : 1.0;
+      const double local = std::max(1.0, std::max(1, p.experts) / ep);
+      const double rows = T * std::max(1, p.top_k) / ep;
+      const double active = std::min(local, std::max(1.0, rows));
+      const double inter = p.expert_intermediate * ep / tp;
+      const double width = k.cost == Cost::kMoeGemmUp ? 2.0 * inter : static_cast<double>(h);
+      const double depth = k.cost == Cost::kMoeGemmUp ? h : inter;
+      const double eff = 0.35 + 0.45 * (rows / active) / (rows / active + 384.0);
+      const double compute = 2.0 * rows * width * depth / (kFlops * eff);
+      const double memory = (active * width * depth + rows * (width + depth) * 2.0) / kBw;
+      us = 4.0 + std::max(compute, memory);
+      break;
+    }
+    case Cost::kAllToAll:
+      us = bandwidth_us(T * std::max(1, p.top_k) * h * 2.0 * (tp - 1) / std::max(1, tp));
+      break;
   }
   if (!IsComm(k.cost)) us += dev.floor_us;
   return Micro(us);
@@ -207,6 +250,9 @@ static LaunchShape ShapeFor(const EngineProfile& p, const KernelSpec& k, const S
       break;
     case Cost::kLmHead:
       l.m = l.seqs, l.n = p.vocab / static_cast<double>(tp), l.k = h;
+      break;
+    case Cost::kGemmRouter:
+      l.n = std::max(1, p.experts), l.k = h;
       break;
     default:
       break;
@@ -373,6 +419,12 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
           : KernelChoice{};
   if (choice.skip) return;
   k.name = choice.name.empty() ? VendorSpelling(run_.vendor_, k0.name) : choice.name;
+  if (run_.shape_kernels_ && run_.vendor_ == Vendor::kBlackwell && !k0.b200.empty()) {
+    k.name = k0.b200;  // the engine runs another kernel on this device
+  } else if (run_.shape_kernels_ && run_.vendor_ == Vendor::kMi300 && !k0.mi300.empty()) {
+    k.name = k0.mi300;
+  }
+  if (k.name == "-") return;  // not launched on this device
   int rename_fault = -1;
   double comm_factor = 1.0;
   const bool comm = IsComm(k.cost);
@@ -414,9 +466,10 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
     // Collectives start apart and end together: every rank waits for the last arriver
     // (docs/serving-notes.md §5.3).
     const int64_t last = *std::max_element(start.begin(), start.end());
-    const double xfer = KernelCostNs(p_, Device(run_.vendor_), k,
-                                     shape_[static_cast<size_t>(ranks[0])], tp, cross) *
-                        comm_factor * Noise(k.cost, lead_shape.prefill);
+    const double xfer =
+        KernelCostNs(p_, Device(run_.vendor_), k, shape_[static_cast<size_t>(ranks[0])], tp, cross,
+                     run_.config().expert_parallel) *
+        comm_factor * Noise(k.cost, lead_shape.prefill);
     for (size_t i = 0; i < ranks.size(); ++i) {
       end[i] = last + static_cast<int64_t>(xfer) + static_cast<int64_t>(rng_.Uniform(0, 2500));
     }
@@ -445,9 +498,10 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       const double own = realistic_ ? IdioNoise(k.cost, lead_shape.prefill) *
                                           run_.drift_[static_cast<size_t>(r.rank)]
                                     : Noise(k.cost, lead_shape.prefill);
-      const double ns = KernelCostNs(p_, Device(run_.vendor_), k,
-                                     shape_[static_cast<size_t>(r.rank)], tp, false) *
-                        r.speed * common * own * factor;
+      const double ns =
+          KernelCostNs(p_, Device(run_.vendor_), k, shape_[static_cast<size_t>(r.rank)], tp, false,
+                       run_.config().expert_parallel) *
+          r.speed * common * own * factor;
       end[i] = start[i] + std::max<int64_t>(1200, static_cast<int64_t>(ns));
       kernel_fault_[i] = factor > 1.02 ? fault : -1;
     }
@@ -529,6 +583,9 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
   for (size_t oi = 0; oi < ops.size(); ++oi) {
     const OpSpec& op = ops[oi];
     if (op.comm && ranks.size() == 1) continue;  // a group of one GPU has no collectives
+    if (op.ep != OpSpec::Ep::kAlways &&
+        (op.ep == OpSpec::Ep::kOnly) != run_.config().expert_parallel)
+      continue;
     const bool swapped = reorder_fault >= 0 && (oi == cache_op || oi == attention_op);
     const int evidence = swapped ? reorder_fault : structural;
     std::vector<NodeLocator> range_locs(ranks.size());
@@ -805,6 +862,12 @@ int64_t Executor::Go(int64_t start) {
       ro.Push(f, ro.host);
       ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(12.0, 0.3)));
     }
+    if (host_stack_) {
+      // The model runner's input preparation before the forward, in every step (a
+      // graph replay needs its inputs too).
+      const std::function<void()> none = [] {};
+      WalkHost(run_.RunnerPrologueNodes(), {static_cast<int>(r)}, none, none, none);
+    }
     if (const ActiveFault* swap = run_.Active(Mechanism::kKvSwap, start)) {
       // Swapping blocks out to host memory: a large device-to-host copy the step waits for.
       const NodeLocator range = ro.Push("_C_cache_ops::swap_blocks", ro.host);
@@ -995,6 +1058,14 @@ int64_t Executor::Go(int64_t start) {
     lead.Pop(lead.host);
   }
   return lead.host;
+}
+
+const std::vector<HostNode>& Run::RunnerPrologueNodes() {
+  if (!prologue_parsed_) {
+    prologue_ = ParseFrames(RunnerPrologue(profile_));
+    prologue_parsed_ = true;
+  }
+  return prologue_;
 }
 
 const HostOp& Run::HostOpOf(const OpSpec& op) {

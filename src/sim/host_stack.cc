@@ -120,6 +120,38 @@ constexpr Recipe kVllm[] = {
      ";aten::view]]]"},
     {"aten::softmax", -1, "*[aten::_softmax[@]]"},
     {"aten::argmax", -1, "*[aten::empty;@]"},
+    // The MoE block (b200 trace, FusedMoE_3): forward_cuda > forward_native, the
+    // configuration look-ups, then the custom op and the quantization method's apply.
+    {"_C::static_scaled_fp8_quant", -1,
+     "vllm/model_executor/layers/quantization/input_quant_fp8.py(67): "
+     "forward_cuda[vllm/_custom_ops.py(1678): scaled_fp8_quant[vllm/platforms/interface.py(544): "
+     "fp8_dtype;aten::empty;torch/_ops.py(1244): __call__[*]]]"},
+    {"_moe_C::topk_softmax", -1,
+     "vllm/model_executor/layers/fused_moe/layer.py(1760): forward_cuda["
+     "vllm/model_executor/layers/fused_moe/layer.py(1696): forward_native["
+     "vllm/model_executor/layers/fused_moe/layer.py(677): shared_experts;"
+     "vllm/model_executor/layers/fused_moe/layer.py(745): use_dp_chunking["
+     "vllm/model_executor/layers/fused_moe/config.py(812): use_pplx_kernels["
+     "vllm/model_executor/layers/fused_moe/config.py(808): use_all2all_kernels];"
+     "vllm/model_executor/layers/fused_moe/config.py(823): use_deepep_ll_kernels;"
+     "vllm/model_executor/layers/fused_moe/layer.py(689): dp_size];"
+     "vllm/model_executor/layers/fused_moe/layer.py(1548): select_experts[aten::empty;aten::empty;"
+     "torch/_ops.py(1244): __call__[*]]]]"},
+    {"c10d::alltoall_base_", -1,
+     "vllm/distributed/device_communicators/all2all.py(108): dispatch[torch/distributed/"
+     "distributed_c10d.py(4381): all_to_all_single[aten::empty;*[@]]]"},
+    {"vllm::moe_forward", -1,
+     "torch/_ops.py(1244): __call__[*[vllm/model_executor/layers/fused_moe/layer.py(2074): "
+     "moe_forward[vllm/forward_context.py(217): get_forward_context;"
+     "vllm/model_executor/layers/fused_moe/layer.py(1889): forward_impl["
+     "vllm/model_executor/layers/fused_moe/layer.py(1486): ensure_moe_quant_config_init;"
+     "vllm/model_executor/layers/fused_moe/layer.py(858): _maybe_setup_shared_experts_stream["
+     "vllm/platforms/interface.py(150): is_cuda];"
+     "vllm/model_executor/layers/fused_moe/fused_moe.py(1480): fused_experts[aten::empty;"
+     "aten::empty;aten::view;@;aten::view]]]]]"},
+    {"_moe_C::moe_sum", -1,
+     "vllm/model_executor/layers/fused_moe/fused_moe.py(1820): moe_sum[torch/_ops.py(1244): "
+     "__call__[*]]"},
 };
 
 // SGLang (sgl-kernel custom ops under torch/_ops.py, unquantized linear through
@@ -356,6 +388,105 @@ std::vector<HostNode> ParseRecipe(std::string_view recipe) {
     op->children.push_back(std::move(launch));
   }
   return nodes;
+}
+
+std::vector<HostNode> ParseFrames(std::string_view recipe) {
+  std::vector<HostNode> nodes;
+  ParseNodes(recipe, 0, &nodes);
+  return nodes;
+}
+
+std::string_view RunnerPrologue(const EngineProfile& p) {
+  // vLLM V1 (b200__eager_trace, before the first module: 5.5 ms, 228 distinct names): the
+  // input batch, block tables and slot mapping, the attention metadata builder, the
+  // host-to-device copies of the inputs, the Triton launcher's specialization.
+  static constexpr const char* kVllmPrologue =
+      "vllm/v1/utils.py(387): record_function_or_nullcontext[contextlib.py(299): helper["
+      "contextlib.py(104): __init__];contextlib.py(132): __enter__];"
+      "vllm/v1/worker/gpu_input_batch.py(956): num_reqs;"
+      "vllm/v1/worker/gpu_input_batch.py(277): req_ids;"
+      "vllm/v1/worker/gpu_input_batch.py(65): num_tokens;"
+      "vllm/utils/__init__.py(45): length_from_prompt_token_ids_or_embeds;"
+      "vllm/v1/worker/block_table.py(117): add_row[vllm/v1/worker/block_table.py(99): append_row];"
+      "vllm/v1/worker/block_table.py(192): commit_block_table[vllm/v1/utils.py(131): copy_to_gpu["
+      "aten::slice[aten::as_strided];aten::copy_[cudaMemcpyAsync]]];"
+      "numpy/_core/fromnumeric.py(2879): cumsum[numpy/_core/fromnumeric.py(51): _wrapfunc];"
+      "numpy/_core/fromnumeric.py(462): repeat[numpy/_core/fromnumeric.py(51): _wrapfunc];"
+      "vllm/v1/worker/block_table.py(132): compute_slot_mapping;"
+      "vllm/v1/worker/block_table.py(195): commit_slot_mapping[vllm/v1/utils.py(131): copy_to_gpu["
+      "aten::slice[aten::as_strided];aten::copy_[cudaMemcpyAsync]]];"
+      "vllm/v1/worker/gpu_model_runner.py(1777): _compute_cascade_attn_prefix_len;"
+      "vllm/config/model.py(1495): is_encoder_decoder[vllm/transformers_utils/config.py(437): "
+      "is_encoder_decoder[vllm/transformers_utils/config.py(440): _is_encoder_decoder["
+      "transformers/configuration_utils.py(1193): get_text_config]]];"
+      "vllm/v1/worker/gpu_model_runner.py(1566): _get_block_table_and_slot_mapping["
+      "vllm/v1/worker/block_table.py(341): __getitem__;vllm/v1/worker/block_table.py(232): "
+      "get_device_tensor[aten::slice[aten::as_strided]]];"
+      "vllm/v1/worker/gpu_model_runner.py(1263): _get_encoder_seq_lens;"
+      "vllm/v1/worker/gpu_model_runner.py(1631): _build_attn_group_metadata["
+      "vllm/v1/worker/utils.py(170): get_metadata_builder;copy.py(61): copy[copy.py(247): "
+      "_reconstruct[copyreg.py(98): __newobj__]];"
+      "vllm/v1/attention/backends/flashinfer.py(664): build["
+      "vllm/v1/attention/backends/utils.py(879): split_decodes_and_prefills["
+      "vllm/v1/attention/backends/utils.py(102): seq_lens_cpu;typing_extensions.py(3001): wrapper];"
+      "aten::to[aten::_to_copy[aten::empty_strided;aten::copy_[cudaMemcpyAsync]]];aten::sub;"
+      "aten::fill_;triton/runtime/jit.py(413): __getitem__[triton/runtime/jit.py(419): <lambda>["
+      "triton/runtime/jit.py(709): run[torch/cuda/__init__.py(1067): current_device["
+      "torch/cuda/__init__.py(382): _lazy_init[torch/cuda/__init__.py(333): is_initialized]];"
+      "triton/runtime/jit.py(602): compute_cache_key;triton/runtime/jit.py(353): specialize_impl["
+      "triton/backends/compiler.py(81): get_arg_specialization];triton/runtime/driver.py(25): "
+      "active;triton/backends/nvidia/driver.py(701): allocate_scratch;"
+      "triton/compiler/compiler.py(487): launch_metadata]]]];"
+      "aten::select[aten::as_strided];aten::item[aten::_local_scalar_dense];"
+      "vllm/v1/sample/logits_processor/builtin.py(240): process_dict_updates;"
+      "vllm/v1/worker/gpu_input_batch.py(960): all_greedy;"
+      "vllm/v1/worker/gpu_input_batch.py(968): no_top_p;"
+      "vllm/v1/worker/gpu_input_batch.py(972): no_top_k;"
+      "vllm/v1/worker/gpu_input_batch.py(976): no_penalties;"
+      "vllm/distributed/parallel_state.py(1094): get_pp_group;"
+      "numpy/_core/_methods.py(50): _sum;numpy/_core/_methods.py(58): _any;"
+      "numpy/_core/_methods.py(42): _amax;aten::detach;aten::resolve_conj;aten::resolve_neg";
+  // SGLang (the Qwen3-8B extend trace, before the first module: 142 distinct frames): the
+  // batch handed to the model worker, sampling info, the overlap scheduler's futures.
+  static constexpr const char* kSglangPrologue =
+      "sglang/srt/managers/scheduler.py(2919): _run_batch_inner["
+      "sglang/srt/observability/req_time_stats.py(1128): set_time_batch["
+      "sglang/srt/observability/req_time_stats.py(723): set_prefill_run_batch_start_time];"
+      "sglang/srt/model_executor/forward_batch_info.py(187): is_prebuilt;"
+      "sglang/srt/speculative/spec_info.py(34): is_none;"
+      "sglang/srt/managers/schedule_batch.py(2501): get_model_worker_batch["
+      "sglang/srt/model_executor/forward_batch_info.py(142): is_decode_or_idle;"
+      "sglang/srt/sampling/sampling_batch_info.py(205): __len__[torch/_tensor.py(1145): __len__["
+      "torch/overrides.py(1677): handle_torch_function[torch/overrides.py(1599): "
+      "_get_overloaded_args]]];sglang/srt/managers/schedule_batch.py(2549): <listcomp>;"
+      "sglang/srt/managers/schedule_batch.py(2575): <listcomp>;<string>(2): __init__];"
+      "sglang/srt/managers/scheduler.py(2892): record_batch_in_overlap;"
+      "sglang/srt/sampling/sampling_batch_info.py(404): copy_for_forward["
+      "sglang/srt/sampling/sampling_batch_info.py(235): update_penalties;dataclasses.py(1405): "
+      "replace[dataclasses.py(1205): _is_dataclass_instance]];"
+      "sglang/srt/managers/overlap_utils.py(121): "
+      "alloc_future_indices[torch/cuda/__init__.py(661): "
+      "__enter__[torch/cuda/__init__.py(1099): current_stream[torch/cuda/__init__.py(382): "
+      "_lazy_init[torch/cuda/__init__.py(333): is_initialized];torch/cuda/_utils.py(344): "
+      "_get_device_index[torch/_jit_internal.py(106): is_scripting;torch/_utils.py(831): "
+      "_get_device_index[torch/_utils.py(805): _get_current_device_index[torch/_utils.py(789): "
+      "_get_device_attr[torch/_utils.py(772): _get_available_device_type[torch/cuda/__init__.py("
+      "163): is_available[torch/cuda/__init__.py(154): _is_compiled;torch/cuda/__init__.py(159): "
+      "_nvml_based_avail[os.py(772): getenv[_collections_abc.py(821): get[os.py(675): "
+      "__getitem__[os.py(755): encode]]]]]]]]]];torch/cuda/__init__.py(1067): current_device;"
+      "torch/cuda/streams.py(34): __new__;torch/cuda/__init__.py(718): set_stream];"
+      "aten::empty;aten::copy_[cudaMemcpyAsync];aten::to[aten::_to_copy[aten::empty_strided;"
+      "aten::copy_[cudaMemcpyAsync]]];aten::arange;aten::cumsum;aten::item[aten::_local_scalar_"
+      "dense]]";
+  switch (p.host_family) {
+    case HostFamily::kVllm:
+      return kVllmPrologue;
+    case HostFamily::kSglang:
+      return kSglangPrologue;
+    case HostFamily::kHf:
+      return "";
+  }
+  return "";
 }
 
 HostOp HostOpFor(const EngineProfile& p, const OpSpec& op) {

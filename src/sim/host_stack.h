@@ -32,6 +32,11 @@ struct HostNode {
 // may hold anything but "[];". Returns the top-level nodes; a recipe without '*' gets the
 // operator range around everything, one without '@' the launches inside the operator.
 std::vector<HostNode> ParseRecipe(std::string_view recipe);
+// The same grammar without an operator or launches (the model runner's prologue).
+std::vector<HostNode> ParseFrames(std::string_view recipe);
+// The model runner's work before the forward in every step (input preparation, block
+// tables, attention metadata): frames and aten ops of the family's real trace; "" = none.
+std::string_view RunnerPrologue(const EngineProfile& p);
 
 // The stack of one operator of a profile: the modules it sits in (outermost first, each
 // "Class" or "Class#tag" where the tag tells sibling instances of one class apart) and the

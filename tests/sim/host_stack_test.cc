@@ -239,3 +239,82 @@ TEST(HostStack, GraphDecodeKeepsOnlyTheGraphLaunch) {
 
 }  // namespace
 }  // namespace teller::sim
+
+namespace teller::sim {
+namespace {
+
+std::map<std::string, size_t> KernelCounts(const Trace& t) {
+  std::map<std::string, size_t> out;
+  for (uint32_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.type[i] == EventType::kKernel) ++out[std::string(t.strings.Get(t.events.name[i]))];
+  }
+  return out;
+}
+size_t CountWith(const std::map<std::string, size_t>& counts, const std::string& part) {
+  size_t n = 0;
+  for (const auto& [name, c] : counts) {
+    if (name.find(part) != std::string::npos) n += c;
+  }
+  return n;
+}
+
+TEST(MoeProfile, ExpertParallelTradesTheAllReduceForAllToAlls) {
+  SimConfig c;
+  c.profile = "vllm-moe";
+  c.nodes = 1, c.gpus_per_node = 2, c.tp = 2, c.pp = 1;
+  c.requests = 3, c.layers = 2, c.output_median = 4;
+  Stepped tp_experts, ep_experts;
+  SimulateInto(c, "moe-tp", &tp_experts);
+  c.expert_parallel = true;
+  SimulateInto(c, "moe-ep", &ep_experts);
+  ASSERT_TRUE(tp_experts.ok && ep_experts.ok);
+  const auto tp = KernelCounts(tp_experts.trace), ep = KernelCounts(ep_experts.trace);
+  // Per step and rank: two grouped expert GEMMs per layer (2 layers: 4), the embedding's
+  // all-reduce, and per layer the attention all-reduce plus, with TP experts, the MoE
+  // all-reduce (5 in all) or, with EP, two all-to-alls instead (3 all-reduces, 4 send/recv).
+  const size_t tp_moe = tp.at("fused_moe_kernel"), ep_moe = ep.at("fused_moe_kernel");
+  EXPECT_EQ(CountWith(tp, "cross_device_reduce") * 4, tp_moe * 5);
+  EXPECT_EQ(CountWith(tp, "ncclDevKernel_SendRecv"), 0u);
+  EXPECT_EQ(CountWith(ep, "cross_device_reduce") * 4, ep_moe * 3);
+  EXPECT_EQ(CountWith(ep, "ncclDevKernel_SendRecv"), ep_moe);
+  // The Hopper path: top-k softmax, the token sort, per-token fp8 quantization (twice),
+  // the weighted top-k sum; fp8 KV cache written as bytes after its quantization.
+  EXPECT_EQ(CountWith(tp, "topkGatingSoftmax") * 2, tp_moe);
+  EXPECT_EQ(CountWith(tp, "moe_align_block_size_kernel") * 2, tp_moe);
+  EXPECT_EQ(CountWith(tp, "dynamic_per_token_scaled_fp8_quant_kernel"), tp_moe);
+  EXPECT_EQ(CountWith(tp, "moe_sum_kernel") * 2, tp_moe);
+  EXPECT_EQ(CountWith(tp, "scaled_fp8_quant_kernel_strided"),
+            CountWith(tp, "Fp8KVCacheDataType)1"));
+}
+
+TEST(MoeProfile, DeviceNamesFollowTheRealTraces) {
+  SimConfig c;
+  c.profile = "vllm-moe";
+  c.nodes = 1, c.gpus_per_node = 1, c.tp = 1, c.pp = 1;
+  c.requests = 2, c.layers = 2, c.output_median = 3;
+  c.gpu = "b200";
+  Stepped b200, mi300;
+  SimulateInto(c, "moe-b200", &b200);
+  c.gpu = "mi300";
+  SimulateInto(c, "moe-mi300", &mi300);
+  ASSERT_TRUE(b200.ok && mi300.ok);
+  const auto b = KernelCounts(b200.trace), m = KernelCounts(mi300.trace);
+  // B200 (tracelens b200 trace): mxfp8 quantize, three routing kernels, the MxE2m1 bmm
+  // pair with the fused SwiGLU, finalize; no Hopper MoE kernel, no separate activation.
+  const size_t fc1 = CountWith(b, "bmm_MxE4m3_MxE2m1MxE4m3");
+  ASSERT_GT(fc1, 0u);
+  EXPECT_EQ(CountWith(b, "bmm_Bfloat16_MxE2m1MxE4m3"), fc1);
+  EXPECT_EQ(CountWith(b, "quantize_with_block_size"), fc1);
+  EXPECT_EQ(CountWith(b, "moe::dev::routing::"), 3 * fc1);
+  EXPECT_EQ(CountWith(b, "finalizeKernelVecLoad"), fc1);
+  EXPECT_EQ(CountWith(b, "fused_moe_kernel") + CountWith(b, "topkGatingSoftmax"), 0u);
+  // MI300 (tracelens vLLM gpt-oss traces): Triton routing and matmul_ogs.
+  const size_t ogs = CountWith(m, "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu");
+  ASSERT_GT(ogs, 0u);
+  for (const char* k : {"_topk_forward", "_sum_bitmatrix_rows", "_combined_routing_memset",
+                        "_combined_routing_compute", "_finalize_matmul_scatter_bf16"})
+    EXPECT_EQ(CountWith(m, k), ogs) << k;
+}
+
+}  // namespace
+}  // namespace teller::sim
