@@ -30,9 +30,11 @@ one "vllm-moe TP8" b200__eager_trace.json.gz \
   --profile vllm-moe --nodes 1 --gpus-per-node 8 --tp 8 --pp 1 $B200
 one "vllm-v0 TP1" h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz \
   --profile vllm-v0 --nodes 1 --gpus-per-node 1 --tp 1 --pp 1
+# The HF traces are one forward over a prompt (ProfilerStep#6, no step kind, so nothing is
+# filtered): their pairs again with prefill-only requests (one output token).
+one "vllm-v0 TP1 prefill" h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz \
+  --profile vllm-v0 --nodes 1 --gpus-per-node 1 --tp 1 --pp 1 --output-median 1
 one "torch-fsdp 1 GPU" mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz \
   --profile torch-fsdp --nodes 1 --gpus-per-node 1 --tp 1 --pp 1 $MI300
-# The HF traces are one forward over a prompt (ProfilerStep#6, no step kind, so nothing is
-# filtered): the same pair with prefill-only requests (one output token).
 one "torch-fsdp 1 GPU prefill" mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz \
   --profile torch-fsdp --nodes 1 --gpus-per-node 1 --tp 1 --pp 1 $MI300 --output-median 1

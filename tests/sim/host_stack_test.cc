@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "real_data.h"
 #include "teller/eval/realism.h"
 #include "teller/ingest/ingest.h"
 #include "teller/sim/sim.h"
@@ -314,6 +315,32 @@ TEST(MoeProfile, DeviceNamesFollowTheRealTraces) {
   for (const char* k : {"_topk_forward", "_sum_bitmatrix_rows", "_combined_routing_memset",
                         "_combined_routing_compute", "_finalize_matmul_scatter_bf16"})
     EXPECT_EQ(CountWith(m, k), ogs) << k;
+}
+
+TEST(HostStack, EagerSymbolsWithinTheTargetOfTheRealExtendTrace) {
+  // The realism table's SGLang extend pair (docs/realism.md): with --realistic the
+  // simulated eager steps show about as many distinct event names as the real one (931),
+  // and the inter-kernel gaps stay those of the real MI300 trace.
+  const char* rel =
+      "tracelens/inference__sglang_prefilldecode__sglang_Qwen3-8B_prefilldecode.json.gz";
+  TELLER_REQUIRE_REAL_DATA(rel);
+  SimConfig c;
+  c.profile = "sglang";
+  c.nodes = 1, c.gpus_per_node = 1, c.tp = 1, c.pp = 1;
+  c.requests = 16;
+  c.gpu = "mi300";
+  c.shape_kernels = c.realistic_timing = c.host_stack = true;
+  Stepped sim;
+  SimulateInto(c, "extend", &sim);
+  ASSERT_TRUE(sim.ok);
+  Trace real;
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path(rel), real).ok());
+  auto rep = eval::CompareRealism(sim.trace, real);
+  ASSERT_TRUE(rep.ok());
+  const double s = rep.value().simulated_steps.symbols, r = rep.value().real_steps.symbols;
+  EXPECT_GT(r, 900.0);  // the real step's count (931)
+  EXPECT_LE(std::max(s, r) / std::min(s, r), 1.5) << s << " vs " << r;
+  EXPECT_LE(rep.value().gap_ks, 0.2);
 }
 
 }  // namespace
