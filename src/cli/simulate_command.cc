@@ -24,7 +24,8 @@ constexpr const char* kHelp =
     "trace per GPU process, logs/stdout.log, manifest.json) plus ground_truth.json: which\n"
     "fault acted on which requests, steps and trace nodes.\n"
     "\n"
-    "  --profile P           sglang, torch-fsdp, vllm-v0, vllm-v1-offline, vllm-v1-online\n"
+    "  --profile P           sglang, torch-fsdp, vllm-moe, vllm-v0, vllm-v1-offline,\n"
+    "                        vllm-v1-online\n"
     "                        (default vllm-v1-online)\n"
     "  --seed S              random seed (default 1); the same seed gives the same bytes\n"
     "  --requests N          requests to serve (default 40)\n"
@@ -40,9 +41,13 @@ constexpr const char* kHelp =
     "                        choices, and the cost model of that device\n"
     "  --shape-kernels       kernel choice by shape: GEMM tiles and split-K, attention KV\n"
     "                        splits and their reduce kernels, one graph per batch bucket\n"
-    "  --realistic           both --shape-kernels and --realistic-timing\n"
+    "  --realistic           --shape-kernels, --realistic-timing and --host-stack\n"
     "  --realistic-timing    noise by kernel class shared across ranks, drift, and\n"
     "                        heavy-tailed inter-kernel gaps fitted to real traces\n"
+    "  --host-stack          the framework op stack in eager steps: nn.Module ranges,\n"
+    "                        Python frames, aten ops with CPU costs fitted to real traces\n"
+    "  --expert-parallel     vllm-moe: experts sharded over the TP group, all-to-all\n"
+    "                        dispatch and combine instead of the MoE all-reduce\n"
     "  --fault SPEC          add a fault: MECHANISM[:target=..,magnitude=..,onset=2s,\n"
     "                        duration=5s,rank=N]; repeatable (see --list)\n"
     "  --random-faults N     add N faults with mechanisms, times and targets from the seed\n"
@@ -137,7 +142,11 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else if (a == "--shape-kernels") {
       config.shape_kernels = true;
     } else if (a == "--realistic") {
-      config.shape_kernels = config.realistic_timing = true;
+      config.shape_kernels = config.realistic_timing = config.host_stack = true;
+    } else if (a == "--host-stack") {
+      config.host_stack = true;
+    } else if (a == "--expert-parallel") {
+      config.expert_parallel = true;
     } else if (a == "--realistic-timing") {
       config.realistic_timing = true;
     } else if (a == "--gpu") {
@@ -231,6 +240,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
       c.gpu = config.gpu;
       c.shape_kernels = config.shape_kernels;
       c.realistic_timing = config.realistic_timing;
+      c.host_stack = config.host_stack;
     }
     auto result = sim::SimulatePreset(configs, out, jobs, progress);
     if (!result.ok()) {

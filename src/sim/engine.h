@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/sim/host_stack.h"
 #include "src/sim/kernels.h"
 #include "src/sim/sim_internal.h"
 #include "src/sim/world.h"
@@ -91,6 +92,9 @@ class Run {
   bool TargetMatches(const ActiveFault& f, const KernelSpec& k) const;
   const ActiveFault* Active(Mechanism m, int64_t t) const;
   std::string StepMessage(const StepPlan& plan, const std::vector<int>& reqs) const;
+  // The host stack of one operator (host_stack.h), built once per distinct operator.
+  const HostOp& HostOpOf(const OpSpec& op);
+  const std::vector<HostNode>& RunnerPrologueNodes();  // parsed RunnerPrologue, once
 
   SimConfig config_;
   const EngineProfile& profile_;
@@ -119,6 +123,9 @@ class Run {
   int64_t next_kv_spike_ = 0;
   size_t unfinished_ = 0;
   std::vector<StepWindow> step_windows_;
+  std::unordered_map<std::string, HostOp> host_ops_;  // HostOpOf's cache
+  std::vector<HostNode> prologue_;
+  bool prologue_parsed_ = false;
   std::unordered_map<int, int> preempted_by_;  // request -> kv fault that preempted it
   std::vector<int> running_;                   // request indices, in admission order
   std::vector<int> waiting_;                   // FCFS queue (front = first)

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "src/sim/engine.h"
+#include "src/sim/host_stack.h"
 
 namespace teller::sim {
 namespace {
@@ -70,7 +72,17 @@ double ClassCv(Cost c, bool prefill) {
     case Cost::kAllReduce:
     case Cost::kAllGather:
     case Cost::kSendRecv:
+    case Cost::kAllToAll:
       return 0.03;
+    case Cost::kMoeGemmUp:
+    case Cost::kMoeGemmDown:
+      return prefill ? 0.014 : 0.060;  // as the dense GEMMs
+    case Cost::kMoeRoute:
+    case Cost::kMoePermute:
+    case Cost::kQuant:
+      return 0.05;  // b200 MoE routing 0.032, elementwise 0.019 (prefill); decode as norm
+    default:
+      break;
   }
   return 0.045;
 }
@@ -79,13 +91,19 @@ double ClassCv(Cost c, bool prefill) {
 // healthy arrival skew at collectives small (real B200 TP8: all-reduce duration CV
 // 0.006 across the layers of rank 0).
 constexpr double kIdioShare = 0.15;
+// The same for host ranges and launch calls under the host stack: in a CPU-bound step the
+// GPUs follow their hosts, so rank-own host noise adds up over the step into arrival skew
+// at every all-reduce (a random walk over ~7,000 ranges per step). The real B200 TP8 trace
+// is CPU-bound and rank 0's all-reduce lasts 27 us with CV 0.006 across the layers: its
+// wait is the same at every layer, the skew does not grow. 2% keeps the walk under ~2 us.
+constexpr double kHostIdioShare = 0.02;
 
 }  // namespace
 
 // Duration of one kernel in ns before noise and faults (H100-class numbers; see
 // docs/serving-notes.md §2.3 for the measurements these are fitted to).
 static double KernelCostNs(const EngineProfile& p, const DeviceModel& dev, const KernelSpec& k,
-                           const Shape& s, int tp, bool cross_node) {
+                           const Shape& s, int tp, bool cross_node, bool ep_ = false) {
   const double kBw = dev.hbm_bytes_per_us;  // HBM bytes per us
   const double kFlops = dev.flops_per_us;   // dense bf16 flop per us at full efficiency
   const double T = std::max(1.0, s.tokens);
@@ -167,6 +185,39 @@ static double KernelCostNs(const EngineProfile& p, const DeviceModel& dev, const
     case Cost::kSample:
       us = 4.0 + s.seqs * p.vocab * 4.0 / kBw;
       break;
+    case Cost::kGemmRouter:
+      us = gemm(T, h, std::max(1, p.experts));
+      break;
+    case Cost::kMoeRoute:
+      us = 2.5 + T * std::max(1, p.experts) * 4.0 / kBw;
+      break;
+    case Cost::kMoePermute:
+      us = 3.0 + T * std::max(1, p.top_k) * h * 2.0 / kBw;
+      break;
+    case Cost::kQuant:
+      us = 2.0 + T * h * 3.0 / kBw;
+      break;
+    case Cost::kMoeGemmUp:
+    case Cost::kMoeGemmDown: {
+      // Grouped GEMM over this rank's experts (EP = TP): the token slots routed here, the
+      // weights of the experts that received any (1-byte fp8 / mxfp4-class weights).
+      // Without EP every rank holds 1/TP of each expert's FFN width.
+      const double ep = ep_ ? tp : 1.0;
+      const double local = std::max(1.0, std::max(1, p.experts) / ep);
+      const double rows = T * std::max(1, p.top_k) / ep;
+      const double active = std::min(local, std::max(1.0, rows));
+      const double inter = p.expert_intermediate * ep / tp;
+      const double width = k.cost == Cost::kMoeGemmUp ? 2.0 * inter : static_cast<double>(h);
+      const double depth = k.cost == Cost::kMoeGemmUp ? h : inter;
+      const double eff = 0.35 + 0.45 * (rows / active) / (rows / active + 384.0);
+      const double compute = 2.0 * rows * width * depth / (kFlops * eff);
+      const double memory = (active * width * depth + rows * (width + depth) * 2.0) / kBw;
+      us = 4.0 + std::max(compute, memory);
+      break;
+    }
+    case Cost::kAllToAll:
+      us = bandwidth_us(T * std::max(1, p.top_k) * h * 2.0 * (tp - 1) / std::max(1, tp));
+      break;
   }
   if (!IsComm(k.cost)) us += dev.floor_us;
   return Micro(us);
@@ -200,6 +251,9 @@ static LaunchShape ShapeFor(const EngineProfile& p, const KernelSpec& k, const S
     case Cost::kLmHead:
       l.m = l.seqs, l.n = p.vocab / static_cast<double>(tp), l.k = h;
       break;
+    case Cost::kGemmRouter:
+      l.n = std::max(1, p.experts), l.k = h;
+      break;
     default:
       break;
   }
@@ -220,6 +274,17 @@ class Executor {
                int structural = -1);
   void EmitKernelAcross(const KernelSpec& k, const std::vector<int>& ranks, bool graph,
                         int structural);
+  // The host stack (host_stack.h), in lockstep over `ranks`: a range with its fitted self
+  // time (70% before its children, the rest after), module calls (three ranges each), the
+  // module path diff between consecutive operators, and one operator's recipe tree.
+  void PushHost(const std::string& name, const std::vector<int>& ranks);
+  void PopHost(const std::vector<int>& ranks);
+  void OpenModule(const std::string& element, const std::vector<int>& ranks);
+  void CloseModule(const std::vector<int>& ranks);
+  void SyncModules(const std::vector<std::string>& path, const std::vector<int>& ranks);
+  void WalkHost(const std::vector<HostNode>& nodes, const std::vector<int>& ranks,
+                const std::function<void()>& open_op, const std::function<void()>& launch,
+                const std::function<void()>& close_op);
   void SendRecv(const std::vector<int>& senders, const std::vector<int>& receivers);
   int64_t LaunchCall(RankOut& r, const std::string& api, int64_t at, uint64_t* corr);
   void AddVertical(const NodeLocator& loc, int fault, int rank);
@@ -263,6 +328,11 @@ class Executor {
 
   Run& run_;
   const bool realistic_ = run_.config().realistic_timing;
+  const bool host_stack_ = run_.config().host_stack;
+  double launch_common_ = 1.0;  // the group's common launch-time factor (LaunchCall)
+  std::vector<std::vector<int64_t>> host_post_;  // per rank: self time left of open host ranges
+  std::vector<std::unordered_map<std::string, int>> module_count_;  // per rank: instances
+  std::vector<std::string> open_modules_;  // module path open in the current EmitOps
   const EngineProfile& p_;
   const StepPlan& plan_;
   StepLabels* labels_;
@@ -303,7 +373,15 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
                      : api == "cudaMemcpyAsync"     ? 13.8
                      : api == "cudaLaunchKernelExC" ? 5.7
                                                     : 6.6;
-  double dur = rng_.LogNormal(median_us, 0.22);
+  double dur;
+  if (host_stack_) {
+    // The launch calls of the engine's real trace; the variation mostly common to the
+    // tensor-parallel group (PushHost says why).
+    const HostCost c = HostCostOf(p_, api);
+    dur = c.median_us * launch_common_ * rng_.LogNormal(1.0, kHostIdioShare * c.sigma);
+  } else {
+    dur = rng_.LogNormal(median_us, 0.22);
+  }
   const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, step_start_);
   const bool slowed = lat != nullptr && lat->rank == r.rank;
   if (slowed) dur *= lat->spec.magnitude * rng_.LogNormal(1.0, 0.3);
@@ -341,6 +419,12 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
           : KernelChoice{};
   if (choice.skip) return;
   k.name = choice.name.empty() ? VendorSpelling(run_.vendor_, k0.name) : choice.name;
+  if (run_.shape_kernels_ && run_.vendor_ == Vendor::kBlackwell && !k0.b200.empty()) {
+    k.name = k0.b200;  // the engine runs another kernel on this device
+  } else if (run_.shape_kernels_ && run_.vendor_ == Vendor::kMi300 && !k0.mi300.empty()) {
+    k.name = k0.mi300;
+  }
+  if (k.name == "-") return;  // not launched on this device
   int rename_fault = -1;
   double comm_factor = 1.0;
   const bool comm = IsComm(k.cost);
@@ -361,6 +445,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   }
   std::vector<int64_t> ready(ranks.size()), start(ranks.size());
   std::vector<uint64_t> corr(ranks.size());
+  if (host_stack_ && !graph) launch_common_ = rng_.LogNormal(1.0, HostCostOf(p_, k.api).sigma);
   const int64_t eager_tail = graph ? 0 : SharedTail(false);
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
@@ -381,9 +466,10 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
     // Collectives start apart and end together: every rank waits for the last arriver
     // (docs/serving-notes.md §5.3).
     const int64_t last = *std::max_element(start.begin(), start.end());
-    const double xfer = KernelCostNs(p_, Device(run_.vendor_), k,
-                                     shape_[static_cast<size_t>(ranks[0])], tp, cross) *
-                        comm_factor * Noise(k.cost, lead_shape.prefill);
+    const double xfer =
+        KernelCostNs(p_, Device(run_.vendor_), k, shape_[static_cast<size_t>(ranks[0])], tp, cross,
+                     run_.config().expert_parallel) *
+        comm_factor * Noise(k.cost, lead_shape.prefill);
     for (size_t i = 0; i < ranks.size(); ++i) {
       end[i] = last + static_cast<int64_t>(xfer) + static_cast<int64_t>(rng_.Uniform(0, 2500));
     }
@@ -412,9 +498,10 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
       const double own = realistic_ ? IdioNoise(k.cost, lead_shape.prefill) *
                                           run_.drift_[static_cast<size_t>(r.rank)]
                                     : Noise(k.cost, lead_shape.prefill);
-      const double ns = KernelCostNs(p_, Device(run_.vendor_), k,
-                                     shape_[static_cast<size_t>(r.rank)], tp, false) *
-                        r.speed * common * own * factor;
+      const double ns =
+          KernelCostNs(p_, Device(run_.vendor_), k, shape_[static_cast<size_t>(r.rank)], tp, false,
+                       run_.config().expert_parallel) *
+          r.speed * common * own * factor;
       end[i] = start[i] + std::max<int64_t>(1200, static_cast<int64_t>(ns));
       kernel_fault_[i] = factor > 1.02 ? fault : -1;
     }
@@ -492,24 +579,44 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
   }
   const ActiveFault* straggler = run_.Active(Mechanism::kStragglerRank, step_start_);
   const ActiveFault* alloc = run_.Active(Mechanism::kAllocatorStall, step_start_);
+  const bool stack = host_stack_ && !graph;
   for (size_t oi = 0; oi < ops.size(); ++oi) {
     const OpSpec& op = ops[oi];
     if (op.comm && ranks.size() == 1) continue;  // a group of one GPU has no collectives
+    if (op.ep != OpSpec::Ep::kAlways &&
+        (op.ep == OpSpec::Ep::kOnly) != run_.config().expert_parallel)
+      continue;
     const bool swapped = reorder_fault >= 0 && (oi == cache_op || oi == attention_op);
     const int evidence = swapped ? reorder_fault : structural;
     std::vector<NodeLocator> range_locs(ranks.size());
-    if (!graph) {
+    // The operator's own range with its host time before the launches, and what faults do
+    // to the host there.
+    auto open_op = [&] {
+      if (graph) return;
+      const HostCost op_cost = stack ? HostCostOf(p_, op.range) : HostCost{0, 0};
+      const double op_self = stack ? rng_.LogNormal(op_cost.median_us, op_cost.sigma) : 0;
       for (size_t i = 0; i < ranks.size(); ++i) {
         RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
         if (!op.range.empty()) {
           range_locs[i] = r.Push(op.range, r.host);
           if (evidence >= 0) AddVertical(range_locs[i], evidence, -1);
         }
-        const bool custom =
-            op.range.find("::") != std::string::npos && op.range.rfind("aten::", 0) != 0;
-        r.host += static_cast<int64_t>(Micro(rng_.LogNormal(custom ? 7.0 : 10.5, 0.28)));
-        if (rng_.Chance(0.0008))
-          r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);  // GC
+        if (stack) {
+          const double self = op_self * rng_.LogNormal(1.0, kHostIdioShare * op_cost.sigma);
+          r.host += static_cast<int64_t>(Micro(0.7 * self));
+          host_post_[static_cast<size_t>(r.rank)].push_back(
+              static_cast<int64_t>(Micro(0.3 * self)));
+        } else {
+          const bool custom =
+              op.range.find("::") != std::string::npos && op.range.rfind("aten::", 0) != 0;
+          r.host += static_cast<int64_t>(Micro(rng_.LogNormal(custom ? 7.0 : 10.5, 0.28)));
+        }
+        // GC: a rare pause of the host. Under the host stack a step is CPU-bound and a
+        // pause on one rank widens every later all-reduce of the step; the real B200 TP8
+        // step (~2,600 operators on rank 0, all-reduce CV 0.006) has none, where 0.08% per
+        // operator would give two: there it is 0.01%.
+        if (rng_.Chance(stack ? 0.0001 : 0.0008))
+          r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);
         if (straggler != nullptr && straggler->rank == r.rank && op.comm && rng_.Chance(0.45)) {
           // Host jitter on one rank right before it joins a collective.
           r.host += static_cast<int64_t>(
@@ -527,14 +634,127 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
           if (!op.range.empty()) AddVertical(range_locs[i], alloc->id, r.rank);
         }
       }
-    }
-    for (const KernelSpec& k : op.kernels) EmitKernelAcross(k, ranks, graph, evidence);
-    if (!graph) {
+    };
+    auto launch = [&] {
+      for (const KernelSpec& k : op.kernels) EmitKernelAcross(k, ranks, graph, evidence);
+    };
+    auto close_op = [&] {
+      if (graph) return;
       for (size_t i = 0; i < ranks.size(); ++i) {
         RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
-        r.host += static_cast<int64_t>(rng_.Uniform(600, 1800));
+        if (stack) {
+          auto& post = host_post_[static_cast<size_t>(r.rank)];
+          r.host += post.back();
+          post.pop_back();
+        } else {
+          r.host += static_cast<int64_t>(rng_.Uniform(600, 1800));
+        }
         if (!op.range.empty()) r.Pop(r.host);
       }
+    };
+    if (!stack) {
+      open_op();
+      launch();
+      close_op();
+      continue;
+    }
+    SyncModules(op.modules, ranks);
+    const HostOp& host = run_.HostOpOf(op);
+    WalkHost(host.tree, ranks, open_op, launch, close_op);
+  }
+  if (stack) SyncModules({}, ranks);
+}
+
+// The tensor-parallel ranks run the same Python on the same shapes: most of a range's
+// self-time variation is common to them (one draw per range for the group, each rank
+// adding kIdioShare of the sigma), as for kernel durations. Independent draws let the
+// hosts drift apart over a step (a random walk of ~100 ranges per layer) and every
+// all-reduce then waits for the slowest host: 340 us all-reduces in a simulated B200 TP8
+// prefill against the real trace's 27 us median.
+void Executor::PushHost(const std::string& name, const std::vector<int>& ranks) {
+  const HostCost c = HostCostOf(p_, name);
+  const double common = rng_.LogNormal(c.median_us, c.sigma);
+  for (int rank : ranks) {
+    RankOut& r = run_.ranks_[static_cast<size_t>(rank)];
+    r.Push(name, r.host);
+    const double self = common * rng_.LogNormal(1.0, kHostIdioShare * c.sigma);
+    r.host += static_cast<int64_t>(Micro(0.7 * self));
+    host_post_[static_cast<size_t>(rank)].push_back(static_cast<int64_t>(Micro(0.3 * self)));
+  }
+}
+
+void Executor::PopHost(const std::vector<int>& ranks) {
+  for (int rank : ranks) {
+    RankOut& r = run_.ranks_[static_cast<size_t>(rank)];
+    auto& post = host_post_[static_cast<size_t>(rank)];
+    r.host += post.back();
+    post.pop_back();
+    r.Pop(r.host);
+  }
+}
+
+void Executor::OpenModule(const std::string& element, const std::vector<int>& ranks) {
+  const std::string cls(ModuleClass(element));
+  const std::vector<std::string> frames = ModuleFrames(p_, cls);
+  // Kineto names a module by its class and the instance's number among that class's
+  // modules, in call order: the same module gets the same name in every step.
+  const HostCost c = HostCostOf(p_, "nn.Module: ");
+  const double common = rng_.LogNormal(c.median_us, c.sigma);
+  for (int rank : ranks) {
+    RankOut& r = run_.ranks_[static_cast<size_t>(rank)];
+    const int k = module_count_[static_cast<size_t>(rank)][cls]++;
+    r.Push("nn.Module: " + cls + "_" + std::to_string(k), r.host);
+    const double self = common * rng_.LogNormal(1.0, kHostIdioShare * c.sigma);
+    r.host += static_cast<int64_t>(Micro(0.7 * self));
+    host_post_[static_cast<size_t>(rank)].push_back(static_cast<int64_t>(Micro(0.3 * self)));
+  }
+  for (const std::string& f : frames) PushHost(f, ranks);
+}
+
+void Executor::CloseModule(const std::vector<int>& ranks) {
+  for (int i = 0; i < 3; ++i) PopHost(ranks);  // forward, _call_impl, nn.Module
+}
+
+void Executor::SyncModules(const std::vector<std::string>& path, const std::vector<int>& ranks) {
+  size_t keep = 0;
+  while (keep < open_modules_.size() && keep < path.size() && open_modules_[keep] == path[keep])
+    ++keep;
+  while (open_modules_.size() > keep) {
+    CloseModule(ranks);
+    open_modules_.pop_back();
+  }
+  for (size_t d = keep; d < path.size(); ++d) {
+    OpenModule(path[d], ranks);
+    open_modules_.push_back(path[d]);
+  }
+}
+
+void Executor::WalkHost(const std::vector<HostNode>& nodes, const std::vector<int>& ranks,
+                        const std::function<void()>& open_op, const std::function<void()>& launch,
+                        const std::function<void()>& close_op) {
+  for (const HostNode& n : nodes) {
+    if (n.launch) {
+      launch();
+    } else if (n.op) {
+      open_op();
+      WalkHost(n.children, ranks, open_op, launch, close_op);
+      close_op();
+    } else if (n.name.rfind("cuda", 0) == 0) {
+      // A runtime call of the library before its launch (cuBLAS attribute queries).
+      const HostCost c = HostCostOf(p_, n.name);
+      const double common = rng_.LogNormal(c.median_us, c.sigma);
+      for (int rank : ranks) {
+        RankOut& r = run_.ranks_[static_cast<size_t>(rank)];
+        const int64_t end =
+            r.host +
+            static_cast<int64_t>(Micro(common * rng_.LogNormal(1.0, kHostIdioShare * c.sigma)));
+        r.Call(n.name, r.host, end);
+        r.host = end;
+      }
+    } else {
+      PushHost(n.name, ranks);
+      WalkHost(n.children, ranks, open_op, launch, close_op);
+      PopHost(ranks);
     }
   }
 }
@@ -567,6 +787,8 @@ int64_t Executor::Go(int64_t start) {
   culprit_.assign(n, {});
   culprit_flag_.assign(n, false);
   kernel_fault_.assign(n, -1);
+  host_post_.assign(n, {});
+  module_count_.assign(n, {});
   const bool eager = plan_.any_prefill || !p_.decode_graph;
 
   // Which requests each rank runs: all of them under tensor/pipeline parallelism; a
@@ -640,6 +862,12 @@ int64_t Executor::Go(int64_t start) {
       ro.Push(f, ro.host);
       ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(12.0, 0.3)));
     }
+    if (host_stack_) {
+      // The model runner's input preparation before the forward, in every step (a
+      // graph replay needs its inputs too).
+      const std::function<void()> none = [] {};
+      WalkHost(run_.RunnerPrologueNodes(), {static_cast<int>(r)}, none, none, none);
+    }
     if (const ActiveFault* swap = run_.Active(Mechanism::kKvSwap, start)) {
       // Swapping blocks out to host memory: a large device-to-host copy the step waits for.
       const NodeLocator range = ro.Push("_C_cache_ops::swap_blocks", ro.host);
@@ -662,6 +890,9 @@ int64_t Executor::Go(int64_t start) {
     if (eager) {
       ro.Push(p_.model_module, ro.host);
       ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(5.0, 0.2)));
+      if (host_stack_) {
+        for (const std::string& m : p_.model_classes) OpenModule(m, {static_cast<int>(r)});
+      }
     }
   }
 
@@ -683,7 +914,9 @@ int64_t Executor::Go(int64_t start) {
           ro.Push(p_.layer_module, ro.host);
           ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.2)));
         }
+        if (host_stack_) OpenModule(p_.layer_class, ranks);
         EmitOps(plan_.any_prefill ? p_.layer_prefill : p_.layer_decode, ranks, false, l);
+        if (host_stack_) CloseModule(ranks);
         for (int r : ranks) {
           RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
           ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(2.0, 0.2)));
@@ -736,13 +969,15 @@ int64_t Executor::Go(int64_t start) {
                "long const*, long*, int, int, int, int, int, "
                "at_cuda_detail::cub::detail::identity_decomposer_t)",
                Cost::kSample}},
-             false},
+             false,
+             {"Sampler"}},
             {"aten::cumsum",
              {{"void at::native::tensor_kernel_scan_innermost_dim<float, std::plus<float> "
                ">(float*, float const*, unsigned int, unsigned int, unsigned int, float, "
                "std::plus<float>)",
                Cost::kSample}},
-             false},
+             false,
+             {"Sampler"}},
             {"aten::gather",
              {{"void at::native::_scatter_gather_elementwise_kernel<128, 8, "
                "at::native::_cuda_scatter_gather_internal_kernel<false, "
@@ -752,7 +987,8 @@ int64_t Executor::Go(int64_t start) {
                "float>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, long, "
                "long, at::native::TensorAssign const&)::{lambda(int)#1})",
                Cost::kSample}},
-             false},
+             false,
+             {"Sampler"}},
         };
         EmitOps(slow, ranks, false, -1, fallback->id);
       } else {
@@ -773,6 +1009,9 @@ int64_t Executor::Go(int64_t start) {
   for (size_t r = 0; r < n; ++r) {
     RankOut& ro = run_.ranks_[r];
     if (eager) {
+      if (host_stack_) {
+        for (size_t m = 0; m < p_.model_classes.size(); ++m) CloseModule({static_cast<int>(r)});
+      }
       ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.2)));
       ro.Pop(ro.host);
     }
@@ -819,6 +1058,27 @@ int64_t Executor::Go(int64_t start) {
     lead.Pop(lead.host);
   }
   return lead.host;
+}
+
+const std::vector<HostNode>& Run::RunnerPrologueNodes() {
+  if (!prologue_parsed_) {
+    prologue_ = ParseFrames(RunnerPrologue(profile_));
+    prologue_parsed_ = true;
+  }
+  return prologue_;
+}
+
+const HostOp& Run::HostOpOf(const OpSpec& op) {
+  std::string key = op.range;
+  key += '\x1f';
+  key += std::to_string(op.kernels.empty() ? -1 : static_cast<int>(op.kernels[0].cost));
+  for (const std::string& m : op.modules) {
+    key += '\x1f';
+    key += m;
+  }
+  auto it = host_ops_.find(key);
+  if (it == host_ops_.end()) it = host_ops_.emplace(key, HostOpFor(profile_, op)).first;
+  return it->second;
 }
 
 int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels) {

@@ -2,6 +2,7 @@
 // engines produce (docs/serving-notes.md §1-§2, the tracelens traces): cpu-op names as
 // PyTorch's NVTX emission records them, Teller's hook ranges (docs/python-hooks.md),
 // and CUDA kernel names as CUPTI reports them on Hopper.
+#include <cassert>
 #include <cstdio>
 
 #include "src/sim/sim_internal.h"
@@ -176,10 +177,27 @@ constexpr const char* kTorchCopy =
     "(int, at::native::gpu_kernel_impl_nocast<...>::{lambda(int)#1})";
 
 OpSpec Op(std::string range, std::vector<KernelSpec> kernels, bool comm = false) {
-  return OpSpec{std::move(range), std::move(kernels), comm};
+  return OpSpec{std::move(range), std::move(kernels), comm, {}};
 }
 KernelSpec K(const char* name, Cost cost, const char* api = "cudaLaunchKernel") {
   return KernelSpec{name, cost, api};
+}
+
+// The nn.Module path of each operator, in order ("Outer/Inner#tag", "" = none); the
+// lists must match (a profile bug otherwise, caught by the simulator tests).
+void SetModules(std::vector<OpSpec>& ops, const std::vector<const char*>& paths) {
+  assert(ops.size() == paths.size());
+  for (size_t i = 0; i < ops.size() && i < paths.size(); ++i) {
+    ops[i].modules.clear();
+    std::string path = paths[i];
+    size_t at = 0;
+    while (at < path.size()) {
+      const size_t slash = path.find('/', at);
+      const size_t end = slash == std::string::npos ? path.size() : slash;
+      ops[i].modules.push_back(path.substr(at, end - at));
+      at = end + 1;
+    }
+  }
 }
 
 // vLLM's decoder layer (LlamaDecoderLayer / Qwen2DecoderLayer) on CUDA: custom ops under
@@ -207,6 +225,12 @@ std::vector<OpSpec> VllmLayer(bool decode, bool v0) {
   ops.push_back(Op("_C::silu_and_mul", {K(kVllmSiluAndMul, Cost::kActivation)}));
   ops.push_back(Op("aten::linear", {K(gemm, Cost::kGemmDown, "cuLaunchKernelEx")}));
   ops.push_back(Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true));
+  SetModules(
+      ops,
+      {"RMSNorm#in", "Qwen2Attention/QKVParallelLinear", "Qwen2Attention/RotaryEmbedding",
+       "Qwen2Attention/Attention", "Qwen2Attention/Attention", "Qwen2Attention/RowParallelLinear",
+       "Qwen2Attention/RowParallelLinear", "RMSNorm#post", "Qwen2MLP/MergedColumnParallelLinear",
+       "Qwen2MLP/SiluAndMul", "Qwen2MLP/RowParallelLinear", "Qwen2MLP/RowParallelLinear"});
   return ops;
 }
 
@@ -224,8 +248,13 @@ EngineProfile Vllm(std::string name, LogStyle style) {
   p.post_step_range = v0 ? "" : "teller.update_from_output";
   p.model_module = "teller.module cls=Qwen2ForCausalLM top=1";
   p.layer_module = "teller.module cls=Qwen2DecoderLayer";
+  p.host_family = HostFamily::kVllm;
+  p.model_classes = {"Qwen2ForCausalLM", "Qwen2Model"};
+  p.layer_class = "Qwen2DecoderLayer";
+  p.host_model_file = "qwen2.py(243)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)}),
             Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true)};
+  SetModules(p.head, {"VocabParallelEmbedding", "VocabParallelEmbedding"});
   p.layer_prefill = VllmLayer(false, v0);
   p.layer_decode = VllmLayer(true, v0);
   p.tail = {Op("_C::rms_norm", {K(kVllmRmsNorm, Cost::kNorm)}),
@@ -234,6 +263,8 @@ EngineProfile Vllm(std::string name, LogStyle style) {
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::topk", {K(kTopK, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
+  SetModules(p.tail, {"RMSNorm#final", "LogitsProcessor", "LogitsProcessor"});
+  SetModules(p.sampler, {"Sampler", "Sampler", "Sampler"});
   p.custom_allreduce = kVllmCustomAr;
   p.nccl_allreduce = kNcclAllReduce;
   p.nccl_sendrecv = kNcclSendRecv;
@@ -241,6 +272,139 @@ EngineProfile Vllm(std::string name, LogStyle style) {
   p.fallback_sampler_note =
       "FlashInfer is not available. Falling back to the PyTorch-native implementation of "
       "top-p & top-k sampling. For the best performance, please install FlashInfer.";
+  return p;
+}
+
+// --- mixture of experts with fp8 (vLLM V1, gpt-oss-120b's shape: 36 layers, 128 experts,
+// top-4). Hopper runs vLLM's Triton fused-MoE path with fp8 (w8a8) experts: top-k softmax,
+// the token sort by expert (moe_align_block_size), per-token fp8 quantization, two grouped
+// fused_moe_kernel launches around the activation and the weighted top-k sum that undoes the
+// permutation; Blackwell the TRT-LLM-gen path of the tracelens b200 trace (mxfp8 quantize,
+// three routing kernels, the MxE2m1 bmm pair, finalize); MI300 the Triton matmul_ogs path of
+// the tracelens vLLM gpt-oss-20b traces. The KV cache is fp8 (scaled_fp8_quant before the
+// cache write, as in the b200 trace).
+constexpr const char* kTopkSoftmax =
+    "void vllm::moe::topkGatingSoftmax<4, 128, 4, 16, 32, int, float>(float const*, bool const*, "
+    "float*, int, int*, int*, int, int, int)";
+constexpr const char* kMoeAlign =
+    "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, "
+    "int, int, unsigned long, int*)";
+constexpr const char* kPerTokenFp8 =
+    "void vllm::dynamic_per_token_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>("
+    "c10::Float8_e4m3fn*, float*, c10::BFloat16 const*, float const*, int)";
+constexpr const char* kFusedMoe = "fused_moe_kernel";
+constexpr const char* kMoeSum =
+    "void vllm::moe::moe_sum_kernel<c10::BFloat16, 4>(c10::BFloat16*, c10::BFloat16 const*, int)";
+constexpr const char* kStaticFp8 =
+    "void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, c10::Float8_e4m3fn>("
+    "c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, int, long, long)";
+constexpr const char* kFp8CacheWrite =
+    "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+    "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, "
+    "unsigned char*, long const*, long, long, long, long, long, int, int, int, float const*, "
+    "float const*)";
+constexpr const char* kB200Mxfp8Quant =
+    "void "
+    "tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)"
+    "2, __nv_bfloat16, 32, true>(int, int, int, int, __nv_bfloat16 const*, float const*, unsigned "
+    "int*, unsigned int*, flashinfer::QuantizationSFLayout)";
+constexpr const char* kB200RouteScores =
+    "void moe::dev::routing::routingRenormalize::routingIndicesHistogramScoresKernel<moe::dev::"
+    "routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, "
+    "true> >(moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, "
+    "128, false, true, true>)";
+constexpr const char* kB200RouteHistogram =
+    "void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::routingRenormalize::"
+    "KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)";
+constexpr const char* kB200RouteOffsets =
+    "void moe::dev::routing::routingIndicesOffsetsKernel<moe::dev::routing::routingRenormalize::"
+    "KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)";
+constexpr const char* kB200Fc1 =
+    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_"
+    "transOut_schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f";
+constexpr const char* kB200Fc2 =
+    "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_"
+    "transOut_schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f";
+constexpr const char* kB200Finalize =
+    "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::"
+    "bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::"
+    "bfloat16_t, cutlass::bfloat16_t, 4, true>)";
+constexpr const char* kB200Fp8Attention =
+    "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext";
+
+KernelSpec KV(const char* name, Cost cost, const char* b200, const char* mi300,
+              const char* api = "cudaLaunchKernel") {
+  return KernelSpec{name, cost, api, b200, mi300};
+}
+
+std::vector<OpSpec> MoeLayer(bool decode) {
+  const char* gemm = decode ? kGemmSmall : kGemmMid;
+  std::vector<OpSpec> ops = {
+      Op("_C::fused_add_rms_norm", {K(kVllmFusedAddNorm, Cost::kNorm)}),
+      Op("aten::linear", {K(gemm, Cost::kGemmQkv, "cuLaunchKernelEx")}),
+      Op("_C::rotary_embedding", {K(kVllmRotary, Cost::kRotary)}),
+      // fp8 KV cache: the new K/V quantized, then written as bytes.
+      Op("_C::static_scaled_fp8_quant", {KV(kStaticFp8, Cost::kQuant, "", "-")}),
+      Op("_C_cache_ops::reshape_and_cache_flash", {K(kFp8CacheWrite, Cost::kKvWrite)}),
+      Op("vllm::unified_attention_with_output",
+         {K(kFlashSplitKv, Cost::kAttention), K(kFlashCombine, Cost::kAttentionReduce)}),
+      Op("aten::linear", {K(gemm, Cost::kGemmO, "cuLaunchKernelEx")}),
+      Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true),
+      Op("_C::fused_add_rms_norm", {K(kVllmFusedAddNorm, Cost::kNorm)}),
+      // The router (gate): a plain GEMM of tokens x experts.
+      Op("aten::linear", {K(gemm, Cost::kGemmRouter, "cuLaunchKernelEx")}),
+      // Routing and the token permutation by expert.
+      Op("_moe_C::topk_softmax",
+         {KV(kTopkSoftmax, Cost::kMoeRoute, kB200RouteScores, "_topk_forward"),
+          KV(kMoeAlign, Cost::kMoePermute, kB200RouteHistogram, "_sum_bitmatrix_rows"),
+          KV("-", Cost::kMoeRoute, kB200RouteOffsets, "_combined_routing_memset"),
+          KV("-", Cost::kMoeRoute, "-", "_combined_routing_compute")}),
+      // Expert parallelism (--expert-parallel): tokens go to the ranks that hold their
+      // experts (NCCL's all-to-all is grouped send/recv) and come back after the experts;
+      // without it every rank holds a slice of every expert and the block ends with an
+      // all-reduce (the tracelens b200 trace).
+      Op("c10d::alltoall_base_", {K(kNcclSendRecv, Cost::kAllToAll)}, true),
+      Op("vllm::moe_forward",
+         {KV(kPerTokenFp8, Cost::kQuant, kB200Mxfp8Quant,
+             "triton_poi_fused_constant_pad_nd_moe_forward_0"),
+          KV(kFusedMoe, Cost::kMoeGemmUp, kB200Fc1,
+             "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "cuLaunchKernel"),
+          KV(kVllmSiluAndMul, Cost::kActivation, "-", "-"),
+          KV(kPerTokenFp8, Cost::kQuant, "-", "-"),
+          KV(kFusedMoe, Cost::kMoeGemmDown, kB200Fc2,
+             "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1", "cuLaunchKernel")}),
+      Op("c10d::alltoall_base_", {K(kNcclSendRecv, Cost::kAllToAll)}, true),
+      Op("_moe_C::moe_sum",
+         {KV(kMoeSum, Cost::kMoePermute, kB200Finalize, "_finalize_matmul_scatter_bf16")}),
+      Op("vllm::all_reduce", {K(kVllmCustomAr, Cost::kAllReduce)}, true),
+  };
+  ops[11].ep = ops[13].ep = OpSpec::Ep::kOnly;
+  ops[15].ep = OpSpec::Ep::kNever;
+  SetModules(ops,
+             {"RMSNorm#in", "OAIAttention/QKVParallelLinear", "OAIAttention/RotaryEmbedding",
+              "OAIAttention/Attention/QuantFP8", "OAIAttention/Attention", "OAIAttention/Attention",
+              "OAIAttention/RowParallelLinear", "OAIAttention/RowParallelLinear", "RMSNorm#post",
+              "MLPBlock/ReplicatedLinear", "MLPBlock/FusedMoE", "MLPBlock/FusedMoE",
+              "MLPBlock/FusedMoE", "MLPBlock/FusedMoE", "MLPBlock/FusedMoE", "MLPBlock/FusedMoE"});
+  return ops;
+}
+
+EngineProfile VllmMoe() {
+  EngineProfile p = Vllm("vllm-moe", LogStyle::kVllmV1Online);
+  p.model = "openai/gpt-oss-120b";
+  p.layers = 36;
+  p.hidden = 2880, p.heads = 64, p.kv_heads = 8, p.head_dim = 64, p.intermediate = 2880;
+  p.vocab = 201088;
+  p.experts = 128, p.top_k = 4, p.expert_intermediate = 2880;
+  p.model_module = "teller.module cls=GptOssForCausalLM top=1";
+  p.layer_module = "teller.module cls=TransformerBlock";
+  p.model_classes = {"GptOssForCausalLM", "GptOssModel"};
+  p.layer_class = "TransformerBlock";
+  p.host_model_file = "gpt_oss.py(221)";
+  p.layer_prefill = MoeLayer(false);
+  p.layer_decode = MoeLayer(true);
   return p;
 }
 
@@ -286,10 +450,21 @@ EngineProfile Sglang() {
     ops.push_back(Op("aten::linear",
                      {K(decode ? kGemmSmall : kGemmMid, Cost::kGemmDown, "cuLaunchKernelEx")}));
     ops.push_back(Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true));
+    SetModules(ops, {"RMSNorm#in", "Qwen3Attention/QKVParallelLinear", "Qwen3Attention/RMSNorm#q",
+                     "Qwen3Attention/RMSNorm#k", "Qwen3Attention/RotaryEmbedding",
+                     "Qwen3Attention/RadixAttention", "Qwen3Attention/RadixAttention",
+                     "Qwen3Attention/RowParallelLinear", "Qwen3Attention/RowParallelLinear",
+                     "RMSNorm#post", "Qwen3MLP/MergedColumnParallelLinear", "Qwen3MLP/SiluAndMul",
+                     "Qwen3MLP/RowParallelLinear", "Qwen3MLP/RowParallelLinear"});
     return ops;
   };
+  p.host_family = HostFamily::kSglang;
+  p.model_classes = {"Qwen3ForCausalLM", "Qwen3Model"};
+  p.layer_class = "Qwen3DecoderLayer";
+  p.host_model_file = "qwen3.py(231)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)}),
             Op("sglang::inplace_all_reduce", {K(kSglCustomAr, Cost::kAllReduce)}, true)};
+  SetModules(p.head, {"VocabParallelEmbedding", "VocabParallelEmbedding"});
   p.layer_prefill = layer(false);
   p.layer_decode = layer(true);
   p.tail = {Op("sgl_kernel::rmsnorm", {K(kFiFusedAddNorm, Cost::kNorm)}),
@@ -297,6 +472,8 @@ EngineProfile Sglang() {
             Op("sglang::all_gather", {K(kNcclAllGather, Cost::kAllGather)}, true)};
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
+  SetModules(p.tail, {"RMSNorm#final", "LogitsProcessor", "LogitsProcessor"});
+  SetModules(p.sampler, {"Sampler", "Sampler"});
   p.custom_allreduce = kSglCustomAr;
   p.nccl_allreduce = kNcclAllReduce;
   p.nccl_sendrecv = kNcclSendRecv;
@@ -347,11 +524,44 @@ EngineProfile TorchFsdp() {
   layer.push_back(Op("aten::mul", {K(kTorchMul, Cost::kActivation)}));
   layer.push_back(Op("aten::linear", {K(kGemmLarge, Cost::kGemmDown)}));
   layer.push_back(Op("aten::add", {K(kTorchAdd, Cost::kElementwise)}));
+  SetModules(layer, {"",
+                     "",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaRMSNorm#in",
+                     "LlamaAttention/Linear#q",
+                     "LlamaAttention/Linear#k",
+                     "LlamaAttention/Linear#v",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention",
+                     "LlamaAttention/Linear#o",
+                     "",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaRMSNorm#post",
+                     "LlamaMLP/Linear#gate",
+                     "LlamaMLP/Linear#up",
+                     "LlamaMLP/SiLU",
+                     "LlamaMLP",
+                     "LlamaMLP/Linear#down",
+                     ""});
+  p.host_family = HostFamily::kHf;
+  p.model_classes = {"LlamaForCausalLM", "LlamaModel"};
+  p.layer_class = "LlamaDecoderLayer";
+  p.host_model_file = "llama/modeling_llama.py(283)";
   p.head = {Op("aten::embedding", {K(kEmbedding, Cost::kEmbedding)})};
+  SetModules(p.head, {"Embedding"});
   p.layer_prefill = layer;
   p.layer_decode = layer;
   p.tail = norm();
   p.tail.push_back(Op("aten::linear", {K(kGemmLarge, Cost::kLmHead)}));
+  SetModules(p.tail, {"LlamaRMSNorm#final", "LlamaRMSNorm#final", "LlamaRMSNorm#final",
+                      "LlamaRMSNorm#final", "Linear#lm_head"});
   p.sampler = {Op("aten::softmax", {K(kSoftmax, Cost::kSample)}),
                Op("aten::argmax", {K(kArgMax, Cost::kSample)})};
   p.sampler_range = "teller.module cls=GreedySampler";
@@ -372,16 +582,20 @@ bool IsGemm(Cost c) {
     case Cost::kGemmUp:
     case Cost::kGemmDown:
     case Cost::kLmHead:
+    case Cost::kGemmRouter:
       return true;
     default:
       return false;
   }
 }
 
-bool IsComputeBound(Cost c) { return IsGemm(c) || c == Cost::kAttention; }
+bool IsComputeBound(Cost c) {
+  return IsGemm(c) || c == Cost::kAttention || c == Cost::kMoeGemmUp || c == Cost::kMoeGemmDown;
+}
 
 bool IsComm(Cost c) {
-  return c == Cost::kAllReduce || c == Cost::kAllGather || c == Cost::kSendRecv;
+  return c == Cost::kAllReduce || c == Cost::kAllGather || c == Cost::kSendRecv ||
+         c == Cost::kAllToAll;
 }
 
 std::string_view CostFamily(Cost c) {
@@ -418,6 +632,18 @@ std::string_view CostFamily(Cost c) {
       return "sampling";
     case Cost::kEmbedding:
       return "embedding";
+    case Cost::kGemmRouter:
+    case Cost::kMoeGemmUp:
+    case Cost::kMoeGemmDown:
+      return "gemm";
+    case Cost::kMoeRoute:
+      return "moe_routing";
+    case Cost::kMoePermute:
+      return "moe_permute";
+    case Cost::kQuant:
+      return "quant";
+    case Cost::kAllToAll:
+      return "alltoall";
   }
   return "other";
 }
@@ -425,7 +651,9 @@ std::string_view CostFamily(Cost c) {
 bool IsProfile(std::string_view name) { return FindProfile(name) != nullptr; }
 
 const EngineProfile* FindProfile(std::string_view name) {
-  static const std::vector<EngineProfile> kAll = {Sglang(), TorchFsdp(),
+  static const std::vector<EngineProfile> kAll = {Sglang(),
+                                                  TorchFsdp(),
+                                                  VllmMoe(),
                                                   Vllm("vllm-v0", LogStyle::kVllmV0),
                                                   Vllm("vllm-v1-offline", LogStyle::kVllmV1Offline),
                                                   Vllm("vllm-v1-online", LogStyle::kVllmV1Online)};

@@ -77,6 +77,14 @@ enum class Cost : uint8_t {
   kSendRecv,  // communication
   kSample,
   kEmbedding,
+  // Mixture of experts (the vllm-moe profile) and fp8.
+  kGemmRouter,   // router/gate GEMM: tokens x experts
+  kMoeRoute,     // top-k softmax / routing bookkeeping
+  kMoePermute,   // tokens sorted by expert, and back (weighted top-k sum)
+  kMoeGemmUp,    // grouped expert GEMM, gate_up (fp8 / mxfp4 weights)
+  kMoeGemmDown,  // grouped expert GEMM, down
+  kQuant,        // activation quantization to fp8
+  kAllToAll,     // expert-parallel dispatch / combine
 };
 // The projection and LM-head GEMMs.
 bool IsGemm(Cost c);
@@ -90,6 +98,9 @@ struct KernelSpec {
   std::string name;
   Cost cost;
   std::string api = "cudaLaunchKernel";  // the host call that launches it (eager)
+  // With kernel choice by device (--gpu), the name on Blackwell and on MI300 where the
+  // engine runs another kernel there ("" = this name; "-" = none launched on that device).
+  std::string b200 = {}, mi300 = {};
 };
 
 // One operator of a layer: the framework range around it (the cpu-op name that PyTorch's
@@ -98,7 +109,18 @@ struct OpSpec {
   std::string range;
   std::vector<KernelSpec> kernels;
   bool comm = false;  // a collective across the tensor-parallel group
+  // The nn.Module path of the operator inside its decoder layer (or head, tail, sampler),
+  // outermost first: "Class" or "Class#tag" (the tag tells sibling instances of one class
+  // apart: q_proj / k_proj). Consecutive operators with the same element at a depth share
+  // that module call. Only the host stack (--host-stack) emits them.
+  std::vector<std::string> modules;
+  // Expert parallelism (SimConfig::expert_parallel): kAlways, or only with / without it
+  // (the all-to-alls of EP; the all-reduce of tensor-parallel experts).
+  enum class Ep : uint8_t { kAlways, kOnly, kNever } ep = Ep::kAlways;
 };
+
+// Whose framework code runs on the host (the host stack's Python frames and recipes).
+enum class HostFamily : uint8_t { kVllm, kSglang, kHf };
 
 enum class LogStyle : uint8_t { kVllmV0, kVllmV1Online, kVllmV1Offline, kSglang, kTorch };
 enum class BatchPolicy : uint8_t {
@@ -113,6 +135,9 @@ struct EngineProfile {
   int layers = 32;
   int hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, intermediate = 14336;
   int vocab = 128256;
+  // Mixture of experts: experts (0 = dense), experts per token, expert FFN width. The
+  // experts are sharded over the tensor-parallel group (expert parallelism, EP = TP).
+  int experts = 0, top_k = 0, expert_intermediate = 0;
   LogStyle log_style = LogStyle::kVllmV1Online;
   BatchPolicy batch_policy = BatchPolicy::kMixedChunked;
   bool decode_graph = true;  // decode replays one CUDA graph per step
@@ -124,7 +149,13 @@ struct EngineProfile {
   std::string post_step_range;              // after the forward (update_from_output...); "" = none
   std::vector<std::string> forward_ranges;  // inside teller.step, around the model
   std::string model_module, layer_module;
-  std::vector<OpSpec> head;  // before the first layer (embedding)
+  // nn.Module classes of the model (outermost first) and of one decoder layer, for the
+  // host stack's module ranges.
+  HostFamily host_family = HostFamily::kVllm;
+  std::vector<std::string> model_classes;
+  std::string layer_class;
+  std::string host_model_file;  // "qwen2.py(NNN)": the model file's frames
+  std::vector<OpSpec> head;     // before the first layer (embedding)
   std::vector<OpSpec> layer_prefill, layer_decode;
   std::vector<OpSpec> tail;     // final norm, lm_head, gather (last stage)
   std::vector<OpSpec> sampler;  // inside the sampler range

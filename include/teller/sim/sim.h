@@ -19,8 +19,8 @@ namespace teller::sim {
 
 // Engine profiles: step structure, range names, kernel names, log formats and request id
 // formats of one real serving system (docs/serving-notes.md §1-§3).
-inline constexpr const char* kProfiles[5] = {"sglang", "torch-fsdp", "vllm-v0", "vllm-v1-offline",
-                                             "vllm-v1-online"};
+inline constexpr const char* kProfiles[6] = {"sglang",  "torch-fsdp",      "vllm-moe",
+                                             "vllm-v0", "vllm-v1-offline", "vllm-v1-online"};
 bool IsProfile(std::string_view name);
 
 enum class Arrival : uint8_t { kPoisson, kBursty, kReplay };
@@ -53,6 +53,13 @@ struct SimConfig {
   // Kernel choice by shape (GEMM tiles, split-K, KV splits, graph per batch-size bucket):
   // on with --shape-kernels or any --gpu other than h100; off: the profile's fixed names.
   bool shape_kernels = false;
+  // The framework op stack on the host (src/sim/host_stack.h): nn.Module ranges, Python
+  // frames, aten decompositions and their CPU cost fitted to real traces, in eager steps;
+  // small batches become CPU-bound. On with --host-stack or --realistic.
+  bool host_stack = false;
+  // MoE profiles: experts sharded over the tensor-parallel group with all-to-all dispatch
+  // and combine (EP = TP) instead of tensor-parallel experts and an all-reduce.
+  bool expert_parallel = false;
   std::vector<FaultSpec> faults;
   // Presets: place the faults' windows (in order, spread over the run) so that about
   // this fraction of requests is affected, from a fault-free dry run of the same seed.
