@@ -425,6 +425,7 @@ Status ReadLogs(const std::string& setting_dir, Setting* setting, std::vector<Un
   if (!has_templates) setting->templates = static_cast<uint32_t>(miner.size());
   return Status::Ok();
 }
+
 }  // namespace
 
 const char* ViewName(View view) { return view == View::kVertical ? "vertical" : "horizontal"; }

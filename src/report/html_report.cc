@@ -469,11 +469,22 @@ class HtmlWriter {
       w.Field("step", it == listed.end() ? int64_t{-1} : static_cast<int64_t>(it->second));
       w.FieldBool("detailed", it != listed.end() && it->second < o_.detailed_steps);
     };
+    // The page's clock starts at the first step; a log without steps starts at its first
+    // timed line instead, so that times read as offsets there too.
+    int64_t base = t0_;
+    if (r_.steps.empty()) {
+      bool any = false;
+      for (const int64_t ts : logs.ts_ns) {
+        if (ts == LogTable::kNoTime || (any && ts >= base)) continue;
+        base = ts;
+        any = true;
+      }
+    }
     auto time_field = [&](JsonObjectWriter& w, int64_t ts) {
       if (ts == LogTable::kNoTime) {
         w.FieldNull("ts_ns");
       } else {
-        w.Field("ts_ns", ts - t0_);
+        w.Field("ts_ns", ts - base);
       }
     };
     for (size_t i = 0; i < d_.steps.size() && n < o_.table_rows; ++i) {

@@ -552,6 +552,40 @@ TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   EXPECT_NE(html.find("log-evidence-table"), std::string::npos);
 }
 
+TEST(Html, LogEvidenceOfALogWithoutStepsCountsFromItsFirstLine) {
+  Trace t;
+  for (int64_t ts : {LogTable::kNoTime, int64_t{7'000'000'000}, int64_t{5'000'000'000}}) {
+    t.logs.ts_ns.push_back(ts);
+    t.logs.request.push_back(0);
+    t.logs.level.push_back(LogLevel::kInfo);
+    t.logs.process.push_back(LogTable::kNoProcess);
+    t.logs.file.push_back(t.strings.Intern("serve.log"));
+    t.logs.line.push_back(static_cast<uint32_t>(t.logs.ts_ns.size()));
+    t.logs.message.push_back(t.strings.Intern("line"));
+  }
+  const reconstruct::Reconstruction r = reconstruct::Reconstruct(t);
+  diagnose::Diagnosis d;
+  d.mode = "logs";
+  diagnose::Finding f;
+  f.kind = "log_period";
+  f.severity = "warning";
+  f.title = "3 lines of 1 rare template(s)";
+  f.ts_ns = 7'500'000'000;
+  f.source = "serve.log";
+  f.line = 2;
+  d.findings.push_back(f);
+  const std::string html = report::ToHtml(t, r, d, {});
+  simdjson::dom::parser parser;
+  std::string text;
+  const simdjson::dom::element doc = PageData(html, parser, &text);
+  const simdjson::dom::array ev = doc["log_evidence"];
+  ASSERT_EQ(ev.size(), 1u);
+  // From the earliest timed line (5 s; the untimed first line does not count).
+  EXPECT_EQ(int64_t(ev.at(0)["ts_ns"]), 2'500'000'000);
+  EXPECT_EQ(int64_t(ev.at(0)["step"]), -1);
+  EXPECT_EQ(std::string_view(ev.at(0)["file"]), "serve.log");
+}
+
 TEST(Html, ScriptEndsOnlyWhereThePageEndsIt) {
   // A name with "</script>" in it must not close the data element.
   Trace t;
