@@ -22,10 +22,10 @@ ALLOWED = {stage: set(PIPELINE[:i]) for i, stage in enumerate(PIPELINE)}
 ALLOWED.update({
     "sim": {"core", "format"},
     "inject": {"core", "format", "ingest", "reconstruct", "sim"},
-    "dataset": {"core", "format", "ingest", "reconstruct"},
+    "dataset": {"core", "format", "ingest", "logs", "reconstruct"},
     "rca": {"core", "format", "tpe"},
-    "eval": {"core", "format", "ingest", "reconstruct", "localize", "slice", "diagnose",
-             "dataset", "rca"},
+    "eval": {"core", "format", "ingest", "logs", "reconstruct", "localize", "slice",
+             "diagnose", "dataset", "rca"},
 })
 ALLOWED["cli"] = set(ALLOWED) - {"cli"}
 

@@ -16,6 +16,24 @@ constexpr std::array<const char*, kFeatureCount> kFeatureNames = {
     "self_ns", "host_call_ns",    "host_calls", "gpu_ops",
     "gpu_ns",  "launch_delay_ns", "bytes",      "overlap_ns"};
 
+constexpr std::array<std::string_view, kLogFeatureCount> kLogFeatureNames = {
+    "log.lines",
+    "log.lines.debug",
+    "log.lines.info",
+    "log.lines.warning",
+    "log.lines.error",
+    "log.templates",
+    "log.rare_templates",
+    "log.signature.memory_resource",
+    "log.signature.cuda_kernel",
+    "log.signature.runtime_driver",
+    "log.signature.communication",
+    "log.signature.scheduling_software",
+    "log.queue_us",
+    "log.time_to_first_token_us",
+    "log.end_to_end_us",
+    "log.age_us"};
+
 constexpr std::array<std::string_view, kCallKindCount> kCallKindNames = {
     "other", "launch", "graph_launch", "synchronize", "memcpy", "memset", "alloc", "free"};
 
@@ -59,6 +77,11 @@ bool ParseLayer(std::string_view text, Layer* out) {
 }
 
 const char* FeatureName(Feature f) { return f < kFeatureCount ? kFeatureNames[f] : "?"; }
+
+std::string_view LogFeatureName(LogFeature f) {
+  const auto i = static_cast<size_t>(f);
+  return i < kLogFeatureNames.size() ? kLogFeatureNames[i] : "?";
+}
 
 std::string_view CallKindName(CallKind kind) {
   const auto i = static_cast<size_t>(kind);

@@ -28,8 +28,10 @@
 #include "teller/core/request_id.h"
 #include "teller/dataset/build.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/dataset/log_text.h"
 #include "teller/dataset/step_record.h"
 #include "teller/format/dataset_node.h"
+#include "teller/logs/template_miner.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::dataset {
@@ -119,6 +121,12 @@ class SettingBuilder {
   std::vector<uint32_t> name_id_;
   std::vector<StringId> names_;
   internal::FileSink steps_sink_{""};
+
+  // Log templates of the setting (docs/dataset-format.md, "log.txt"): one miner for the
+  // setting's log, fed each aligned row once, when it is first written; ids never change
+  // once handed out (template_miner.h), so a line written early keeps a valid id.
+  logs::TemplateMiner miner_;
+  std::vector<logs::TemplateId> template_of_row_;
 };
 
 Status SettingBuilder::ResolveTruth() {
@@ -468,23 +476,21 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     steps_sink_.buffer() += '\n';
 
     // log.txt: L_q(s) = lines naming q, or naming no request (docs/method.md §2 step 6).
-    const LogTable& logs = trace_.logs;
+    const LogTable& log_table = trace_.logs;
     for (uint32_t row : rows) {
-      if (logs.request[row] != 0 && logs.request[row] != q && logs.request[row] != out.log_id)
+      const bool names_request = log_table.request[row] != 0;
+      if (names_request && log_table.request[row] != q && log_table.request[row] != out.log_id)
         continue;
-      if (logs.ts_ns[row] == LogTable::kNoTime) {
-        out.log += '-';
-      } else {
-        AppendJsonInt(out.log, logs.ts_ns[row]);
-      }
-      out.log += " step=";
-      AppendJsonUint(out.log, k);
-      out.log += ' ';
-      const std::string_view level = LogLevelName(logs.level[row]);
-      out.log += level.empty() ? std::string_view("-") : level;
-      out.log += ' ';
-      out.log += trace_.strings.Get(logs.message[row]);
-      out.log += '\n';
+      logs::TemplateId& id = template_of_row_[row];
+      if (id == logs::kNoTemplate) id = miner_.Add(trace_.strings.Get(log_table.message[row]));
+      DatasetLogLine line;
+      line.ts_ns = log_table.ts_ns[row];
+      line.step = k;
+      line.template_id = id;
+      line.names_request = names_request;
+      line.level = log_table.level[row];
+      line.message = trace_.strings.Get(log_table.message[row]);
+      AppendDatasetLogLine(out.log, line);
       ++summary_.log_lines;
     }
     ++summary_.steps;
@@ -615,8 +621,11 @@ Result<SettingSummary> SettingBuilder::Run() {
     }
   }
   steps_sink_ = internal::FileSink(root_ + "/steps.jsonl");
+  template_of_row_.assign(trace_.logs.size(), logs::kNoTemplate);
   for (uint32_t g = 0; g < groups_.size(); ++g) TELLER_RETURN_IF_ERROR(WriteGroup(g));
   TELLER_RETURN_IF_ERROR(steps_sink_.Close());
+  TELLER_RETURN_IF_ERROR(miner_.Save(root_ + "/" + std::string(kTemplatesFile)));
+  summary_.templates = miner_.size();
 
   // Ground-truth steps that no trace step carries: their labels are lost.
   for (size_t i = 0; i < truth_.steps.size(); ++i) {

@@ -11,7 +11,10 @@
 
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
+#include "teller/core/request_id.h"
+#include "teller/dataset/log_text.h"
 #include "teller/format/dataset_node.h"
+#include "teller/logs/template_miner.h"
 
 namespace teller::dataset {
 using reconstruct::Nodes;
@@ -78,7 +81,12 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
   ExportSummary summary;
   const std::string root = out_dir + "/" + RequestDirName(options.setting);
   TELLER_RETURN_IF_ERROR(MakeDirs(root));
+  // Log templates as `dataset build` mines them (build_setting.cc): one miner for the
+  // export, each row added once, when first written.
+  logs::TemplateMiner miner;
+  std::vector<logs::TemplateId> template_of_row(trace.logs.size(), logs::kNoTemplate);
   for (const StringId rid : r.request_order) {
+    const std::string_view external = ExternalRequestId(trace.strings.Get(rid));
     const auto& step_ids = r.request_steps.at(rid);
     const std::string dir = root + "/" + RequestDirName(trace.strings.Get(rid));
     TELLER_RETURN_IF_ERROR(MakeDirs(dir));
@@ -136,12 +144,22 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
           .FieldRaw("affected_nodes", "[]")
           .Field("explanation", "")
           .Close();
+      // L_q(s): the step's lines naming the request, or naming none (docs/method.md §2
+      // step 6).
       for (uint32_t row : step.logs) {
-        const int64_t ts = trace.logs.ts_ns[row];
-        log_text += (ts == LogTable::kNoTime ? std::string("-") : std::to_string(ts)) +
-                    " step=" + std::to_string(k) + " " +
-                    std::string(LogLevelName(trace.logs.level[row])) + " " +
-                    Str(trace, trace.logs.message[row]) + "\n";
+        const StringId named = trace.logs.request[row];
+        if (named != 0 && named != rid && ExternalRequestId(trace.strings.Get(named)) != external)
+          continue;
+        logs::TemplateId& id = template_of_row[row];
+        if (id == logs::kNoTemplate) id = miner.Add(trace.strings.Get(trace.logs.message[row]));
+        DatasetLogLine line;
+        line.ts_ns = trace.logs.ts_ns[row];
+        line.step = static_cast<uint32_t>(k);
+        line.template_id = id;
+        line.names_request = named != 0;
+        line.level = trace.logs.level[row];
+        line.message = trace.strings.Get(trace.logs.message[row]);
+        AppendDatasetLogLine(log_text, line);
         ++summary.log_lines;
       }
       ++summary.steps;
@@ -155,6 +173,7 @@ Result<ExportSummary> ExportDataset(const Trace& trace, const Reconstruction& r,
     TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/annotation.json", annotation + "\n"));
     ++summary.requests;
   }
+  TELLER_RETURN_IF_ERROR(miner.Save(root + "/" + std::string(kTemplatesFile)));
   return summary;
 }
 

@@ -39,6 +39,7 @@ IndexEntry EntryFor(const SettingSummary& s) {
       .Field("anomalous_steps", s.anomalous_steps)
       .Field("nodes", s.nodes)
       .Field("log_lines", s.log_lines)
+      .Field("log_templates", s.templates)
       .Field("events", s.events);
   w.Key("fault_mix");
   AppendCounts(out, {s.fault_mix.begin(), s.fault_mix.end()});

@@ -10,14 +10,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
 #include "simdjson.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_reader.h"
+#include "teller/core/request_id.h"
+#include "teller/core/string_pool.h"
+#include "teller/core/trace.h"
 #include "teller/dataset/dataset_export.h"
+#include "teller/dataset/log_text.h"
 #include "teller/format/dataset_node_reader.h"
+#include "teller/logs/log_evidence.h"
+#include "teller/logs/signatures.h"
+#include "teller/logs/template_miner.h"
 
 namespace teller::eval {
 namespace {
@@ -282,6 +290,142 @@ Status ReadExplanations(const std::string& setting_dir, std::vector<Unit>& units
   return Status::Ok();
 }
 
+// Whether `message` names request `id` as a whole word (not inside a longer id).
+bool MentionsId(std::string_view message, std::string_view id) {
+  if (id.empty()) return false;
+  auto id_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  };
+  for (size_t at = message.find(id); at != std::string_view::npos; at = message.find(id, at + 1)) {
+    const size_t end = at + id.size();
+    if ((at == 0 || !id_char(message[at - 1])) && (end == message.size() || !id_char(message[end])))
+      return true;
+  }
+  return false;
+}
+
+// The log lines of every unit, from <setting>/<request>/log.txt (docs/dataset-format.md,
+// "log.txt"): counts by level, templates, signature hits and the request's lifecycle times
+// (logs::RequestLifecycles, the parser diagnose uses, over the lines naming the request).
+Status ReadLogs(const std::string& setting_dir, Setting* setting, std::vector<Unit>& units,
+                size_t first) {
+  const std::string templates_path = Join(setting_dir, std::string(dataset::kTemplatesFile));
+  const bool has_templates = IsRegularFile(templates_path);
+  logs::TemplateMiner miner;  // a version 1 dataset's templates, mined here
+  if (has_templates) {
+    auto loaded = logs::TemplateMiner::Load(templates_path);
+    if (!loaded.ok()) return loaded.status();
+    setting->templates = static_cast<uint32_t>(loaded->size());
+  }
+  setting->templates_mined = !has_templates;
+  const std::shared_ptr<const logs::SignatureSet> signatures = logs::SignatureSet::BuiltIn();
+
+  // Units of each request by step, requests in order of first appearance.
+  std::vector<std::string_view> order;
+  std::unordered_map<std::string_view, std::vector<std::pair<uint32_t, size_t>>> of_request;
+  for (size_t i = first; i < units.size(); ++i) {
+    auto [it, fresh] = of_request.try_emplace(units[i].request);
+    if (fresh) order.push_back(units[i].request);
+    it->second.emplace_back(units[i].step, i);
+  }
+  for (const std::string_view request : order) {
+    auto& steps = of_request[request];
+    std::sort(steps.begin(), steps.end());
+    const std::string path = Join(Join(setting_dir, dataset::RequestDirName(request)), "log.txt");
+    if (!IsRegularFile(path)) {
+      if (has_templates)
+        return Status::Error(path + ": missing (the setting has " +
+                             std::string(dataset::kTemplatesFile) + ", so every request has one)");
+      ++setting->log_files_missing;
+      continue;
+    }
+    auto text = LoadJsonFile(path);  // a plain read into a padded buffer
+    if (!text.ok()) return text.status();
+    const std::string_view external = ExternalRequestId(request);
+    // The request's lines naming it, for its lifecycle.
+    StringPool strings;
+    LogTable table;
+    const StringId request_id = strings.Intern(request);
+    std::unordered_map<size_t, std::unordered_map<uint32_t, uint32_t>> counts;  // unit -> id
+    const std::string_view all(text.value().data(), text.value().size());
+    size_t line_no = 0;
+    for (size_t p = 0; p < all.size();) {
+      size_t nl = all.find('\n', p);
+      if (nl == std::string_view::npos) nl = all.size();
+      const std::string_view row = all.substr(p, nl - p);
+      p = nl + 1;
+      ++line_no;
+      if (row.empty()) continue;
+      dataset::DatasetLogLine line;
+      if (Status st = dataset::ParseDatasetLogLine(row, &line); !st.ok())
+        return Status::Error(Where(path, line_no) + ": " + st.message());
+      const auto unit_it =
+          std::lower_bound(steps.begin(), steps.end(), std::make_pair(line.step, size_t{0}));
+      if (unit_it == steps.end() || unit_it->first != line.step)
+        return Status::Error(Where(path, line_no) + ": step=" + std::to_string(line.step) +
+                             ", a step steps.jsonl does not list for request " +
+                             std::string(request));
+      uint32_t id = line.template_id;
+      if (has_templates) {
+        if (id == dataset::DatasetLogLine::kNoTemplate)
+          return Status::Error(Where(path, line_no) + ": no template id, though the setting has " +
+                               std::string(dataset::kTemplatesFile) + "; rebuild the dataset");
+        if (id >= setting->templates)
+          return Status::Error(Where(path, line_no) + ": template " + std::to_string(id) +
+                               " is not in " + templates_path + " (" +
+                               std::to_string(setting->templates) + " templates)");
+      } else {
+        id = miner.Add(line.message);
+      }
+      UnitLogs& u = units[unit_it->second].logs;
+      ++u.lines;
+      ++u.by_level[static_cast<int>(line.level) < kLogLevels ? static_cast<int>(line.level) : 0];
+      ++counts[unit_it->second][id];
+      if (const int sig = signatures->Match(line.message); sig != logs::SignatureSet::kNoSignature)
+        ++u.signatures[static_cast<int>(signatures->at(static_cast<size_t>(sig)).category)];
+      // A version 1 line does not say whether it names the request: it does when the
+      // message holds the id (or vLLM's API form of it).
+      const bool names =
+          line.has_scope ? line.names_request
+                         : MentionsId(line.message, request) || MentionsId(line.message, external);
+      if (names) {
+        table.ts_ns.push_back(line.ts_ns);
+        table.request.push_back(request_id);
+        table.level.push_back(line.level);
+        table.process.push_back(LogTable::kNoProcess);
+        table.file.push_back(0);
+        table.line.push_back(static_cast<uint32_t>(line_no));
+        table.message.push_back(strings.Intern(line.message));
+      }
+      ++setting->log_lines;
+    }
+    for (auto& [unit, by_id] : counts) {
+      auto& t = units[unit].logs.templates;
+      t.assign(by_id.begin(), by_id.end());
+      std::sort(t.begin(), t.end());
+    }
+    const std::vector<logs::RequestLifecycle> lifecycles = logs::RequestLifecycles(table, strings);
+    if (lifecycles.empty()) continue;
+    const logs::RequestLifecycle& life = lifecycles.front();
+    auto known = [](int64_t v) { return v == LogTable::kNoTime ? UnitLogs::kUnknown : v; };
+    const int64_t queue = known(logs::IntervalNs(life, logs::Interval::kQueue));
+    const int64_t ttft = known(logs::IntervalNs(life, logs::Interval::kFirstToken));
+    const int64_t e2e = known(logs::IntervalNs(life, logs::Interval::kEndToEnd));
+    for (const auto& [step, unit] : steps) {
+      UnitLogs& u = units[unit].logs;
+      u.queue_ns = queue;
+      u.first_token_ns = ttft;
+      u.end_to_end_ns = e2e;
+      if (life.arrival_ns != LogTable::kNoTime && units[unit].has_incident &&
+          units[unit].start_ns >= life.arrival_ns)
+        u.age_ns = units[unit].start_ns - life.arrival_ns;
+    }
+  }
+  if (!has_templates) setting->templates = static_cast<uint32_t>(miner.size());
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* ViewName(View view) { return view == View::kVertical ? "vertical" : "horizontal"; }
@@ -309,6 +453,7 @@ Result<Dataset> LoadDataset(const std::string& dir, const LoadOptions& options) 
                                      &ds.units));
     if (options.explanations)
       TELLER_RETURN_IF_ERROR(ReadExplanations(setting_dir, ds.units, first));
+    if (options.logs) TELLER_RETURN_IF_ERROR(ReadLogs(setting_dir, &s, ds.units, first));
     ds.settings.push_back(std::move(s));
   }
   if (ds.units.empty()) return Status::Error(dir + ": the dataset has no steps");

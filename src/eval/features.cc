@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "teller/logs/log_evidence.h"
+
 namespace teller::eval {
 namespace {
 
@@ -38,7 +40,91 @@ void RobustScale(std::vector<double> v, double* center, double* scale) {
   *scale = mad > 1e-9 ? mad : sd > 1e-9 ? sd : 1.0;
 }
 
+// Per-setting robust standardization of a matrix's columns, clipped so one extreme value
+// cannot dominate distances (KMeans, DBSCAN) or margins (SVM).
+void Standardize(Matrix& m) {
+  std::vector<double> col(m.rows);
+  for (size_t j = 0; j < m.cols; ++j) {
+    for (size_t r = 0; r < m.rows; ++r) col[r] = m.at(r, j);
+    double center = 0, scale = 1;
+    RobustScale(col, &center, &scale);
+    for (size_t r = 0; r < m.rows; ++r)
+      m.at(r, j) = std::clamp((m.at(r, j) - center) / scale, -10.0, 10.0);
+  }
+}
+
+double UsOrZero(int64_t ns) { return ns == UnitLogs::kUnknown ? 0.0 : Us(ns); }
+
+// Lines per template among the units of `train` that belong to setting `s`.
+std::vector<uint64_t> TrainLines(const Dataset& ds, uint32_t s,
+                                 const std::vector<uint32_t>& train) {
+  std::vector<uint64_t> lines(ds.settings[s].templates, 0);
+  for (uint32_t i : train) {
+    const Unit& u = ds.units[i];
+    if (u.setting != s) continue;
+    for (const auto& [id, n] : u.logs.templates) {
+      if (id >= lines.size()) lines.resize(id + 1, 0);
+      lines[id] += n;
+    }
+  }
+  return lines;
+}
+
+// The log columns of the units `of_setting` (one setting's, in dataset order),
+// standardized over them.
+Matrix LogMatrix(const Dataset& ds, const std::vector<uint32_t>& of_setting,
+                 const std::vector<uint64_t>& train_lines) {
+  Matrix m(of_setting.size(), kLogFeatureCount);
+  for (size_t r = 0; r < of_setting.size(); ++r) {
+    const std::vector<double> f = LogFeatures(ds.units[of_setting[r]], train_lines);
+    for (size_t j = 0; j < f.size(); ++j) m.at(r, j) = std::log1p(f[j]);
+  }
+  Standardize(m);
+  return m;
+}
+
+// The units of each setting, in dataset order.
+std::vector<std::vector<uint32_t>> UnitsBySetting(const Dataset& ds) {
+  std::vector<std::vector<uint32_t>> out(ds.settings.size());
+  for (uint32_t i = 0; i < ds.units.size(); ++i) out[ds.units[i].setting].push_back(i);
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> LogFeatureNames() {
+  std::vector<std::string> names;
+  for (int i = 0; i < kLogFeatureCount; ++i)
+    names.emplace_back(LogFeatureName(static_cast<LogFeature>(i)));
+  return names;
+}
+
+std::vector<double> LogFeatures(const Unit& unit, const std::vector<uint64_t>& train_lines) {
+  const UnitLogs& l = unit.logs;
+  std::vector<double> f(kLogFeatureCount, 0.0);
+  auto set = [&f](LogFeature k, double v) { f[static_cast<size_t>(k)] = v; };
+  set(LogFeature::kLines, l.lines);
+  set(LogFeature::kDebugLines, l.by_level[static_cast<int>(LogLevel::kDebug)]);
+  set(LogFeature::kInfoLines, l.by_level[static_cast<int>(LogLevel::kInfo)]);
+  set(LogFeature::kWarningLines, l.by_level[static_cast<int>(LogLevel::kWarning)]);
+  set(LogFeature::kErrorLines, l.by_level[static_cast<int>(LogLevel::kError)] +
+                                   l.by_level[static_cast<int>(LogLevel::kCritical)]);
+  set(LogFeature::kTemplates, static_cast<double>(l.templates.size()));
+  const uint64_t rare_max = logs::RarityOptions{}.rare_max_lines;
+  double rare = 0;
+  for (const auto& [id, n] : l.templates) {
+    const uint64_t seen = id < train_lines.size() ? train_lines[id] : 0;
+    rare += seen <= rare_max ? 1 : 0;
+  }
+  set(LogFeature::kRareTemplates, rare);
+  for (FaultCategory c : kAllFaultCategories)
+    set(SignatureFeature(c), l.signatures[static_cast<int>(c)]);
+  set(LogFeature::kQueueUs, UsOrZero(l.queue_ns));
+  set(LogFeature::kFirstTokenUs, UsOrZero(l.first_token_ns));
+  set(LogFeature::kEndToEndUs, UsOrZero(l.end_to_end_ns));
+  set(LogFeature::kAgeUs, UsOrZero(l.age_ns));
+  return f;
+}
 
 const char* FeatureSetName(FeatureSet set) { return set == FeatureSet::kStat ? "stat" : "struct"; }
 
@@ -171,6 +257,7 @@ Features ComputeFeatures(const Dataset& ds, FeatureSet set) {
     }
   }
   const size_t cols = out.names.size();
+  out.record_cols = cols;
   for (const Setting& s : ds.settings) {
     std::vector<uint64_t> name_hash;
     if (set == FeatureSet::kStruct) {
@@ -184,28 +271,40 @@ Features ComputeFeatures(const Dataset& ds, FeatureSet set) {
                                         : StructFeatures(s.records[r], name_hash);
       std::copy(f.begin(), f.end(), m.row(r));
     }
-    // Per-setting robust standardization, clipped so one extreme value cannot dominate
-    // distances (KMeans, DBSCAN) or margins (SVM).
-    std::vector<double> col(m.rows);
-    for (size_t j = 0; j < cols; ++j) {
-      for (size_t r = 0; r < m.rows; ++r) col[r] = m.at(r, j);
-      double center = 0, scale = 1;
-      RobustScale(col, &center, &scale);
-      for (size_t r = 0; r < m.rows; ++r)
-        m.at(r, j) = std::clamp((m.at(r, j) - center) / scale, -10.0, 10.0);
-    }
+    Standardize(m);
     out.per_setting.push_back(std::move(m));
+  }
+  if (set == FeatureSet::kStat) {
+    for (const std::string& n : LogFeatureNames()) out.names.push_back(n);
+    const std::vector<std::vector<uint32_t>> by_setting = UnitsBySetting(ds);
+    out.log_row.assign(ds.units.size(), 0);
+    for (uint32_t k = 0; k < ds.settings.size(); ++k) {
+      for (uint32_t r = 0; r < by_setting[k].size(); ++r) out.log_row[by_setting[k][r]] = r;
+      out.log_per_setting.push_back(LogMatrix(ds, by_setting[k], TrainLines(ds, k, by_setting[k])));
+    }
   }
   return out;
 }
 
+Features Features::ForTraining(const Dataset& ds, const std::vector<uint32_t>& train) const {
+  Features out = *this;
+  if (log_per_setting.empty()) return out;
+  const std::vector<std::vector<uint32_t>> by_setting = UnitsBySetting(ds);
+  for (uint32_t k = 0; k < ds.settings.size(); ++k)
+    out.log_per_setting[k] = LogMatrix(ds, by_setting[k], TrainLines(ds, k, train));
+  return out;
+}
+
 Matrix Features::Rows(const Dataset& ds, const std::vector<uint32_t>& units) const {
-  const size_t cols = names.size();
-  Matrix m(units.size(), cols);
+  Matrix m(units.size(), names.size());
   for (size_t i = 0; i < units.size(); ++i) {
     const Unit& u = ds.units[units[i]];
     const double* src = per_setting[u.setting].row(u.record);
-    std::copy(src, src + cols, m.row(i));
+    std::copy(src, src + record_cols, m.row(i));
+    if (!log_per_setting.empty()) {
+      const double* log = log_per_setting[u.setting].row(log_row[units[i]]);
+      std::copy(log, log + kLogFeatureCount, m.row(i) + record_cols);
+    }
   }
   return m;
 }

@@ -320,7 +320,8 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
   if (method.kind == MethodKind::kTellerGcn) {
     return PredictTellerGcn(ds, fold, seed_, *deviations_, progress_);
   }
-  const Features& f = FeaturesFor(method.features);
+  // Template rarity (a log feature) is counted on the fold's training units only.
+  const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);
   if (fold.train.empty())
     return Status::Error(method.name + ": fold \"" + fold.name + "\" has no training steps");
   const Matrix x_test = f.Rows(ds, fold.test);

@@ -67,6 +67,8 @@ class HtmlWriter {
     WriteVerdict(data);
     top.Key("findings");
     diagnose::AppendFindingsJson(data, d_.findings);
+    top.Key("log_evidence");
+    WriteLogEvidence(data);
     top.Key("series");
     WriteSeries(data);
     top.Key("steps");
@@ -447,6 +449,101 @@ class HtmlWriter {
       ++stats_.collectives;
     }
     a.Close();
+  }
+
+  // The diagnosis's log evidence (docs/report.md, "Log evidence"): every step's
+  // request_latency and rare_template entries, then the findings made of log lines
+  // (log_period, log_error), each with its line (time on the page's clock, level, file,
+  // line, message), its request and its step. `step` is the step's index in the page's
+  // steps (-1 when it is not listed there, or a finding falls in no step); `detailed`
+  // says that step has its own section to link to.
+  void WriteLogEvidence(std::string& out) {
+    std::unordered_map<size_t, size_t> listed;  // index in d_.steps -> index in the page
+    for (size_t k = 0; k < abnormal_.size() && k < o_.table_rows; ++k) listed[abnormal_[k]] = k;
+    const LogTable& logs = trace_.logs;
+    JsonArrayWriter a(out);
+    size_t n = 0;
+    auto step_fields = [&](JsonObjectWriter& w, int64_t i) {
+      const auto it = i < 0 ? listed.end() : listed.find(static_cast<size_t>(i));
+      w.Field("step_label", i < 0 ? std::string() : StepLabel(d_.steps[static_cast<size_t>(i)]));
+      w.Field("step", it == listed.end() ? int64_t{-1} : static_cast<int64_t>(it->second));
+      w.FieldBool("detailed", it != listed.end() && it->second < o_.detailed_steps);
+    };
+    // The page's clock starts at the first step; a log without steps starts at its first
+    // timed line instead, so that times read as offsets there too.
+    int64_t base = t0_;
+    if (r_.steps.empty()) {
+      bool any = false;
+      for (const int64_t ts : logs.ts_ns) {
+        if (ts == LogTable::kNoTime || (any && ts >= base)) continue;
+        base = ts;
+        any = true;
+      }
+    }
+    auto time_field = [&](JsonObjectWriter& w, int64_t ts) {
+      if (ts == LogTable::kNoTime) {
+        w.FieldNull("ts_ns");
+      } else {
+        w.Field("ts_ns", ts - base);
+      }
+    };
+    for (size_t i = 0; i < d_.steps.size() && n < o_.table_rows; ++i) {
+      const diagnose::StepDiagnosis& s = d_.steps[i];
+      for (const diagnose::LogEvidence& e : s.log_evidence) {
+        if (n >= o_.table_rows) break;
+        if (e.row >= logs.size()) continue;
+        ++n;
+        a.Next();
+        JsonObjectWriter w(out, JsonDoubles::kDigits6);
+        w.Field("kind", e.kind);
+        step_fields(w, static_cast<int64_t>(i));
+        const bool latency = e.kind == "request_latency";
+        w.Field("request",
+                latency ? std::string_view(e.request) : trace_.strings.Get(logs.request[e.row]));
+        if (latency) {
+          w.Field("interval", e.interval).Field("time_ns", e.time_ns);
+          w.Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);
+          w.Field("peers", static_cast<uint64_t>(e.peers)).Field("z", e.z);
+        } else {
+          w.Field("template_id", static_cast<uint64_t>(e.template_id));
+          w.Field("template", e.template_text);
+          w.Field("template_lines", e.template_lines).FieldBool("new", e.is_new);
+        }
+        time_field(w, logs.ts_ns[e.row]);
+        w.Field("level", LogLevelName(logs.level[e.row]));
+        w.Field("file", trace_.strings.Get(logs.file[e.row]));
+        w.Field("line", static_cast<uint64_t>(logs.line[e.row]));
+        w.Field("message", trace_.strings.Get(logs.message[e.row]));
+        w.Close();
+      }
+    }
+    for (const diagnose::Finding& f : d_.findings) {
+      if (f.kind != "log_period" && f.kind != "log_error") continue;
+      if (n >= o_.table_rows) break;
+      ++n;
+      // The step the line's time falls in (first in diagnosis order), if any.
+      int64_t step = -1;
+      for (size_t i = 0; f.ts_ns != LogTable::kNoTime && i < d_.steps.size(); ++i) {
+        if (d_.steps[i].start_ns <= f.ts_ns && f.ts_ns < d_.steps[i].end_ns) {
+          step = static_cast<int64_t>(i);
+          break;
+        }
+      }
+      a.Next();
+      JsonObjectWriter w(out);
+      w.Field("kind", f.kind);
+      step_fields(w, step);
+      w.Field("request", "");
+      w.Field("title", f.title).Field("severity", f.severity);
+      w.Field("category", FaultCategoryName(f.category));
+      time_field(w, f.ts_ns);
+      w.Field("level", "");
+      w.Field("file", f.source).Field("line", static_cast<uint64_t>(f.line));
+      w.Field("message", f.details.empty() ? std::string() : f.details.front());
+      w.Close();
+    }
+    a.Close();
+    stats_.log_evidence = n;
   }
 
   void WriteSteps(std::string& out) {

@@ -14,8 +14,11 @@
 
 #include "simdjson.h"
 #include "teller/dataset/build.h"
+#include "teller/dataset/dataset_export.h"
+#include "teller/dataset/log_text.h"
 #include "teller/dataset/stats.h"
 #include "teller/format/dataset_node_reader.h"
+#include "teller/logs/template_miner.h"
 
 namespace teller::dataset {
 namespace {
@@ -374,10 +377,30 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
 
   // log.txt: a's own line and the unnamed one (once, though both ranks' steps hold it),
   // not b's.
+  // Each line carries its template id in the setting's templates.txt: rows are mined once,
+  // when first written (seq 5 writes a's lines, then b's), so the unnamed line is template
+  // 0 and a's line starts template 1; b's line leads with other tokens ("request b"), so
+  // the miner's tree (routed by the first two tokens) gives it a template of its own, 2.
   const std::string log_a = ReadText(root + "/a/log.txt");
-  EXPECT_EQ(
-      log_a,
-      "1050 step=0 INFO engine line without a request\n1500 step=0 INFO request a did something\n");
+  EXPECT_EQ(log_a,
+            "1050 step=0 template=0 scope=batch INFO engine line without a request\n"
+            "1500 step=0 template=1 scope=request INFO request a did something\n");
+  const std::string log_b = ReadText(root + "/b/log.txt");
+  EXPECT_EQ(log_b.substr(0, log_b.find("\n1050 step=1")),
+            "1050 step=0 template=0 scope=batch INFO engine line without a request\n"
+            "1500 step=0 template=2 scope=request INFO request b did something");
+  {
+    auto miner = logs::TemplateMiner::Load(root + "/templates.txt");
+    ASSERT_TRUE(miner.ok()) << miner.status().message();
+    ASSERT_EQ(miner->size(), 3u);
+    EXPECT_EQ(miner->Text(0), "engine line without a request");
+    EXPECT_EQ(miner->Text(1), "request a did something");
+    EXPECT_EQ(miner->Text(2), "request b did something");
+    // Rows count once, though the unnamed line is in both requests' log.txt.
+    EXPECT_EQ(miner->Count(0), 1u);
+    EXPECT_EQ(miner->Count(1), 1u);
+    EXPECT_EQ(miner->Count(2), 1u);
+  }
 
   // steps.jsonl: one line per (request, step); columns agree with trace.json.
   std::istringstream lines(ReadText(root + "/steps.jsonl"));
@@ -427,6 +450,39 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
 
 // Locators are resolved before reconstruction, whose clock alignment then moves node-1's
 // events by its offset: rows must keep their order so that the labels still hold.
+TEST_F(DatasetBuildTest, ExportWritesTemplateIdsOfItsTemplatesFile) {
+  SyntheticTrace s;
+  const reconstruct::Reconstruction r = reconstruct::Reconstruct(s.trace());
+  ExportOptions options;
+  options.setting = "exported";
+  auto exported = ExportDataset(s.trace(), r, dir_, options);
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  auto miner = logs::TemplateMiner::Load(dir_ + "/exported/templates.txt");
+  ASSERT_TRUE(miner.ok()) << miner.status().message();
+  size_t lines = 0;
+  for (const char* q : {"a", "b", "c"}) {
+    std::istringstream in(ReadText(dir_ + "/exported/" + q + "/log.txt"));
+    std::string text;
+    while (std::getline(in, text)) {
+      DatasetLogLine line;
+      ASSERT_TRUE(ParseDatasetLogLine(text, &line).ok()) << text;
+      ++lines;
+      // The id is the template the reloaded miner puts the message in.
+      EXPECT_EQ(miner->Match(line.message), line.template_id) << text;
+      // L_q(s): the request's own lines and lines naming none, never another's.
+      const std::string own = std::string("request ") + q + " did something";
+      if (line.message == "engine line without a request") {
+        EXPECT_FALSE(line.names_request) << text;
+      } else {
+        EXPECT_EQ(line.message, own) << q;
+        EXPECT_TRUE(line.names_request) << text;
+      }
+    }
+  }
+  EXPECT_EQ(lines, exported->log_lines);
+  EXPECT_GE(lines, 3u);  // a's and b's lines and at least one copy of the unnamed one
+}
+
 TEST_F(DatasetBuildTest, ClockAlignmentMovesTimesNotRows) {
   const int64_t offset = 1'000'000;
   SyntheticTrace s(offset, /*third_step=*/true);

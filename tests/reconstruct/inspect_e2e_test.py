@@ -62,8 +62,10 @@ def case_demo(args, tmp):
 
     out = os.path.join(tmp, "dataset")
     run([args.teller, "dataset", "export", trace, "--out", out, "--setting", "demo"])
-    dirs = sorted(os.listdir(os.path.join(out, "demo")))
+    root = os.path.join(out, "demo")
+    dirs = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
     expect(len(dirs) == requests, "one directory per request")
+    expect(os.path.isfile(os.path.join(root, "templates.txt")), "the log templates beside them")
     d = os.path.join(out, "demo", "cmpl-1000")
     t = json.load(open(os.path.join(d, "trace.json")))
     a = json.load(open(os.path.join(d, "annotation.json")))

@@ -111,6 +111,53 @@ def html_test(teller, work, readme):
          "return first===Math.max.apply(null,d.operators.map(function(o){return o.count;}));})()"),
     ]
     shot = os.path.join(work, "demo.png")
+    rc = check(chromium, node, "file://" + os.path.abspath(page), shot,
+               "document.body.getAttribute('data-rendered') === 'yes'", expects)
+    return rc or log_evidence_test(teller, work, chromium, node)
+
+
+def log_evidence_test(teller, work, chromium, node):
+    """A starved run (requests held in the queue: only their own log lines show it): the
+    page's log evidence section lists every request wait, rare line and log finding of the
+    JSON report, with its request, step link and line."""
+    run_dir = os.path.join(work, "starved")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run([teller, "simulate", "--profile", "vllm-v0", "--requests", "30", "--seed", "1",
+         "--nodes", "1", "--gpus-per-node", "1", "--tp", "1", "--pp", "1", "--layers", "2",
+         "--fault", "starvation:onset=1s,duration=2s,magnitude=2", "--out", run_dir])
+    report, page = os.path.join(work, "starved.json"), os.path.join(work, "starved.html")
+    run([teller, "diagnose", run_dir, "--json", report, "--html", page])
+    d = json.load(open(report))
+    # The page's order: each step's log evidence in diagnosis order, then the log findings.
+    entries = [(s, e) for s in d["steps"] for e in s.get("log_evidence", [])]
+    findings = [f for f in d.get("findings", []) if f["kind"] in ("log_period", "log_error")]
+    waits = [e for _, e in entries if e["kind"] == "request_latency"]
+    assert waits, "the starved run gives no request_latency evidence"
+    # The page lists the abnormal steps highest score first: a wait's step link points there.
+    abnormal = sorted([s for s in d["steps"] if s["abnormal"]], key=lambda s: -s["score"])
+    first_step, first = entries[0]
+    k = next(i for i, s in enumerate(abnormal) if s is first_step) if first_step["abnormal"] else -1
+    total = len(entries) + len(findings)
+    q = "document.querySelectorAll"
+    cell = "document.querySelector('#log-evidence-table tbody tr').children"
+    expects = [
+        ("log evidence heading", f"document.querySelector('#log-evidence h2').textContent === "
+                                 f"{json.dumps('Log evidence (%d)' % total)}"),
+        ("log evidence rows", f"{q}('#log-evidence-table tbody tr').length === {min(25, total)}"),
+        ("request waits", f"Array.prototype.filter.call({q}('#log-evidence-table tbody tr'), "
+                          f"function(r){{return r.children[0].textContent==='request wait';}}).length"
+                          f" === {sum(1 for _, e in entries[:25] if e['kind'] == 'request_latency')}"),
+        ("first row's line", f"{cell}[5].textContent === {json.dumps(first['file'] + ':' + str(first['line']))}"),
+        ("first row's message", f"{cell}[7].textContent === {json.dumps(first['message'])}"),
+    ]
+    if first["kind"] == "request_latency":
+        expects.append(("first row's request", f"{cell}[2].textContent === {json.dumps(first['request'])}"))
+    if 0 <= k < 20:
+        expects.append(("first row links its step",
+                        f"(function(){{var a={cell}[1].querySelector('a.step-link');"
+                        f"if(!a||a.getAttribute('href')!=='#step-{k}')return false;a.click();"
+                        f"return document.getElementById('step-{k}').open===true;}})()"))
+    shot = os.path.join(work, "starved.png")
     return check(chromium, node, "file://" + os.path.abspath(page), shot,
                  "document.body.getAttribute('data-rendered') === 'yes'", expects)
 

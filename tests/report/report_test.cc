@@ -412,6 +412,180 @@ TEST(Html, SeriesAreThinnedToTheirExtremesKeepingAbnormalSteps) {
   }
 }
 
+TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
+  // Two steps (1-2 us and 3-4 us); three log lines; the diagnosis, written by hand: step 0
+  // abnormal with a request wait, step 1 normal with a rare line, a log period in step 0, a
+  // log failure outside every step and a finding that is not from a log.
+  Trace t;
+  t.processes.push_back({});
+  for (int64_t start : {1000, 3000}) {
+    EventRow row;
+    row.type = EventType::kRange;
+    row.name = t.strings.Intern("teller.step kind=decode n=1 reqs=q1");
+    row.start_ns = start;
+    row.end_ns = start + 1000;
+    t.events.Append(row);
+  }
+  auto log = [&t](int64_t ts, const char* request, LogLevel level, const char* message) {
+    t.logs.ts_ns.push_back(ts);
+    t.logs.request.push_back(*request ? t.strings.Intern(request) : 0);
+    t.logs.level.push_back(level);
+    t.logs.process.push_back(LogTable::kNoProcess);
+    t.logs.file.push_back(t.strings.Intern("server.log"));
+    t.logs.line.push_back(static_cast<uint32_t>(t.logs.ts_ns.size() * 10));
+    t.logs.message.push_back(t.strings.Intern(message));
+  };
+  log(1200, "q1", LogLevel::kInfo, "Received request q1");
+  log(3500, "q2", LogLevel::kWarning, "request q2 swapped out");
+  log(9000, "", LogLevel::kError, "CUDA error: out of memory");
+  const reconstruct::Reconstruction r = reconstruct::Reconstruct(t);
+  ASSERT_EQ(r.steps.size(), 2u);
+  diagnose::Diagnosis d;
+  d.mode = "self";
+  d.scope = "steps";
+  for (int k = 0; k < 2; ++k) {
+    diagnose::StepDiagnosis s;
+    s.number = -1;
+    s.ordinal = k;
+    s.kind = "decode";
+    s.start_ns = 1000 + 2000 * k;
+    s.end_ns = s.start_ns + 1000;
+    s.duration_ns = 1000;
+    s.abnormal = k == 0;
+    s.score = k == 0 ? 0.9f : 0.1f;
+    s.fault_type = k == 0 ? "scheduling_software" : "";
+    d.steps.push_back(s);
+  }
+  d.abnormal_steps = 1;
+  diagnose::LogEvidence wait;
+  wait.kind = "request_latency";
+  wait.request = "q1";
+  wait.interval = "queue";
+  wait.time_ns = 5'000'000'000;
+  wait.expected_ns = 1'000'000'000;
+  wait.excess_ns = 4'000'000'000;
+  wait.peers = 12;
+  wait.z = 8.5;
+  wait.row = 0;
+  d.steps[0].log_evidence.push_back(wait);
+  diagnose::LogEvidence rare;
+  rare.kind = "rare_template";
+  rare.template_id = 7;
+  rare.template_text = "request <*> swapped out";
+  rare.template_lines = 1;
+  rare.is_new = true;
+  rare.row = 1;
+  d.steps[1].log_evidence.push_back(rare);
+  diagnose::Finding period;
+  period.kind = "log_period";
+  period.severity = "warning";
+  period.title = "1 request(s) waited";
+  period.ts_ns = 1500;
+  period.source = "server.log";
+  period.line = 10;
+  period.details = {"q1 waited 5 s"};
+  diagnose::Finding oom = period;
+  oom.kind = "log_error";
+  oom.severity = "error";
+  oom.category = FaultCategory::kMemoryResource;
+  oom.title = "CUDA out of memory";
+  oom.ts_ns = 9000;
+  oom.line = 30;
+  oom.details = {"first at server.log:30: CUDA error: out of memory"};
+  diagnose::Finding signal;
+  signal.kind = "signal";
+  d.findings = {period, oom, signal};
+  ASSERT_TRUE(report::BindDiagnosis(t, r, &d).ok());
+
+  report::HtmlStats stats;
+  const std::string html = report::ToHtml(t, r, d, {}, &stats);
+  simdjson::dom::parser parser;
+  std::string text;
+  const simdjson::dom::element doc = PageData(html, parser, &text);
+  const simdjson::dom::array ev = doc["log_evidence"];
+  ASSERT_EQ(ev.size(), 4u);  // the signal finding is not from a log
+  EXPECT_EQ(stats.log_evidence, 4u);
+  // Times are on the page's clock: from the first step's start (1000 ns).
+  const simdjson::dom::element w = ev.at(0);
+  EXPECT_EQ(std::string_view(w["kind"]), "request_latency");
+  EXPECT_EQ(std::string_view(w["step_label"]), "step #0");
+  EXPECT_EQ(int64_t(w["step"]), 0);  // the first (only) abnormal step of the page
+  EXPECT_TRUE(bool(w["detailed"]));
+  EXPECT_EQ(std::string_view(w["request"]), "q1");
+  EXPECT_EQ(std::string_view(w["interval"]), "queue");
+  EXPECT_EQ(int64_t(w["time_ns"]), 5'000'000'000);
+  EXPECT_EQ(int64_t(w["expected_ns"]), 1'000'000'000);
+  EXPECT_EQ(uint64_t(w["peers"]), 12u);
+  EXPECT_EQ(int64_t(w["ts_ns"]), 200);
+  EXPECT_EQ(std::string_view(w["level"]), "INFO");
+  EXPECT_EQ(std::string_view(w["file"]), "server.log");
+  EXPECT_EQ(uint64_t(w["line"]), 10u);
+  EXPECT_EQ(std::string_view(w["message"]), "Received request q1");
+  // The rare line of a normal step: no section to link to; the request is the line's.
+  const simdjson::dom::element rr = ev.at(1);
+  EXPECT_EQ(std::string_view(rr["kind"]), "rare_template");
+  EXPECT_EQ(std::string_view(rr["step_label"]), "step #1");
+  EXPECT_EQ(int64_t(rr["step"]), -1);
+  EXPECT_FALSE(bool(rr["detailed"]));
+  EXPECT_EQ(std::string_view(rr["request"]), "q2");
+  EXPECT_EQ(uint64_t(rr["template_id"]), 7u);
+  EXPECT_EQ(std::string_view(rr["template"]), "request <*> swapped out");
+  EXPECT_TRUE(bool(rr["new"]));
+  EXPECT_EQ(int64_t(rr["ts_ns"]), 2500);
+  EXPECT_EQ(std::string_view(rr["level"]), "WARNING");
+  EXPECT_EQ(uint64_t(rr["line"]), 20u);
+  // Findings: the period falls in step 0 (1000 <= 1500 < 2000), the failure in none.
+  const simdjson::dom::element p = ev.at(2);
+  EXPECT_EQ(std::string_view(p["kind"]), "log_period");
+  EXPECT_EQ(int64_t(p["step"]), 0);
+  EXPECT_EQ(int64_t(p["ts_ns"]), 500);
+  EXPECT_EQ(std::string_view(p["message"]), "q1 waited 5 s");
+  const simdjson::dom::element o = ev.at(3);
+  EXPECT_EQ(std::string_view(o["kind"]), "log_error");
+  EXPECT_EQ(int64_t(o["step"]), -1);
+  EXPECT_EQ(std::string_view(o["step_label"]), "");
+  EXPECT_EQ(std::string_view(o["category"]), "memory_resource");
+  EXPECT_EQ(std::string_view(o["title"]), "CUDA out of memory");
+  EXPECT_EQ(int64_t(o["ts_ns"]), 8000);
+  EXPECT_EQ(uint64_t(o["line"]), 30u);
+  // The script draws the section.
+  EXPECT_NE(html.find("log-evidence-table"), std::string::npos);
+}
+
+TEST(Html, LogEvidenceOfALogWithoutStepsCountsFromItsFirstLine) {
+  Trace t;
+  for (int64_t ts : {LogTable::kNoTime, int64_t{7'000'000'000}, int64_t{5'000'000'000}}) {
+    t.logs.ts_ns.push_back(ts);
+    t.logs.request.push_back(0);
+    t.logs.level.push_back(LogLevel::kInfo);
+    t.logs.process.push_back(LogTable::kNoProcess);
+    t.logs.file.push_back(t.strings.Intern("serve.log"));
+    t.logs.line.push_back(static_cast<uint32_t>(t.logs.ts_ns.size()));
+    t.logs.message.push_back(t.strings.Intern("line"));
+  }
+  const reconstruct::Reconstruction r = reconstruct::Reconstruct(t);
+  diagnose::Diagnosis d;
+  d.mode = "logs";
+  diagnose::Finding f;
+  f.kind = "log_period";
+  f.severity = "warning";
+  f.title = "3 lines of 1 rare template(s)";
+  f.ts_ns = 7'500'000'000;
+  f.source = "serve.log";
+  f.line = 2;
+  d.findings.push_back(f);
+  const std::string html = report::ToHtml(t, r, d, {});
+  simdjson::dom::parser parser;
+  std::string text;
+  const simdjson::dom::element doc = PageData(html, parser, &text);
+  const simdjson::dom::array ev = doc["log_evidence"];
+  ASSERT_EQ(ev.size(), 1u);
+  // From the earliest timed line (5 s; the untimed first line does not count).
+  EXPECT_EQ(int64_t(ev.at(0)["ts_ns"]), 2'500'000'000);
+  EXPECT_EQ(int64_t(ev.at(0)["step"]), -1);
+  EXPECT_EQ(std::string_view(ev.at(0)["file"]), "serve.log");
+}
+
 TEST(Html, ScriptEndsOnlyWhereThePageEndsIt) {
   // A name with "</script>" in it must not close the data element.
   Trace t;

@@ -67,6 +67,39 @@ inline bool IsHostFeature(Feature f) {
   return f == kHostCallNs || f == kHostCalls || f == kLaunchDelayNs;
 }
 
+// ---- Log features of a dataset step (docs/eval.md, "Features") -------------------------
+// What the log lines of one step of one request (log.txt's L_q(s)) say, as the evaluation's
+// baselines see them. Before log(1+x) and standardization.
+enum class LogFeature : uint8_t {
+  kLines = 0,   // lines of the step
+  kDebugLines,  // ... by level
+  kInfoLines,
+  kWarningLines,
+  kErrorLines,        // ERROR and CRITICAL
+  kTemplates,         // distinct templates among them
+  kRareTemplates,     // of those, templates rare in the training part (0-2 lines there)
+  kMemorySignatures,  // lines matching a failure signature, per fault category (FaultCategory)
+  kCudaKernelSignatures,
+  kRuntimeDriverSignatures,
+  kCommunicationSignatures,
+  kSchedulingSignatures,
+  kQueueUs,       // the request's queue time (arrival to scheduled), from its lifecycle lines
+  kFirstTokenUs,  // its time to first token
+  kEndToEndUs,    // its end-to-end time
+  kAgeUs,         // the step's start minus the request's arrival
+  kCount
+};
+inline constexpr int kLogFeatureCount = static_cast<int>(LogFeature::kCount);
+// "log.lines", "log.lines.debug", "log.lines.info", "log.lines.warning", "log.lines.error",
+// "log.templates", "log.rare_templates", "log.signature.<category>" (FaultCategoryName),
+// "log.queue_us", "log.time_to_first_token_us", "log.end_to_end_us", "log.age_us".
+std::string_view LogFeatureName(LogFeature f);
+// The signature count feature of a category.
+inline LogFeature SignatureFeature(FaultCategory c) {
+  return static_cast<LogFeature>(static_cast<int>(LogFeature::kMemorySignatures) +
+                                 static_cast<int>(c));
+}
+
 // ---- Kinds of CUDA/HIP runtime and driver calls ----------------------------------------
 // What a host call does, from its API name (cudaX, cuX, hipX; versioned names as Nsight
 // Systems writes them, "cudaMemcpy_v3020", and "_v2"/"_ptsz"/"_ptds" variants included).

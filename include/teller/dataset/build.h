@@ -4,6 +4,7 @@
 // locators to events, reconstructs the call trees (docs/method.md §2), and writes
 //   <out>/<setting>/<request>/{trace.json, log.txt, annotation.json}
 //   <out>/<setting>/steps.jsonl, names.json   (compact step records for training)
+//   <out>/<setting>/templates.txt             (the log templates log.txt's ids name)
 //   <out>/index.json                          (per-setting summary and build counters)
 // in the layout of docs/dataset-format.md.
 //
@@ -57,6 +58,7 @@ struct SettingSummary {
   std::string name;    // the setting directory under <out>
   std::string source;  // the simulation output it came from
   uint64_t requests = 0, faulty = 0, steps = 0, anomalous_steps = 0, nodes = 0, log_lines = 0;
+  uint64_t templates = 0;  // log templates mined from the setting's aligned lines
   uint64_t events = 0;
   std::map<std::string, uint64_t> fault_mix;  // faulty requests per category
   // Build counters in a fixed order (docs/dataset-format.md, "Build counters").

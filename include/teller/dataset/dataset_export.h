@@ -1,5 +1,6 @@
 // Per-request examples in the dataset layout of docs/method.md §7 (docs/dataset-format.md):
-// <out>/<setting>/<request_id>/{trace.json, log.txt, annotation.json}. The annotation
+// <out>/<setting>/<request_id>/{trace.json, log.txt, annotation.json}, and the log
+// templates log.txt's ids name in <out>/<setting>/templates.txt. The annotation
 // holds empty labels (to be filled by a person or by the simulator's ground truth).
 #ifndef TELLER_DATASET_DATASET_EXPORT_H_
 #define TELLER_DATASET_DATASET_EXPORT_H_

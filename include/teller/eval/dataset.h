@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -36,6 +37,22 @@ struct StepColumns : format::DatasetColumns {
 inline constexpr int kTypeTags = format::kNumTypeTags;  // format::TypeTag 0..10
 inline constexpr int kLayers = kLayerCount;             // Layer 0..6
 inline constexpr uint8_t kLayerComm = static_cast<uint8_t>(Layer::kComm);
+inline constexpr int kLogLevels = 6;  // LogLevel kUnknown..kCritical
+
+// What the log lines of a unit (its request's log.txt lines of that step, L_q(s)) say, as
+// read by LoadDataset; features.h turns them into the log features.
+struct UnitLogs {
+  static constexpr int64_t kUnknown = -1;
+  uint32_t lines = 0;
+  uint32_t by_level[kLogLevels] = {};  // by LogLevel
+  // (template id in the setting's templates, lines), by id.
+  std::vector<std::pair<uint32_t, uint32_t>> templates;
+  uint32_t signatures[kFaultCategoryCount] = {};  // lines matching a failure signature
+  // The request's lifecycle (logs::RequestLifecycles over all its lines naming it), ns;
+  // kUnknown when its lines do not carry both ends.
+  int64_t queue_ns = kUnknown, first_token_ns = kUnknown, end_to_end_ns = kUnknown;
+  int64_t age_ns = kUnknown;  // the step's start minus the request's arrival
+};
 
 struct Setting {
   std::string name;
@@ -45,6 +62,12 @@ struct Setting {
   std::string engine;
   std::vector<std::string> names;    // names.json
   std::vector<StepColumns> records;  // one per seq, in order of first appearance
+  // Log templates of the setting: those of <setting>/templates.txt, or, for a dataset whose
+  // log.txt carries no template ids (log.txt version 1), mined while loading.
+  uint32_t templates = 0;
+  bool templates_mined = false;  // true in the second case
+  uint64_t log_lines = 0;
+  uint64_t log_files_missing = 0;  // requests without log.txt (version 1 datasets only)
 };
 
 struct Unit {
@@ -64,6 +87,7 @@ struct Unit {
   bool has_incident = false;
   ViewLabel views[2];       // by View
   std::string explanation;  // the reference explanation, "" when normal or not loaded
+  UnitLogs logs;            // empty when not loaded
   const ViewLabel& view(View v) const { return views[static_cast<int>(v)]; }
 };
 
@@ -76,11 +100,14 @@ struct Dataset {
 struct LoadOptions {
   bool columns = true;       // read the step records' columns (the baselines' features)
   bool explanations = true;  // read reference explanations from annotation.json (BLEU)
+  bool logs = true;          // read every request's log.txt (the log features)
 };
 
 // Reads DIR/index.json (or, without one, every DIR/<setting>/steps.jsonl), each
-// setting's steps.jsonl and names.json, and optionally the annotation.json files. Errors
-// name the file and the line or byte offset.
+// setting's steps.jsonl and names.json, and optionally the annotation.json and log.txt
+// files (with <setting>/templates.txt). Errors name the file and the line or byte offset.
+// A log.txt line names a step steps.jsonl lists for its request and, in a dataset with
+// templates.txt, a template id of that file.
 Result<Dataset> LoadDataset(const std::string& dir, const LoadOptions& options = {});
 
 }  // namespace teller::eval

@@ -3,6 +3,10 @@
 //  - stat:   standard statistics of a step: per type tag and per layer the node count and
 //            the total, largest and mean duration; the step's node count, ranks, span,
 //            the spread of its ranks' STEP durations, launch-to-kernel delays, depth;
+//            and per unit (one request's step) the log features of its log.txt lines
+//            (LogFeature in core/vocabulary.h): lines by level, distinct templates,
+//            templates rare in the training part, failure-signature hits per fault
+//            category, and its request's lifecycle times;
 //  - struct: the structured features of the paper's Table 4: a bag of operator names and
 //            of (parent name, name) pairs, hashed into fixed buckets (names normalized:
 //            digits become '#'), with counts and, per name bucket, total duration.
@@ -44,13 +48,30 @@ inline constexpr size_t kStructBuckets = 128;  // per block: name counts, name t
 
 struct Features {
   FeatureSet set = FeatureSet::kStat;
-  std::vector<std::string> names;   // column names
+  std::vector<std::string> names;   // column names: the record's, then the log columns
   std::vector<Matrix> per_setting;  // rows = the setting's records (standardized)
+  size_t record_cols = 0;           // columns of per_setting; the log columns follow
+  // The stat set's log columns (kLogFeatureCount of them, in LogFeature order), per
+  // setting one row per unit of the setting, in dataset order (standardized); empty for
+  // the struct set.
+  std::vector<Matrix> log_per_setting;
+  std::vector<uint32_t> log_row;  // per unit: its row in its setting's log matrix
   // The rows of `units`, in order.
   Matrix Rows(const Dataset& dataset, const std::vector<uint32_t>& units) const;
+  // A copy whose rare-template column counts, per unit, its templates with at most
+  // logs::RarityOptions::rare_max_lines lines among the units of `train` (of the same
+  // setting): template frequency comes from the training part only, so nothing of the
+  // test part leaks into it. ComputeFeatures alone counts frequency over all units.
+  Features ForTraining(const Dataset& dataset, const std::vector<uint32_t>& train) const;
 };
 
 Features ComputeFeatures(const Dataset& dataset, FeatureSet set);
+
+// Raw (not standardized, before log(1 + x)) log features of one unit, LogFeature order;
+// the rare-template count uses `train_lines` (lines per template id among the training
+// units of the unit's setting; ids past its end have none).
+std::vector<double> LogFeatures(const Unit& unit, const std::vector<uint64_t>& train_lines);
+std::vector<std::string> LogFeatureNames();
 
 // Raw (not standardized) features of one record; `name_hash` maps names.json indices to
 // hashes of their normalized names (struct only).

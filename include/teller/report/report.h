@@ -77,6 +77,7 @@ struct HtmlStats {
   size_t collectives = 0;     // collectives with per-rank arrivals drawn
   size_t distributions = 0;   // duration distributions drawn
   size_t log_lines = 0;       // aligned log lines listed
+  size_t log_evidence = 0;    // log evidence entries and log findings listed
 };
 
 // The self-contained HTML report of `d` (inline CSS, JS and SVG data; no network). The page's

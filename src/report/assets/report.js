@@ -1,6 +1,6 @@
 // Draws the HTML report (docs/report.md) from the JSON in script#teller-data: the verdict,
 // the step-time series per rank, each abnormal step (timeline per rank and stream, call
-// paths, collective arrivals, logs), the per-operator table, the duration distributions
+// paths, collective arrivals, logs), the log evidence, the per-operator table, the duration distributions
 // of the top roots and the counters. Plain DOM and SVG; nothing is fetched.
 (function () {
   'use strict';
@@ -93,7 +93,12 @@
         var row = el('tr');
         cols.forEach(function (c) {
           var v = r[c.key];
-          add(row, el('td', { 'class': c.num ? 'num' : (c.cls || '') }, c.fmt ? c.fmt(v, r) : v));
+          var shown = c.fmt ? c.fmt(v, r) : v;
+          var td = el('td', { 'class': c.num ? 'num' : (c.cls || '') });
+          // A formatter may return an element (a link); anything else is text.
+          if (shown instanceof Node) td.appendChild(shown);
+          else if (shown !== null && shown !== undefined) td.textContent = String(shown);
+          add(row, td);
         });
         add(tbody, row);
       });
@@ -386,6 +391,53 @@
     });
   }
 
+  // What the log lines say (docs/report.md, "Log evidence"): requests that waited far
+  // longer than their peers, lines of rare or new templates, abnormal log periods and
+  // failures read from log lines; each with its line, time, step (a link to its section
+  // when it has one) and request.
+  var LOG_KIND = { request_latency: 'request wait', rare_template: 'rare template',
+    log_period: 'log period', log_error: 'log failure' };
+  function logEvidence() {
+    if (!D.log_evidence || !D.log_evidence.length) return;
+    var s = section('log-evidence', 'Log evidence (' + D.log_evidence.length + ')');
+    add(s, el('p', { 'class': 'muted' }, 'Requests whose own log lines show them waiting far ' +
+        'longer than their peers, lines of templates the log rarely prints, abnormal periods ' +
+        'of the log and failures its lines report.'));
+    var rows = D.log_evidence.map(function (e, i) {
+      var what;
+      if (e.kind === 'request_latency') {
+        what = e.interval + ' ' + ns(e.time_ns) + ' against ' + ns(e.expected_ns) + ' for ' +
+            e.peers + ' peers (z ' + fixed(e.z, 1) + ')';
+      } else if (e.kind === 'rare_template') {
+        what = (e.new ? 'new template #' : 'template #') + e.template_id + ' (' + e.template_lines +
+            ' line' + (e.template_lines === 1 ? '' : 's') + '): ' + e.template;
+      } else {
+        what = e.severity + ' · ' + e.category + ' · ' + e.title;
+      }
+      return { i: i, kind: LOG_KIND[e.kind] || e.kind, step_label: e.step_label, step: e.step,
+        detailed: e.detailed, request: e.request, ts_ns: e.ts_ns, level: e.level,
+        where: e.file + (e.line ? ':' + e.line : ''), what: what, message: e.message };
+    });
+    table(s, 'log-evidence-table', [
+      { key: 'kind', title: 'kind' },
+      { key: 'step_label', title: 'step', fmt: function (v, r) {
+        if (!r.detailed) return v;
+        var a = el('a', { href: '#step-' + r.step, 'class': 'step-link' }, v);
+        a.addEventListener('click', function () {
+          var d = document.getElementById('step-' + r.step);
+          if (d) d.open = true;
+        });
+        return a;
+      } },
+      { key: 'request', title: 'request', cls: 'mono' },
+      { key: 'ts_ns', title: 'at', num: true, fmt: ns },
+      { key: 'level', title: 'level' },
+      { key: 'where', title: 'file:line', cls: 'mono' },
+      { key: 'what', title: 'evidence', cls: 'name' },
+      { key: 'message', title: 'log line', cls: 'name mono' }
+    ], rows, 25);
+  }
+
   function operators() {
     if (!D.operators.length && !D.top_operators.length) return;
     var s = section('operators', 'Operators against their peers');
@@ -497,6 +549,7 @@
   findings();
   series();
   steps();
+  logEvidence();
   operators();
   distributions();
   logs();
