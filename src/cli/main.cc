@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "src/cli/commands.h"
+#include "teller/core/progress.h"
 
 #ifndef TELLER_VERSION
 #define TELLER_VERSION "0.0.0"
@@ -109,6 +111,12 @@ int main(int argc, char** argv) {
     ReexecWithHugePages(argv);
   }
   const std::vector<std::string> args(argv + 2, argv + argc);
+  // The commands that analyse one trace show their long work (import, reconstruction,
+  // scoring) on a terminal's stderr; the others print progress lines of their own.
+  std::optional<teller::ScopedTerminalProgress> progress;
+  if (command == "inspect" || command == "diagnose" || command == "export" || command == "inject") {
+    progress.emplace();
+  }
   if (command == "run") return teller::cli::RunCommand(args, ExeDir());
   if (command == "dump") return teller::cli::DumpCommand(args);
   if (command == "inspect") return teller::cli::InspectCommand(args);

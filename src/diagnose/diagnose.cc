@@ -11,6 +11,7 @@
 
 #include "src/diagnose/format.h"
 #include "src/diagnose/suspicion.h"
+#include "teller/core/progress.h"
 
 namespace teller::diagnose {
 
@@ -293,6 +294,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   Diagnosis d;
   d.mode = baseline != nullptr ? "baseline" : "self";
   const localize::Result loc = localize::Localize(trace, r, options.localize, baseline);
+  ProgressTask progress("deciding steps and causes", 0);
   d.scope = loc.whole_trace ? "whole_trace" : loc.iterations ? "iterations" : "steps";
   d.findings = FindFailures(
       trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());

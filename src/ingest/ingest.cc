@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "src/ingest/kineto_importer.h"
 #include "src/ingest/log_importer.h"
 #include "src/ingest/teller_raw_importer.h"
 #include "teller/core/file_util.h"
+#include "teller/core/progress.h"
 
 namespace teller::ingest {
 namespace {
@@ -294,10 +296,14 @@ Status ImportPath(const std::string& path, Trace& trace) {
       return ImportLogFile(path, LogOptions{}, trace);
     case InputFormat::kKineto:
       if (IsDirectory(path)) {
+        std::vector<std::string> files;
         for (const auto& name : ListDir(path)) {
-          if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
-            TELLER_RETURN_IF_ERROR(ImportKineto(path + "/" + name, trace));
-          }
+          if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) files.push_back(name);
+        }
+        ProgressTask progress("importing " + path, files.size(), ProgressUnit::kItems, "files");
+        for (const std::string& name : files) {
+          TELLER_RETURN_IF_ERROR(ImportKineto(path + "/" + name, trace));
+          progress.Advance();
         }
         return Status::Ok();
       }

@@ -42,6 +42,7 @@
 #include "src/ingest/signature.h"
 #include "teller/core/gzip.h"
 #include "teller/core/json_reader.h"
+#include "teller/core/progress.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
@@ -1368,7 +1369,9 @@ Status Importer::Run(PaddedBuffer& json) {
   // What closes a window's document at a cut: the events array, and in the object form
   // the top-level object; padded with spaces to the 3 bytes that are overwritten.
   const char* const kClose = array_form_ ? "]  " : "]} ";
+  ProgressTask progress("parsing " + name_, total, ProgressUnit::kBytes);
   while (true) {
+    progress.Set(body);
     const size_t window = g_window_bytes;
     size_t search_from = body + window;
     bool done = false;
@@ -1545,7 +1548,10 @@ Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace&
 Status ImportKineto(const std::string& path, Trace& trace) {
   PaddedBuffer json;
   GunzipInfo info;
-  TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json, &info));
+  {
+    ProgressTask progress("reading " + path, 0);
+    TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json, &info));
+  }
   return ImportKinetoJson(json, path, trace, info.members);
 }
 

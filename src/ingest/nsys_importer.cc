@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "src/ingest/signature.h"
+#include "teller/core/progress.h"
 #include "teller/ingest/ingest.h"
 
 namespace teller::ingest {
@@ -1005,15 +1006,20 @@ Status NsysImporter::Run() {
   LoadHosts();
   ReserveEvents();
 
+  // NVTX, runtime, driver, then the four GPU tables.
+  ProgressTask progress("importing " + path_, 7, ProgressUnit::kItems, "tables");
   ImportNvtx();
+  progress.Advance();
   if (const TableInfo* t = FindTable("CUPTI_ACTIVITY_KIND_RUNTIME")) {
     ImportApi(*t, /*driver_table=*/false);
   } else {
     ++tallies_.missing_table;
   }
+  progress.Advance();
   // Absent in every export seen so far (driver calls share the runtime table); not
   // counted as missing.
   if (const TableInfo* t = FindTable("CUPTI_ACTIVITY_KIND_DRIVER")) ImportApi(*t, true);
+  progress.Advance();
   const std::pair<std::string_view, EventType> gpu_tables[] = {
       {"CUPTI_ACTIVITY_KIND_KERNEL", EventType::kKernel},
       {"CUPTI_ACTIVITY_KIND_MEMCPY", EventType::kMemcpy},
@@ -1026,6 +1032,7 @@ Status NsysImporter::Run() {
     } else {
       ++tallies_.missing_table;
     }
+    progress.Advance();
   }
   FillProcessLabels();
   FlushCounters();

@@ -17,6 +17,7 @@
 #include "src/ingest/run_manifest.h"
 #include "src/ingest/signature.h"
 #include "teller/core/file_util.h"
+#include "teller/core/progress.h"
 #include "teller/format/raw_reader.h"
 #include "teller/ingest/ingest.h"
 
@@ -248,7 +249,9 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
   if (!files.ok() && !(is_dir && IsRegularFile(path + "/manifest.json"))) return files.status();
   int64_t monotonic_to_utc = 0;
   if (files.ok()) {
+    ProgressTask progress("importing " + path, files->size(), ProgressUnit::kItems, "files");
     for (const std::string& file : files.value()) {
+      progress.Set(static_cast<uint64_t>(&file - files->data()));
       // In a run directory, a process killed between creating its file and writing the
       // header leaves an empty file: it recorded nothing, and the other processes' files
       // are still the trace. Alone, an empty file is not a trace (ReadRawFile says so).

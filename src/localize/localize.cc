@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "teller/core/progress.h"
 #include "teller/localize/iterations.h"
 
 namespace teller::localize {
@@ -743,6 +744,7 @@ struct Prepared {
 };
 
 Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
+  ProgressTask progress("grouping operators into families", 0);
   Prepared p;
   BuildUnits(t, r, &p.res);
   const std::vector<uint8_t> all_to_all = AllToAllParts(t, r);
@@ -1032,6 +1034,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
 
 Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
                   const Options& options) {
+  ProgressTask progress("modelling the baseline", 0);
   Model model;
   // Kept: each is scored against the finished model below.
   std::vector<Prepared> prepared;
@@ -1352,7 +1355,9 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     }
   }
   out.instances.reserve(p.raw.size());
+  ProgressTask progress("scoring", p.raw.size(), ProgressUnit::kItems, "operator instances");
   for (size_t i = 0; i < p.raw.size(); ++i) {
+    if (i % 65536 == 0) progress.Set(i);
     Instance in;
     in.node = p.raw[i].node;
     in.family = fam[i];

@@ -4,6 +4,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "teller/core/progress.h"
 #include "teller/core/request_id.h"
 #include "teller/reconstruct/collectives.h"
 
@@ -37,14 +38,22 @@ class Builder {
   }
 
   void Run() {
+    ProgressTask progress("reconstructing", 8, ProgressUnit::kItems, "stages");
     const CommKernelIndex comm = IndexCommKernels(trace_, *layers_);
     if (options_.align_clocks) AlignHostClocks(trace_, comm);
+    progress.Advance();
     BuildHostForest();
+    progress.Advance();
     BindGpuWork();
+    progress.Advance();
     ComputeDepthAndChildren();
+    progress.Advance();
     FindCollectives(comm);
+    progress.Advance();
     CollectSteps();
+    progress.Advance();
     AlignLogs();
+    progress.Advance();
     FinishStats();
   }
 
