@@ -267,6 +267,9 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       // Without one, the other ranks show the habit (suspicion.h): a family that deviates
       // on every rank alike is not news on any of them.
       suspicion = std::min(suspicion, OtherRanksSuspicion(family, rate, min_ratio));
+      // And its other times (suspicion.h): a family that deviates all through the trace
+      // as much as in its densest stretch is not news there either.
+      suspicion = std::min(suspicion, OtherTimesSuspicion(family, rate, min_ratio));
     }
     // Deviating right before a rank made every other rank wait is a second, independent
     // sign: the two suspicions add (their chances multiply).

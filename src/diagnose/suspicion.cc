@@ -362,6 +362,71 @@ double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, d
   return std::max(0.0, most - std::log10(static_cast<double>(holding)));
 }
 
+namespace {
+// n ln(n / m) with 0 ln 0 = 0: one term of a Bernoulli log-likelihood.
+double XLogRate(double k, double n) { return k > 0 ? k * std::log(k / n) : 0.0; }
+// The Bernoulli log-likelihood of k deviations in n instances at their own rate.
+double OwnRateLogLikelihood(double k, double n) {
+  return n > 0 ? XLogRate(k, n) + XLogRate(n - k, n) : 0.0;
+}
+}  // namespace
+
+double OtherTimesSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio) {
+  double most = 0, tried = 0;
+  for (const std::vector<double>& seq : family.sequences) {
+    std::vector<size_t> at;  // positions of the deviations
+    for (size_t i = 0; i < seq.size(); ++i) {
+      if (seq[i] > 0) at.push_back(i);
+    }
+    if (at.empty()) continue;
+    // Ends evenly chosen among the deviations when there are many (a denser stretch never
+    // starts or ends with an instance within its peers).
+    std::vector<size_t> ends;
+    const size_t step = (at.size() + kMaxStretchEnds - 1) / kMaxStretchEnds;
+    for (size_t j = 0; j < at.size(); j += step) ends.push_back(j);
+    if (ends.back() != at.size() - 1) ends.push_back(at.size() - 1);
+    const double n = static_cast<double>(seq.size()), k = static_cast<double>(at.size());
+    const double whole = OwnRateLogLikelihood(k, n);
+    // The stretch from the first deviation to the last (leaving nothing or only
+    // non-deviating instances outside) is a candidate too: deviations everywhere leave no
+    // habit, and the family is judged at the class rate.
+    double best = -1;
+    size_t first = at.front(), last = at.back();
+    for (size_t a = 0; a < ends.size(); ++a) {
+      for (size_t b = a; b < ends.size(); ++b) {
+        const double inside = static_cast<double>(ends[b] - ends[a] + 1);
+        const double length = static_cast<double>(at[ends[b]] - at[ends[a]] + 1);
+        const double outside = k - inside, rest = n - length;
+        // Denser inside than outside only: a stretch sparser than the rest is no fault.
+        if (rest > 0 && inside / length <= outside / rest) continue;
+        const double llr =
+            OwnRateLogLikelihood(inside, length) + OwnRateLogLikelihood(outside, rest) - whole;
+        if (llr > best) best = llr, first = at[ends[a]], last = at[ends[b]];
+      }
+    }
+    tried += static_cast<double>(ends.size()) * static_cast<double>(ends.size() + 1) / 2;
+    // The process's whole sequence is judged (a count or a run inside a stretch chosen
+    // for its density would be judged as if it had not been chosen); the stretch is only
+    // left out of the habit, where a fault would be.
+    FamilyDeviations tested, habit;
+    tested.sequences.push_back(seq);
+    for (double r : seq) tested.total.Add(r, min_ratio);
+    // Before and after apart: the end of one and the start of the other never ran in a row.
+    habit.sequences.emplace_back(seq.begin(), seq.begin() + static_cast<long>(first));
+    habit.sequences.emplace_back(seq.begin() + static_cast<long>(last) + 1, seq.end());
+    for (const auto& part : habit.sequences) {
+      for (double r : part) habit.total.Add(r, min_ratio);
+    }
+    tested.total.Finish();
+    habit.total.Finish();
+    most = std::max(most, HabitualSuspicion(tested, q, habit));
+  }
+  if (tried == 0) return 0;
+  // The most suspicious process counts, less log10 of the stretches tried (Bonferroni: the
+  // stretch is chosen as the one that makes the habit cleanest).
+  return std::max(0.0, most - std::log10(tried));
+}
+
 double Suspicion(const FamilyDeviations& family, const Deviations& klass, double min_ratio) {
   return SuspicionAt(family, ClassRate(klass, family.total, min_ratio));
 }

@@ -192,6 +192,24 @@ double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
 inline constexpr size_t kMinRanksForHabit = 3;
 double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio);
 
+// The family's other times as its habit, without a baseline. Natural variation of an
+// operator goes on all through a trace (a copy that contends with another stream now and
+// then, a kernel whose time depends on the data), while a fault starts and ends: its
+// deviations crowd into a stretch of the family's instances. Per process, the stretch of
+// instances densest in deviations against the rest (the largest Bernoulli log-likelihood
+// ratio of deviating at one rate inside and another outside, against one rate for all;
+// over the stretches from one deviation to another, at most kMaxStretchEnds deviations,
+// evenly chosen, as ends) is where a fault would be, and the instances before and after it
+// are the habit: the process's whole sequence is judged by HabitualSuspicion against them
+// (the whole, since a count or a run inside a stretch chosen for its density would be
+// judged as if it had not been chosen). The result is the largest of these less log10 of
+// the stretches tried over all processes (Bonferroni: the stretch is the one that leaves
+// the cleanest habit). A
+// family that deviates outside its densest stretch as it does inside is no news; one whose
+// deviations are all in the stretch keeps about the class suspicion (a clean record).
+inline constexpr size_t kMaxStretchEnds = 512;
+double OtherTimesSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio);
+
 }  // namespace teller::diagnose
 
 #endif  // TELLER_SRC_DIAGNOSE_SUSPICION_H_

@@ -242,6 +242,54 @@ TEST(OtherRanksSuspicion, TwoRanksAreNoMajority) {
   EXPECT_TRUE(std::isinf(OtherRanksSuspicion(f, q, kMin)));
 }
 
+TEST(OtherTimesSuspicion, AStretchOnACleanRecordByHand) {
+  // Ten instances, three in a row at 2x (places 4-6), the class as in
+  // AFaultOnOneRankByHand: q(2) = 1.746321e-4. The stretches from one deviation to
+  // another: 6. Densest: 4-6, 3 of 3 against 0 of 7, LLR = -(3 ln 0.3 + 7 ln 0.7) =
+  // 6.108643 (4-5 leaves one outside: 3.094482). The habit is the seven instances before
+  // and after, none deviating: q_h = 10 q / 17 = 1.027248e-4, c_h = q. The whole ten are
+  // judged: three or more of 10 at q_h, log10 = -9.886028; a run of 3 (chain):
+  // (q_h + 7 q_h (1 - c_h)) c_h^2, log10 = -10.601053, the smaller. Less log10(6) for
+  // the stretches tried: 9.822902.
+  const FamilyDeviations f = Family(10, {4, 5, 6}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_NEAR(OtherTimesSuspicion(f, q, kMin), 9.822902, 1e-5);
+}
+
+TEST(OtherTimesSuspicion, DeviatingAllThroughTheTraceIsAHabit) {
+  // Runs of three at 2x, every 25 instances, all through 200 instances: far beyond the
+  // class's rate (the class suspicion is large), and what the family does at any time:
+  // its densest stretch leaves the other runs as its habit.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < 200; i += 25) at.insert(at.end(), {i + 3, i + 4, i + 5});
+  const FamilyDeviations f = Family(200, at, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_GT(SuspicionAt(f, q), 20.0);
+  EXPECT_LT(OtherTimesSuspicion(f, q, kMin), 1.0);
+  // The same runs at one time only (the first two, a fault that started and ended) stay
+  // suspicious: their habit is a clean record.
+  const FamilyDeviations once = Family(200, {3, 4, 5, 28, 29, 30}, 2.0);
+  const Deviations klass_once = With(Class(999, 9, 1.5), once);
+  const ClassRate q_once(klass_once, once.total, kMin);
+  EXPECT_GT(OtherTimesSuspicion(once, q_once, kMin), 15.0);
+}
+
+TEST(OtherTimesSuspicion, DeviatingEverywhereLeavesTheClassRate) {
+  // All five instances at 2x: no stretch is denser than the rest, the one from the first
+  // deviation to the last leaves no habit, so the rate is the class's q (the prior alone):
+  // five of five, q^5 (the run of five is the same), log10 = -18.789225, less log10(15)
+  // for the 5 x 6 / 2 stretches tried: 17.613289.
+  const FamilyDeviations f = Family(5, {0, 1, 2, 3, 4}, 2.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_NEAR(OtherTimesSuspicion(f, q, kMin), 17.613289, 1e-5);
+  // Without a deviation nothing is suspicious.
+  const FamilyDeviations none = Family(5, {}, 2.0);
+  EXPECT_EQ(OtherTimesSuspicion(none, ClassRate(klass, none.total, kMin), kMin), 0.0);
+}
+
 // A family of n instances of which k deviate by `ratio`, spread out (no two in a row).
 Deviations Spread(uint64_t n, uint64_t k, double ratio) {
   Deviations d;
