@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -838,6 +840,16 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
 // with the others as peers (PeerSource::kRest). Families of up to kMaxSegmentFamily
 // instances: in a larger family a segment of a few dozen leaves the median alone.
 constexpr size_t kMinSegment = 3;
+// Where the n-th \x1f-separated field of a family key starts (npos when it has fewer).
+size_t NthField(const std::string& key, size_t n) {
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    at = key.find('\x1f', at);
+    if (at == std::string::npos) return at;
+    ++at;
+  }
+  return at;
+}
 constexpr size_t kMaxSegmentFamily = 96;
 void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> sequences;  // (family, process)
@@ -849,6 +861,18 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       continue;
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
   }
+  std::unordered_map<uint32_t, uint32_t> first_unit;  // process -> its first unit
+  for (uint32_t u = 0; u < out->units.size(); ++u) first_unit.emplace(out->units[u].process, u);
+  struct Found {
+    std::vector<uint32_t>* seq;
+    size_t begin, end;
+    double median, noise;
+    bool after_first_unit;  // the rest is the process's first unit alone
+  };
+  std::vector<Found> found;
+  // Per process, the identities (without the operator before them) whose deviation is
+  // everything after the first unit.
+  std::map<uint32_t, std::set<std::string>> first_unit_splits;
   std::vector<double> inside, rest;
   for (auto& [key, seq] : sequences) {
     const size_t n = seq.size();
@@ -856,6 +880,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     std::sort(seq.begin(), seq.end(), [&](uint32_t a, uint32_t b) {
       return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
     });
+    const uint32_t first = first_unit[key.second];
+    size_t in_first = 0;  // the leading instances in the process's first unit
+    while (in_first < n && out->instances[seq[in_first]].unit == first) ++in_first;
     double best_z = 0, best_median = 0, best_noise = 0;
     size_t best_begin = 0, best_end = 0;
     for (size_t b = 0; b < n; ++b) {
@@ -894,17 +921,40 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       }
     }
     if (best_z < o.min_z) continue;
-    for (size_t i = best_begin; i < best_end; ++i) {
+    const bool after_first = best_end == n && best_begin <= in_first;
+    found.push_back({&seq, best_begin, best_end, best_median, best_noise, after_first});
+    if (after_first) {
+      // The identity less its last field, the operator before it (one kernel after
+      // different operators is one kernel here).
+      const std::string& k = out->families[key.first].key;
+      std::string identity = k;
+      const size_t context = NthField(k, 5);
+      if (context != std::string::npos) {
+        const size_t next = k.find('\x1f', context);
+        identity = k.substr(0, context) + (next == std::string::npos ? "" : k.substr(next));
+      }
+      first_unit_splits[key.second].insert(std::move(identity));
+    }
+  }
+  for (const Found& f : found) {
+    const std::vector<uint32_t>& seq = *f.seq;
+    // A first unit faster than everything after it in several identities of a process
+    // (copies of several sizes, different kernels) is that unit's difference (it ran
+    // before the caches, the allocator or the other streams reached their steady state),
+    // not one family's fault that began with the second step and lasted to the end.
+    const uint32_t process = r.nodes.process[out->instances[seq.front()].node];
+    if (f.after_first_unit && first_unit_splits[process].size() >= 2) continue;
+    for (size_t i = f.begin; i < f.end; ++i) {
       Instance& in = out->instances[seq[i]];
-      const double excess = static_cast<double>(in.time_ns) - best_median;
-      if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * best_median ||
-          excess < o.min_z * best_noise)
+      const double excess = static_cast<double>(in.time_ns) - f.median;
+      if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * f.median ||
+          excess < o.min_z * f.noise)
         continue;
       in.source = PeerSource::kRest;
-      in.peers = static_cast<uint32_t>(n - (best_end - best_begin));
-      in.expected_ns = static_cast<int64_t>(std::llround(best_median));
-      in.noise_ns = static_cast<int64_t>(std::llround(best_noise));
-      in.z = static_cast<float>(excess / best_noise);
+      in.peers = static_cast<uint32_t>(seq.size() - (f.end - f.begin));
+      in.expected_ns = static_cast<int64_t>(std::llround(f.median));
+      in.noise_ns = static_cast<int64_t>(std::llround(f.noise));
+      in.z = static_cast<float>(excess / f.noise);
       in.evidence = true;
       in.excess_ns = in.time_ns - in.expected_ns;
     }

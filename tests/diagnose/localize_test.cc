@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -412,6 +414,54 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   const auto with_empty_baseline = localize::Localize(b.t, rec, {}, &none);
   for (const localize::Instance& in : with_empty_baseline.instances)
     EXPECT_NE(in.source, localize::PeerSource::kRest);
+}
+
+// Six decode steps, each running five instances of every kernel in `kernels` on one
+// stream; kernel k takes fast_ns before step slow_from and 2 x fast_ns from it on. The
+// evidence per kernel name.
+std::map<std::string, size_t> SplitEvidence(const std::vector<std::string>& kernels,
+                                            int slow_from) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  constexpr int kFast = 10'000;
+  for (int s = 0; s < 6; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000);
+    int64_t k_at = at + 10'000;
+    for (int j = 0; j < 5; ++j) {
+      for (const std::string& k : kernels) {
+        b.Kernel(p, k, k_at, k_at + (s >= slow_from ? 2 * kFast : kFast));
+        k_at += 40'000;
+      }
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  std::map<std::string, size_t> evidence;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    EXPECT_EQ(in.source, localize::PeerSource::kRest);
+    EXPECT_EQ(in.expected_ns, kFast);
+    EXPECT_EQ(in.time_ns, 2 * kFast);
+    ++evidence[std::string(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]))];
+  }
+  return evidence;
+}
+
+// One kernel twice as slow from the second of six steps to the end: its positions' median
+// is the slow time, and the rest of the family is the reference: the first step's three
+// instances after the warm-up one and the one after no other kernel (its own identity).
+// The 25 instances after the first step are evidence. Two
+// kernels that both ran faster only in the first step say that the first step differs:
+// neither is evidence. Two kernels slowed from the fourth step on are both evidence (the
+// run that leaves at most a fifth of the rest as slow: most of their 15 slowed instances).
+TEST(Localize, AFirstStepFasterInSeveralIdentitiesIsTheStepsDifference) {
+  EXPECT_EQ(SplitEvidence({"gemm"}, 1), (std::map<std::string, size_t>{{"gemm", 25}}));
+  EXPECT_TRUE(SplitEvidence({"gemm", "copy"}, 1).empty());
+  const std::map<std::string, size_t> later = SplitEvidence({"gemm", "copy"}, 3);
+  ASSERT_EQ(later.size(), 2u);
+  EXPECT_GE(later.at("gemm"), 10u);
+  EXPECT_GE(later.at("copy"), 10u);
 }
 
 // Operator ranges that each make one kernel launch, laid out one after another (no step
