@@ -84,6 +84,12 @@ class Run {
   };
   const std::vector<StepWindow>& step_windows() const { return step_windows_; }
   int64_t serve_start() const { return serve_start_; }
+  // True arrival time of each request, by index.
+  std::vector<int64_t> arrivals() const {
+    std::vector<int64_t> out;
+    for (const Request& r : requests_) out.push_back(r.arrival);
+    return out;
+  }
 
  private:
   friend class Executor;

@@ -66,7 +66,8 @@ std::string EncodeId(const std::string& id) {
 // that already has faults 0..f-1. Request-scoped mechanisms act on only some of the
 // requests they touch, so they get longer windows. Window edges sit halfway between
 // steps so that small timing differences do not move a step in or out.
-void PlanFaultWindow(const std::vector<Run::StepWindow>& steps, int64_t serve_start, int requests,
+void PlanFaultWindow(const std::vector<Run::StepWindow>& steps,
+                     const std::vector<int64_t>& arrivals, int64_t serve_start, int requests,
                      double fraction, size_t f, std::vector<FaultSpec>* faults) {
   const size_t k = faults->size();
   if (steps.empty() || k == 0) return;
@@ -95,10 +96,24 @@ void PlanFaultWindow(const std::vector<Run::StepWindow>& steps, int64_t serve_st
     last = s;
     if (distinct >= need) break;
   }
-  const int64_t from =
+  int64_t from =
       first > 0 ? (steps[first - 1].start + steps[first].start) / 2 : steps[first].start - kMs;
-  const int64_t to =
-      last + 1 < n ? (steps[last].start + steps[last + 1].start) / 2 : steps[last].end;
+  int64_t to = last + 1 < n ? (steps[last].start + steps[last + 1].start) / 2 : steps[last].end;
+  if (spec.mechanism == Mechanism::kStarvation) {
+    // Starvation acts on requests as they arrive (the scheduler skips them), so its window
+    // is the arrivals of the requests these steps serve, not the steps' own times: in an
+    // offline batch every request arrives before the first step, and a window over later
+    // steps would hold no arrival. (Grown until it does by the resampling, it would start
+    // at the first arrival and starve the batch that the first faults' windows were
+    // planned on.)
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t r = 0; r < seen.size() && r < arrivals.size(); ++r) {
+      if (!seen[r]) continue;
+      lo = std::min(lo, arrivals[r]);
+      hi = std::max(hi, arrivals[r]);
+    }
+    if (lo <= hi) from = lo, to = hi + kUs;
+  }
   spec.onset_request = -1;
   spec.onset_ns = from - serve_start;
   spec.duration_ns = std::max<int64_t>(kUs, to - from);
@@ -752,8 +767,8 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       Run d(dry, *profile);
       TELLER_RETURN_IF_ERROR(d.Prepare());
       d.Simulate({});
-      PlanFaultWindow(d.step_windows(), d.serve_start(), c.requests, c.faulty_fraction, f,
-                      &c.faults);
+      PlanFaultWindow(d.step_windows(), d.arrivals(), d.serve_start(), c.requests,
+                      c.faulty_fraction, f, &c.faults);
     }
   }
   // Every planted fault must manifest. A fault the simulator placed (preset, random)

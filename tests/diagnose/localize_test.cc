@@ -4,9 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 

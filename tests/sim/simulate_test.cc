@@ -524,6 +524,38 @@ TEST(FaultSpecs, ParseAndReject) {
   for (const auto& [cat, n] : per) EXPECT_GE(n, 3) << cat;
 }
 
+TEST(Preset, StarvationInAnOfflineBatchIsPlacedOnItsArrivals) {
+  // vLLM's offline batch adds every prompt before the first step: a starvation window
+  // planned over later steps would hold no arrival. Planned on the arrivals of the
+  // requests its steps serve, it acts on the first run, with no resampling (which grew
+  // the window until it starved the batch other faults were planned on).
+  SimConfig c;
+  c.profile = c.setting = "vllm-v1-offline";
+  c.seed = 5;
+  c.requests = 40;
+  c.layers = 4;
+  c.output_median = 8;
+  c.max_running = 4;
+  c.plan_fault_windows = true;
+  c.faulty_fraction = 0.4;
+  FaultSpec starve;
+  starve.mechanism = Mechanism::kStarvation;
+  FaultSpec fallback;
+  fallback.mechanism = Mechanism::kFallbackKernel;
+  c.faults = {fallback, starve};
+  std::vector<std::string> lines;
+  const std::string dir = TempDir("offline-starvation");
+  auto r = Simulate(c, dir, [&lines](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const std::string& l : lines) EXPECT_EQ(l.find("resampling"), std::string::npos) << l;
+  auto truth = ReadGroundTruth(dir + "/" + kGroundTruthFile);
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  std::map<int, int> steps_of;
+  for (const StepTruth& st : truth->steps) ++steps_of[st.fault];
+  EXPECT_GT(steps_of[0], 0);  // the fallback kernel's window still has its steps
+  EXPECT_GT(steps_of[1], 0);  // and some starved request is in a step
+}
+
 TEST(Preset, PaperShape) {
   const auto configs = PaperPreset(1);
   ASSERT_EQ(configs.size(), 5u);
