@@ -11,6 +11,7 @@
 
 #include "src/diagnose/format.h"
 #include "src/diagnose/suspicion.h"
+#include "teller/core/parallel.h"
 #include "teller/core/progress.h"
 
 namespace teller::diagnose {
@@ -242,13 +243,18 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
   }
   double weighted_total = 0;
   for (const auto& [key, a] : agg) weighted_total += a.weighted;
-  std::vector<TopOperator> out;
-  for (auto& [key, a] : agg) {
-    if (a.op.count == 0) continue;
-    a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
-    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
+  // The families with evidence, each judged on its own (on the cores available; each
+  // suspicion into its own slot, so the ranking does not depend on the workers).
+  std::vector<std::pair<const Key, Agg>*> judged;
+  for (auto& entry : agg) {
+    if (entry.second.op.count > 0) judged.push_back(&entry);
+  }
+  std::vector<double> suspicions(judged.size(), 0.0);
+  ParallelFor(judged.size(), [&](size_t slot) {
+    const Key& key = judged[slot]->first;
+    const Agg& a = judged[slot]->second;
     const FamilyDeviations& family = deviations_of.at(key);
-    const ClassRate rate(classes[a.cls], family.total, min_ratio);
+    const ClassRate rate(classes.at(a.cls), family.total, min_ratio);
     double suspicion =
         SuspicionAt(family, rate, &overdispersion.at(a.cls), &a.deviations, &clumping.at(a.cls));
     // With a baseline, judged against its own habit there too (suspicion.h): an operator
@@ -271,6 +277,14 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       // as much as in its densest stretch is not news there either.
       suspicion = std::min(suspicion, OtherTimesSuspicion(family, rate, min_ratio));
     }
+    suspicions[slot] = suspicion;
+  });
+  std::vector<TopOperator> out;
+  for (size_t slot = 0; slot < judged.size(); ++slot) {
+    Agg& a = judged[slot]->second;
+    a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
+    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
+    const double suspicion = suspicions[slot];
     // Deviating right before a rank made every other rank wait is a second, independent
     // sign: the two suspicions add (their chances multiply).
     a.op.suspicion = suspicion + a.straggler_suspicion;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "teller/core/parallel.h"
 #include "teller/core/progress.h"
 #include "teller/localize/iterations.h"
 
@@ -864,23 +865,28 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   std::unordered_map<uint32_t, uint32_t> first_unit;  // process -> its first unit
   for (uint32_t u = 0; u < out->units.size(); ++u) first_unit.emplace(out->units[u].process, u);
   struct Found {
-    std::vector<uint32_t>* seq;
-    size_t begin, end;
-    double median, noise;
-    bool after_first_unit;  // the rest is the process's first unit alone
+    std::vector<uint32_t>* seq = nullptr;  // null: no run found
+    size_t begin = 0, end = 0;
+    double median = 0, noise = 0;
+    bool after_first_unit = false;  // the rest is the process's first unit alone
   };
-  std::vector<Found> found;
-  // Per process, the identities (without the operator before them) whose deviation is
-  // everything after the first unit.
-  std::map<uint32_t, std::set<std::string>> first_unit_splits;
-  std::vector<double> inside, rest;
-  for (auto& [key, seq] : sequences) {
+  // Each sequence's search is independent of the others (and costs up to n^3 for n up to
+  // kMaxSegmentFamily): searched on the cores available, each into its own slot, then
+  // applied in the sequences' order, so the result does not depend on the workers.
+  std::vector<std::pair<const std::pair<uint32_t, uint32_t>, std::vector<uint32_t>>*> order;
+  for (auto& entry : sequences) order.push_back(&entry);
+  std::vector<Found> found(order.size());
+  ParallelFor(order.size(), [&](size_t slot) {
+    const auto& key = order[slot]->first;
+    std::vector<uint32_t>& seq = order[slot]->second;
     const size_t n = seq.size();
-    if (n < 2 * kMinSegment + 2 || n > kMaxSegmentFamily) continue;
+    if (n < 2 * kMinSegment + 2 || n > kMaxSegmentFamily) return;
     std::sort(seq.begin(), seq.end(), [&](uint32_t a, uint32_t b) {
       return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
     });
-    const uint32_t first = first_unit[key.second];
+    std::vector<double> inside, rest;
+    const auto first_it = first_unit.find(key.second);
+    const uint32_t first = first_it == first_unit.end() ? UINT32_MAX : first_it->second;
     size_t in_first = 0;  // the leading instances in the process's first unit
     while (in_first < n && out->instances[seq[in_first]].unit == first) ++in_first;
     double best_z = 0, best_median = 0, best_noise = 0;
@@ -920,10 +926,16 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         }
       }
     }
-    if (best_z < o.min_z) continue;
-    const bool after_first = best_end == n && best_begin <= in_first;
-    found.push_back({&seq, best_begin, best_end, best_median, best_noise, after_first});
-    if (after_first) {
+    if (best_z < o.min_z) return;
+    found[slot] = {&seq,        best_begin, best_end,
+                   best_median, best_noise, best_end == n && best_begin <= in_first};
+  });
+  // Per process, the identities (without the operator before them) whose deviation is
+  // everything after the first unit.
+  std::map<uint32_t, std::set<std::string>> first_unit_splits;
+  for (size_t slot = 0; slot < order.size(); ++slot) {
+    const auto& key = order[slot]->first;
+    if (found[slot].after_first_unit) {
       // The identity less its last field, the operator before it (one kernel after
       // different operators is one kernel here).
       const std::string& k = out->families[key.first].key;
@@ -937,6 +949,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     }
   }
   for (const Found& f : found) {
+    if (f.seq == nullptr) continue;
     const std::vector<uint32_t>& seq = *f.seq;
     // A first unit faster than everything after it in several identities of a process
     // (copies of several sizes, different kernels) is that unit's difference (it ran

@@ -1,6 +1,7 @@
 // `teller diagnose` and `teller inspect` show their long work on stderr only when it is a
 // terminal (core/progress.h): run here with stderr on a real pseudo-terminal (forkpty),
-// on a file, and with TELLER_PROGRESS=0. The report on stdout is the same in every case.
+// on a file, and with TELLER_PROGRESS=0. The report on stdout is the same in every case,
+// and the same on one worker thread and on several (TELLER_THREADS).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -149,6 +150,28 @@ TEST_F(ProgressCliTest, AnErrorIsPrintedOnAClearedLine) {
   EXPECT_LT(parsing, error);
   ASSERT_GE(error, 4u) << screen;
   EXPECT_EQ(screen.substr(error - 4, 4), "\r\033[K") << screen;
+}
+
+TEST_F(ProgressCliTest, TheReportIsTheSameOnOneWorkerAndOnSeveral) {
+  // Families are judged on the cores available (core/parallel.h), each into its own
+  // slot: the report must not depend on how many there are.
+  const std::string run = Run();
+  std::vector<std::string> traces = {run};
+  const std::string real =
+      std::string(TELLER_REAL_DATA_DIR) + "/hta/trace_diff__test__test.json.gz";
+  if (access(real.c_str(), R_OK) == 0) traces.push_back(real);
+  for (const std::string& t : traces) {
+    std::string reports[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::string json = tmp_ + "/w" + std::to_string(k) + ".json";
+      const testing::Outcome o = Shell(k == 0 ? "TELLER_THREADS=1" : "TELLER_THREADS=3", TELLER_BIN,
+                                       "diagnose '" + t + "' --json '" + json + "'");
+      ASSERT_EQ(o.exit_code, 0) << o.err;
+      reports[k] = testing::ReadFile(json);
+    }
+    ASSERT_GT(reports[0].size(), 100u) << t;
+    EXPECT_EQ(reports[0], reports[1]) << t;
+  }
 }
 
 }  // namespace
