@@ -855,17 +855,29 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
 // with the others as peers (PeerSource::kRest). Families of up to kMaxSegmentFamily
 // instances: in a larger family a segment of a few dozen leaves the median alone.
 constexpr size_t kMinSegment = 3;
-// Where the n-th \x1f-separated field of a family key starts (npos when it has fewer).
-size_t NthField(const std::string& key, size_t n) {
+constexpr size_t kMaxSegmentFamily = 96;
+
+// A family key (Keys::KeyText) without its context field, the operator before it: one
+// kernel after different operators is one identity here.
+std::string WithoutContext(const std::string& key) {
+  constexpr size_t kContextField = 5;
   size_t at = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < kContextField; ++i) {
     at = key.find('\x1f', at);
-    if (at == std::string::npos) return at;
+    if (at == std::string::npos) return key;
     ++at;
   }
-  return at;
+  const size_t next = key.find('\x1f', at);
+  return key.substr(0, at) + (next == std::string::npos ? "" : key.substr(next));
 }
-constexpr size_t kMaxSegmentFamily = 96;
+
+// Each process's first unit (units are listed in time order per process).
+std::unordered_map<uint32_t, uint32_t> FirstUnits(const std::vector<Unit>& units) {
+  std::unordered_map<uint32_t, uint32_t> first;  // process -> its first unit
+  for (uint32_t u = 0; u < units.size(); ++u) first.emplace(units[u].process, u);
+  return first;
+}
+
 void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> sequences;  // (family, process)
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
@@ -876,8 +888,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       continue;
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
   }
-  std::unordered_map<uint32_t, uint32_t> first_unit;  // process -> its first unit
-  for (uint32_t u = 0; u < out->units.size(); ++u) first_unit.emplace(out->units[u].process, u);
+  const std::unordered_map<uint32_t, uint32_t> first_unit = FirstUnits(out->units);
   struct Found {
     std::vector<uint32_t>* seq = nullptr;  // null: no run found
     size_t begin = 0, end = 0;
@@ -950,19 +961,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   // everything after the first unit.
   std::map<uint32_t, std::set<std::string>> first_unit_splits;
   for (size_t slot = 0; slot < order.size(); ++slot) {
-    const auto& key = order[slot]->first;
-    if (found[slot].after_first_unit) {
-      // The identity less its last field, the operator before it (one kernel after
-      // different operators is one kernel here).
-      const std::string& k = out->families[key.first].key;
-      std::string identity = k;
-      const size_t context = NthField(k, 5);
-      if (context != std::string::npos) {
-        const size_t next = k.find('\x1f', context);
-        identity = k.substr(0, context) + (next == std::string::npos ? "" : k.substr(next));
-      }
-      first_unit_splits[key.second].insert(std::move(identity));
-    }
+    if (!found[slot].after_first_unit) continue;
+    const auto& [family, process] = order[slot]->first;
+    first_unit_splits[process].insert(WithoutContext(out->families[family].key));
   }
   for (const Found& f : found) {
     if (f.seq == nullptr) continue;
@@ -1415,8 +1416,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   // was recorded after the program's first iterations).
   std::vector<uint8_t> warmup(p.raw.size(), 0);
   {
-    std::unordered_map<uint32_t, uint32_t> first_unit;  // process -> its first unit
-    for (uint32_t u = 0; u < out.units.size(); ++u) first_unit.emplace(out.units[u].process, u);
+    std::unordered_map<uint32_t, uint32_t> first_unit = FirstUnits(out.units);
     std::unordered_map<uint64_t, bool> seen;
     for (size_t i = 0; i < p.raw.size(); ++i) {
       const Unit& unit = out.units[p.raw[i].unit];
