@@ -184,12 +184,15 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     const uint32_t cls = DeviationClass(trace, r, in, f);
     const double ratio =
         root[k] && in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0.0;
-    classes[cls].Add(ratio, min_ratio);
+    // A deviation most operators around it share is judged as within its peers: the time
+    // was slow, not this operator (teller/localize/shared.h).
+    const double judged = in.shared ? 0.0 : ratio;
+    classes[cls].Add(judged, min_ratio);
     Agg* a = &agg[key];
     a->cls = cls;
-    a->deviations.Add(ratio, min_ratio);
+    a->deviations.Add(judged, min_ratio);
     a->family = &f;
-    a->sequence[n.process[in.node]].push_back({n.start_ns[in.node], ratio});
+    a->sequence[n.process[in.node]].push_back({n.start_ns[in.node], judged});
     if (!root[k]) continue;
     a->op.family = f.pattern;
     a->op.within = f.within;

@@ -15,6 +15,7 @@
 #include "teller/core/parallel.h"
 #include "teller/core/progress.h"
 #include "teller/localize/iterations.h"
+#include "teller/localize/shared.h"
 
 namespace teller::localize {
 
@@ -1150,7 +1151,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
     for (const Instance& in : res.instances) {
       if (in.source == PeerSource::kNone || in.warmup || in.consequence) continue;
       const double ratio =
-          in.evidence && in.expected_ns > 0
+          in.evidence && !in.shared && in.expected_ns > 0
               ? static_cast<double>(in.time_ns) / static_cast<double>(in.expected_ns)
               : 0.0;
       seq[{OperatorKey(res.families[in.family]), r->nodes.process[in.node]}].push_back(
@@ -1173,6 +1174,38 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
 
 namespace {
 // Scores the instances `p` holds (Localize; FitBaseline scores a baseline against itself).
+// Marks the evidence that most operators around it share (teller/localize/shared.h): per
+// process and measure, the scored instances in time order, operators as the top operators
+// group them.
+void MarkShared(const Reconstruction& r, Result* out) {
+  std::unordered_map<std::string, uint32_t> ops;
+  std::vector<uint32_t> op_of_family(out->families.size());
+  for (size_t f = 0; f < out->families.size(); ++f) {
+    op_of_family[f] =
+        ops.emplace(OperatorKey(out->families[f]), static_cast<uint32_t>(ops.size())).first->second;
+  }
+  std::map<std::pair<uint32_t, Measure>, std::vector<uint32_t>> runs;
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    if (in.source == PeerSource::kNone || in.warmup || in.consequence) continue;
+    runs[{r.nodes.process[in.node], out->families[in.family].measure}].push_back(k);
+  }
+  for (auto& [where, run] : runs) {
+    std::stable_sort(run.begin(), run.end(), [&](uint32_t a, uint32_t b) {
+      return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
+    });
+    std::vector<uint32_t> op(run.size());
+    std::vector<uint8_t> deviating(run.size());
+    for (size_t i = 0; i < run.size(); ++i) {
+      const Instance& in = out->instances[run[i]];
+      op[i] = op_of_family[in.family];
+      deviating[i] = in.evidence;
+    }
+    const std::vector<uint8_t> shared = SharedDeviations(op, deviating);
+    for (size_t i = 0; i < run.size(); ++i) out->instances[run[i]].shared = shared[i] != 0;
+  }
+}
+
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
              const Model* baseline) {
   Result& out = p.res;
@@ -1496,6 +1529,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     FindSlowSegments(r, o, &out);
     FindSlowCallers(o, &out);
   }
+  MarkShared(r, &out);
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});

@@ -156,6 +156,61 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   }
 }
 
+// Eight decode steps: five rounds of gemm, norm, act and add kernels, one scale kernel,
+// then four rounds of adam and clip (all 10 us). In steps 2 to 4 the adam/clip phase runs
+// at 2x (a slow time: another process on the GPU then); in step 6 only scale takes 3x.
+// Counted as they come, adam's and clip's 12 slow instances each (runs of 4 in 3 steps),
+// where the rest of their kind never deviates, rank first (suspicion 11.2 against scale's
+// 2.1). But the operators around each of them deviate too (each other's instances): those
+// deviations are the time's (teller/localize/shared.h), and scale, the one operator
+// slower on its own, is first.
+TEST(Diagnose, AnOperatorSlowOnItsOwnOutranksATimeWhenEverythingWasSlow) {
+  Trace t;
+  const uint32_t p = t.ProcessIndex("h", 1);
+  auto add = [&](EventType type, const std::string& name, int64_t start, int64_t end) {
+    EventRow r;
+    r.type = type;
+    r.name = t.strings.Intern(name);
+    r.category = t.strings.Intern(type == EventType::kKernel ? "kernel" : "cpu_op");
+    r.process = p;
+    r.thread = type == EventType::kKernel ? 7 : 1;
+    r.stream = type == EventType::kKernel ? 7 : 0;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  };
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 2'000'000;
+    add(EventType::kRange, "teller.step kind=decode seq=" + std::to_string(s), at, at + 1'900'000);
+    int64_t k_at = at + 10'000;
+    auto kernel = [&](const char* name, int64_t times) {
+      add(EventType::kKernel, name, k_at, k_at + times * 10'000);
+      k_at += 40'000;
+    };
+    for (int j = 0; j < 5; ++j) {
+      for (const char* k : {"gemm", "norm", "act", "add"}) kernel(k, 1);
+    }
+    kernel("scale", s == 6 ? 3 : 1);
+    for (int j = 0; j < 4; ++j) {
+      for (const char* k : {"adam", "clip"}) kernel(k, s >= 2 && s <= 4 ? 2 : 1);
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(t);
+  const auto d = diagnose::Diagnose(t, rec, {});
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_EQ(d.top_operators.front().name, "scale");
+  EXPECT_EQ(d.top_operators.front().count, 1u);
+  EXPECT_DOUBLE_EQ(d.top_operators.front().max_ratio, 3.0);
+  // The slow time's evidence is still evidence: 12 instances of each, 2x.
+  for (const diagnose::TopOperator& op : d.top_operators) {
+    if (op.name == "adam" || op.name == "clip") {
+      EXPECT_EQ(op.count, 12u);
+      EXPECT_LT(op.suspicion, d.top_operators.front().suspicion);
+    }
+  }
+}
+
 TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
   Loaded l;
   sim::SimConfig c = Config(6);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "teller/localize/iterations.h"
+#include "teller/localize/shared.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller {
@@ -967,6 +968,90 @@ TEST(Localize, AFirstPassIsComparedWithTheBaselinesFirstPass) {
   EXPECT_EQ(in->noise_ns, 2000);
   EXPECT_TRUE(in->evidence);
   EXPECT_EQ(in->excess_ns, 200'000);
+}
+
+// Operators A = 0 (judged), B = 1, C = 2 interleaved; by hand from the rule: a deviation
+// is shared when at least half of its up to 4 + 4 nearest other-operator instances deviate,
+// with at least 4 of them found.
+TEST(SharedDeviations, ByHand) {
+  // index:                        0  1  2  3  4  5  6  7  8  9 10 11
+  const std::vector<uint32_t> fam{1, 2, 1, 2, 0, 0, 0, 1, 2, 1, 2, 1};
+  // Every instance around A's run deviates (a shared slow time): A's deviations at 4, 5, 6
+  // see 4 of 4 before and 4 of 4 after deviating.
+  const std::vector<uint8_t> all{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<uint8_t> s = localize::SharedDeviations(fam, all);
+  EXPECT_EQ(s, std::vector<uint8_t>(12, 1));
+  // Only A deviates: its neighbours (0..3 and 7..10) are within their peers.
+  const std::vector<uint8_t> only_a{0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0};
+  EXPECT_EQ(localize::SharedDeviations(fam, only_a), std::vector<uint8_t>(12, 0));
+  // Half of A's neighbours deviate (2 and 3 before, 7 and 8 after: 4 of 8): shared; with
+  // 3 of 8 (7 not deviating) not.
+  const std::vector<uint8_t> half{0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+  const std::vector<uint8_t> sh = localize::SharedDeviations(fam, half);
+  EXPECT_EQ(sh[4], 1);
+  EXPECT_EQ(sh[6], 1);
+  const std::vector<uint8_t> three{0, 0, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0};
+  const std::vector<uint8_t> st = localize::SharedDeviations(fam, three);
+  EXPECT_EQ(st[4], 0);
+  EXPECT_EQ(st[5], 0);
+  // Index 2 (B) in `three`: its other-operator neighbours are 1 (C) before it (0 is B) and
+  // 3, 4, 5, 6 (C, A, A, A) after it; 4 of those 5 deviate: shared.
+  EXPECT_EQ(st[2], 1);
+}
+
+TEST(SharedDeviations, TooFewOtherInstancesSayNothing) {
+  // One other family instance on each side: 2 found, fewer than kSharedNeighbours.
+  const std::vector<uint32_t> fam{1, 0, 0, 0, 1};
+  const std::vector<uint8_t> dev{1, 1, 1, 1, 1};
+  const std::vector<uint8_t> s = localize::SharedDeviations(fam, dev);
+  EXPECT_EQ(s[2], 0);
+  // A family alone on its process is never shared.
+  EXPECT_EQ(localize::SharedDeviations({0, 0, 0}, {1, 1, 1}), std::vector<uint8_t>(3, 0));
+}
+
+// Six decode steps of five rounds of gemm, norm, act and add kernels (10 us each) and one
+// scale kernel (10 us) per step. In step 2 every kernel takes 2x (a slow time: another
+// process on the GPU); in step 4 only scale takes 4x (its fault).
+TEST(Localize, DeviationsMostOperatorsAroundShareAreMarkedShared) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  const std::vector<std::string> kernels = {"gemm", "norm", "act", "add"};
+  for (int s = 0; s < 6; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 900'000);
+    int64_t k_at = at + 10'000;
+    const int64_t slow = s == 2 ? 2 : 1;
+    for (int j = 0; j < 5; ++j) {
+      for (const std::string& k : kernels) {
+        b.Kernel(p, k, k_at, k_at + slow * 10'000);
+        k_at += 40'000;
+      }
+    }
+    b.Kernel(p, "scale", k_at, k_at + (s == 4 ? 4 : slow) * 10'000);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t slow_time = 0, slow_time_shared = 0, fault = 0, fault_shared = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]);
+    const bool step4 = r.units[in.unit].step >= 0 && rec.steps[r.units[in.unit].step].number == 4;
+    if (name == "scale" && step4) {
+      ++fault;
+      fault_shared += in.shared;
+    } else {
+      ++slow_time;
+      slow_time_shared += in.shared;
+    }
+  }
+  // Step 2: all 21 kernels are evidence against their positions' 10 us; each one's nearest
+  // other operators are its step's (2x) and, at the step's ends, the neighbouring steps'
+  // (1x): at least 4 of its 8 deviate, so every one is shared.
+  EXPECT_EQ(slow_time, 21u);
+  EXPECT_EQ(slow_time_shared, 21u);
+  // Step 4's scale: its 4 neighbours before it are step 4's (1x), the 4 after it step 5's.
+  EXPECT_EQ(fault, 1u);
+  EXPECT_EQ(fault_shared, 0u);
 }
 
 }  // namespace

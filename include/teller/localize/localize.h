@@ -120,7 +120,10 @@ struct Instance {
   bool warmup = false;       // the first of its family on its process: never evidence
   bool evidence = false;     // significant excess (see Options)
   bool consequence = false;  // evidence that is a wait for ranks the trace lacks
-  int64_t excess_ns = 0;     // time - expected when evidence, else 0
+  // Evidence that most operators around it share (teller/localize/shared.h): the time was
+  // slow, not this operator; the suspicions judge it as within its peers.
+  bool shared = false;
+  int64_t excess_ns = 0;  // time - expected when evidence, else 0
   // Collective kernels: how long it waited for the last rank, and which rank that was.
   int64_t wait_ns = 0;
   int32_t waited_for_process = -1;

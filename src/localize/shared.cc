@@ -1,0 +1,30 @@
+// Deviations shared with the operators around them (include/teller/localize/shared.h).
+#include "teller/localize/shared.h"
+
+namespace teller::localize {
+
+std::vector<uint8_t> SharedDeviations(const std::vector<uint32_t>& op,
+                                      const std::vector<uint8_t>& deviating) {
+  const size_t n = op.size();
+  std::vector<uint8_t> shared(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (deviating[i] == 0) continue;
+    size_t found = 0, deviate = 0;
+    // Before it, then after it: the nearest instances of other operators on each side.
+    for (int side = -1; side <= 1; side += 2) {
+      size_t taken = 0;
+      for (size_t step = 1; step <= kSharedLookAside && taken < kSharedNeighbours; ++step) {
+        if (side < 0 ? step > i : i + step >= n) break;
+        const size_t j = side < 0 ? i - step : i + step;
+        if (op[j] == op[i]) continue;
+        ++taken;
+        deviate += deviating[j] != 0;
+      }
+      found += taken;
+    }
+    shared[i] = found >= kSharedNeighbours && 2 * deviate >= found;
+  }
+  return shared;
+}
+
+}  // namespace teller::localize
