@@ -21,6 +21,7 @@
 #include "teller/localize/localize.h"
 #include "teller/sim/sim.h"
 #include "teller/slice/slice.h"
+#include "tests/temp_dirs.h"
 
 namespace teller {
 namespace {
@@ -33,11 +34,7 @@ struct Loaded {
 };
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir =
-      "/tmp/teller-diag-test-" + std::to_string(getpid()) + "-" + tag + std::to_string(counter++);
-  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
-  return dir;
+  return testing::ProgramTempDirs().Make("teller-diag-test", tag);
 }
 
 void Simulate(sim::SimConfig c, Loaded* out) {

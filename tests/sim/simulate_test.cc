@@ -20,6 +20,7 @@
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/sim/faults.h"
 #include "teller/sim/sim.h"
+#include "tests/temp_dirs.h"
 
 namespace teller::sim {
 namespace {
@@ -35,12 +36,7 @@ using format::StepTruth;
 using format::ViewLabel;
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir = "/tmp/teller-sim-test-" + std::to_string(getpid()) + "-" + tag + "-" +
-                          std::to_string(counter++);
-  std::string cmd = "rm -rf '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
+  return testing::ProgramTempDirs().Make("teller-sim-test", tag + "-");
 }
 
 std::map<std::string, std::string> ReadDir(const std::string& dir, const std::string& prefix = "") {
