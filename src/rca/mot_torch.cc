@@ -38,28 +38,47 @@ struct BlockImpl : torch::nn::Module {
   }
   // x [B, S, W]; allowed [B, 1, S, S] (true: query i may attend key j).
   torch::Tensor forward(const torch::Tensor& x, int64_t trace, const torch::Tensor& allowed) {
+    return Run(x, trace, allowed, {}, {}, nullptr, nullptr);
+  }
+  // The same for positions that follow earlier ones whose keys and values (`past_k`,
+  // `past_v` [B, H, P, D]; undefined: none) are kept from an earlier call: greedy decoding
+  // then runs each new word through the layer alone (the condition's and the earlier words'
+  // outputs never depend on later words). allowed [B, 1, S, P + S]; *k_all, *v_all (when
+  // not null) get the keys and values of [past; x].
+  torch::Tensor Run(const torch::Tensor& x, int64_t trace, const torch::Tensor& allowed,
+                    const torch::Tensor& past_k, const torch::Tensor& past_v, torch::Tensor* k_all,
+                    torch::Tensor* v_all) {
     const int64_t b = x.size(0), s = x.size(1), w = x.size(2), d = w / heads_;
-    auto split = [&](const torch::Tensor& t, int m) {
-      return m == 0 ? t.narrow(1, 0, trace) : t.narrow(1, trace, s - trace);
+    // Per modality: the first `trace` positions, the rest.
+    auto by_modality = [&](const torch::Tensor& t, auto&& f0, auto&& f1) {
+      if (trace == 0) return f1(t);
+      if (trace == s) return f0(t);
+      return torch::cat({f0(t.narrow(1, 0, trace)), f1(t.narrow(1, trace, s - trace))}, 1);
     };
-    const torch::Tensor h = torch::cat({norm1[0](split(x, 0)), norm1[1](split(x, 1))}, 1);
+    const torch::Tensor h = by_modality(
+        x, [&](const torch::Tensor& t) { return norm1[0](t); },
+        [&](const torch::Tensor& t) { return norm1[1](t); });
     const std::vector<torch::Tensor> qkv_ = qkv(h).chunk(3, 2);
     auto heads = [&](const torch::Tensor& t) {
       return t.reshape({b, s, heads_, d}).transpose(1, 2);
     };
-    const torch::Tensor q = heads(qkv_[0]), k = heads(qkv_[1]), v = heads(qkv_[2]);
+    const torch::Tensor q = heads(qkv_[0]);
+    torch::Tensor k = heads(qkv_[1]), v = heads(qkv_[2]);
+    if (past_k.defined()) {
+      k = torch::cat({past_k, k}, 2);
+      v = torch::cat({past_v, v}, 2);
+    }
+    if (k_all != nullptr) *k_all = k;
+    if (v_all != nullptr) *v_all = v;
     torch::Tensor score = q.matmul(k.transpose(2, 3)) / std::sqrt(static_cast<double>(d));
     // A large negative rather than -inf: a row with no allowed key (none occurs: every query
     // may see the step token) would give NaN with -inf.
     score = score.masked_fill(allowed.logical_not(), -1e9);
     const torch::Tensor a = torch::softmax(score, 3).matmul(v).transpose(1, 2).reshape({b, s, w});
     const torch::Tensor y = x + out(a);
-    std::vector<torch::Tensor> parts;
-    for (int m = 0; m < 2; ++m) {
-      const torch::Tensor p = split(y, m);
-      parts.push_back(p + down[m](torch::gelu(up[m](norm2[m](p)))));
-    }
-    return torch::cat(parts, 1);
+    return by_modality(
+        y, [&](const torch::Tensor& p) { return p + down[0](torch::gelu(up[0](norm2[0](p)))); },
+        [&](const torch::Tensor& p) { return p + down[1](torch::gelu(up[1](norm2[1](p)))); });
   }
   int64_t heads_;
   torch::nn::Linear qkv{nullptr}, out{nullptr};
@@ -356,31 +375,45 @@ class MotNetwork final : public Network {
 
   // Heads and greedy explanations of one batch, appended to `out`. Decoding never picks
   // <pad>, <bos> or the line end; it stops at <eos> or after max_explanation_tokens words.
+  // The condition (trace and log tokens) runs through the layers once, keeping every
+  // layer's keys and values; then each word runs alone against them (a key/value cache),
+  // which is what Forward computes for the same words, without redoing the condition.
   void Generate(const std::vector<const Example*>& bx, std::vector<Output>* out) const {
     const auto rows = static_cast<int64_t>(bx.size());
     const TraceStream trace = Trace(bx);
     std::vector<std::vector<int64_t>> logs;
     for (const Example* e : bx) logs.push_back(LogOf(*e));
     const torch::Tensor log = Padded(logs);
+    const int64_t t = trace.x.size(1), l = log.size(1);
+    const torch::Tensor log_pos = torch::arange(l, torch::kInt64);
+    torch::Tensor y =
+        torch::cat({trace.x, net_->text(log) + net_->position(log_pos).unsqueeze(0)}, 1);
+    const torch::Tensor key = torch::cat({trace.present, log.ne(TextVocabulary::kPad)}, 1);
+    // The condition sees itself whole: every existing key, for every query.
+    torch::Tensor allowed = key.unsqueeze(1).expand({rows, t + l, t + l}).unsqueeze(1);
+    const size_t layers = net_->blocks.size();
+    std::vector<torch::Tensor> cache_k(layers), cache_v(layers);
+    for (size_t n = 0; n < layers; ++n) {
+      y = net_->blocks[n]->Run(y, t, allowed, {}, {}, &cache_k[n], &cache_v[n]);
+    }
+    const torch::Tensor trace_out = net_->final_trace(y.narrow(1, 0, t));
+    // Keys a word may attend to: the condition's existing ones, then every earlier word.
+    torch::Tensor word_keys = key;
     std::vector<std::vector<int64_t>> words(bx.size());
     std::vector<uint8_t> done(bx.size(), 0);
-    torch::Tensor trace_out;
-    for (int step = 0; step <= config_.max_explanation_tokens; ++step) {
-      std::vector<std::vector<int64_t>> inputs;
-      for (size_t k = 0; k < bx.size(); ++k) {
-        std::vector<int64_t> in{TextVocabulary::kBos};
-        in.insert(in.end(), words[k].begin(), words[k].end());
-        // A finished row is padded to the longest; its pads are masked out as keys.
-        inputs.push_back(std::move(in));
+    std::vector<int64_t> current(bx.size(), TextVocabulary::kBos);
+    for (int step = 0; step < config_.max_explanation_tokens; ++step) {
+      const torch::Tensor token =
+          torch::from_blob(current.data(), {rows, 1}, torch::kInt64).clone();
+      const torch::Tensor position = torch::full({1}, config_.max_log_tokens + step, torch::kInt64);
+      torch::Tensor x = net_->text(token) + net_->position(position).unsqueeze(0);
+      word_keys = torch::cat({word_keys, torch::ones({rows, 1}, torch::kBool)}, 1);
+      const torch::Tensor word_allowed = word_keys.unsqueeze(1).unsqueeze(1);  // [B, 1, 1, K]
+      for (size_t n = 0; n < layers; ++n) {
+        x = net_->blocks[n]->Run(x, 0, word_allowed, cache_k[n], cache_v[n], &cache_k[n],
+                                 &cache_v[n]);
       }
-      const torch::Tensor input = Padded(inputs);
-      auto [t_out, logits] = Forward(trace, log, input);
-      if (step == 0) trace_out = t_out;
-      if (step == config_.max_explanation_tokens) break;
-      // The logits at each row's last real input.
-      std::vector<int64_t> last;
-      for (const auto& in : inputs) last.push_back(static_cast<int64_t>(in.size()) - 1);
-      torch::Tensor next = logits.index({torch::arange(rows), torch::tensor(last)}).clone();
+      torch::Tensor next = net_->lm(net_->final_text(x)).select(1, 0).clone();  // [B, V]
       for (int64_t banned : {TextVocabulary::kPad, TextVocabulary::kBos, TextVocabulary::kLine}) {
         next.select(1, banned).fill_(-1e9);
       }
@@ -388,6 +421,9 @@ class MotNetwork final : public Network {
       const int64_t* p = pick.data_ptr<int64_t>();
       bool all = true;
       for (size_t k = 0; k < bx.size(); ++k) {
+        // A finished row goes on being fed its picks (cheaper than reshaping the batch);
+        // they are not kept.
+        current[k] = p[k];
         if (!done[k]) {
           if (p[k] == TextVocabulary::kEos) {
             done[k] = 1;

@@ -116,6 +116,15 @@ std::string TempDir() {
   return tmpl;
 }
 
+TEST(MotWithoutTorch, TrainingIsAClearError) {
+  if (Available()) GTEST_SKIP() << "built with libtorch";
+  Toy toy;
+  MakeMotToy(toy, 10, 1, false);
+  auto m = Model::Train(toy.corpus, toy.samples, MotOptions(1));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
+}
+
 class MotTest : public ::testing::Test {
  protected:
   void SetUp() override {
