@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kHelp =
     "usage: teller eval --data DIR (--method NAME[,NAME...] | --predictions FILE)\n"
     "                   [--split incident|engine|request|run[,...]] [--seed S] [--json]\n"
-    "                   [--seeds A-B] [--report OUT]\n"
+    "                   [--seeds A-B] [--report OUT] [--epochs E]\n"
     "                   [--write-predictions FILE] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
@@ -37,8 +37,9 @@ constexpr const char* kHelp =
     "                         training) or a baseline with stat or struct features:\n"
     "                         kmeans, dbscan, iforest, gmm, svm, random-forest, xgboost\n"
     "                         (e.g. random-forest-struct); label-copy (a leakage probe:\n"
-    "                         the label of the training step nearest in time); a comma\n"
-    "                         list; all\n"
+    "                         the label of the training step nearest in time); teller-gcn\n"
+    "                         or teller-mot (the learned models, trained per fold,\n"
+    "                         docs/rca.md); a comma list; all\n"
     "  --predictions FILE     score another tool's predictions (JSON lines; docs/eval.md)\n"
     "  --split KIND           incident (default): fault windows and healthy time blocks\n"
     "                         kept whole, 80/10/10, scored on the test part; engine: train\n"
@@ -48,6 +49,7 @@ constexpr const char* kHelp =
     "  --seed S               split and resampling seed (default 1)\n"
     "  --seeds A-B|A,B,..     repeat everything per seed (split, models, resampling) and\n"
     "                         add Table 2 as mean ± 95 % interval over the seeds\n"
+    "  --epochs E             training epochs of teller-gcn and teller-mot (default 30)\n"
     "  --json                 print one method's scores as JSON (one split)\n"
     "  --report OUT           write OUT/report.md and CSV tables (default splits:\n"
     "                         incident,engine; default method: all)\n"
@@ -150,7 +152,7 @@ std::string BaseRateNote(const eval::Dataset& ds, const std::vector<eval::Fold>&
 
 int EvalCommand(const std::vector<std::string>& args) {
   std::string data, methods_text, predictions_path, splits_text, report, write_predictions;
-  uint64_t seed = 1;
+  uint64_t seed = 1, epochs = 30;
   std::string seeds_text;
   std::vector<uint64_t> run_seeds;
   bool json = false, quiet = false;
@@ -190,6 +192,15 @@ int EvalCommand(const std::vector<std::string>& args) {
                      "teller eval: --seeds expects A-B or a comma list of whole numbers (at most "
                      "100 seeds), got '%s'\n",
                      seeds_text.c_str());
+        return 2;
+      }
+    } else if (a == "--epochs") {
+      std::string v;
+      if (!value(&v)) return 2;
+      if (!ParseSeed(v, &epochs) || epochs < 1 || epochs > 100000) {
+        std::fprintf(stderr,
+                     "teller eval: --epochs expects a whole number in [1, 100000], got '%s'\n",
+                     v.c_str());
         return 2;
       }
     } else if (a == "--report") {
@@ -321,6 +332,7 @@ int EvalCommand(const std::vector<std::string>& args) {
     timing_invisible.insert(sim::Info(m).name);
   const eval::EngineStepUnits engine_steps = eval::CollapseToEngineSteps(ds);
   eval::MethodRunner runner(ds, seed, progress);
+  runner.set_epochs(static_cast<int>(epochs));
   std::vector<SplitResult> results;
   std::string predictions_out;
   // --seeds: everything below once per seed; the tables of the first seed are printed, and

@@ -1,5 +1,6 @@
-// `teller train`: trains the learned trace encoder (src/rca, docs/rca.md) on a labelled
-// dataset and writes a model directory.
+// `teller train`: trains a learned model (src/rca, docs/rca.md: the trace encoder or the
+// MoT) on a labelled dataset and writes a model directory.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,18 +18,21 @@ namespace teller::cli {
 namespace {
 
 constexpr const char* kTrainHelp =
-    "usage: teller train --data DIR --out MODEL [--epochs E] [--seed S] [--split "
-    "all|incident|request]\n"
-    "                    [--vocab N] [--width W] [--layers L] [-q]\n"
+    "usage: teller train --data DIR --out MODEL [--variant gcn|mot] [--epochs E] [--seed S]\n"
+    "                    [--split all|incident|request] [--vocab N] [--width W] [--layers L]\n"
+    "                    [-q]\n"
     "\n"
-    "Trains the trace encoder (docs/rca.md): TPE tokens of every step, graph convolution\n"
-    "over the call tree, a head for \"step abnormal\" per view and one for the fault type.\n"
-    "DIR is a labelled dataset from `teller dataset build`. Writes MODEL/model.json,\n"
-    "MODEL/weights.pt and MODEL/tpe/ (the TPE vocabulary it reads).\n"
+    "Trains a learned model (docs/rca.md). gcn: the trace encoder, TPE tokens of every step,\n"
+    "graph convolution over the call tree, a head for \"step abnormal\" per view and one for\n"
+    "the fault type. mot: the same encoder as the trace stream of a mixture of transformers\n"
+    "that also reads the unit's log lines and generates the explanation. DIR is a labelled\n"
+    "dataset from `teller dataset build`. Writes MODEL/model.json, MODEL/weights.pt,\n"
+    "MODEL/tpe/ (the TPE vocabulary it reads) and, for mot, MODEL/text.json (its words).\n"
     "\n"
     "options:\n"
     "  --data DIR      labelled dataset\n"
     "  --out MODEL     model directory (created)\n"
+    "  --variant V     gcn (default) or mot\n"
     "  --epochs E      passes over the training units (default 30)\n"
     "  --seed S        model (and split) seed (default 1)\n"
     "  --split NAME    all (default): every unit; incident or request: only the training\n"
@@ -51,7 +55,7 @@ bool WholeNumber(const std::string& text, uint64_t max, uint64_t* out) {
 }  // namespace
 
 int ModelTrainCommand(const std::vector<std::string>& args) {
-  std::string data, out, split = "all";
+  std::string data, out, split = "all", variant_text = "gcn";
   uint64_t epochs = 30, seed = 1, vocab = 256, width = 64, layers = 2;
   bool quiet = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -84,6 +88,8 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
       if (!value(&out)) return 2;
     } else if (a == "--split") {
       if (!value(&split)) return 2;
+    } else if (a == "--variant") {
+      if (!value(&variant_text)) return 2;
     } else if (a == "--epochs") {
       if (!number(1, 100000, &epochs)) return 2;
     } else if (a == "--seed") {
@@ -113,6 +119,12 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
                  split.c_str());
     return 2;
   }
+  rca::Variant variant = rca::Variant::kGcn;
+  if (!rca::ParseVariant(variant_text, &variant)) {
+    std::fprintf(stderr, "teller train: --variant is gcn or mot, got '%s'\n", variant_text.c_str());
+    return 2;
+  }
+  const bool mot = variant == rca::Variant::kMot;
   if (!rca::Available()) {
     std::fprintf(stderr,
                  "teller train: this build of Teller has no libtorch (apt-get install libtorch-dev "
@@ -120,7 +132,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     return 1;
   }
   eval::LoadOptions load;
-  load.explanations = false;
+  load.explanations = mot;  // the MoT learns to generate them
   auto ds = eval::LoadDataset(data, load);
   if (!ds.ok()) {
     std::fprintf(stderr, "teller train: %s\n", ds.status().message().c_str());
@@ -150,14 +162,15 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
   options.config.tpe_vocab = static_cast<uint32_t>(vocab);
   options.config.width = static_cast<int>(width);
   options.config.layers = static_cast<int>(layers);
+  options.config.variant = variant;
   if (!quiet) {
     options.progress = [](std::string_view line) {
       std::fprintf(stderr, "teller train: %.*s\n", static_cast<int>(line.size()), line.data());
     };
-    std::fprintf(stderr, "teller train: %zu units (%s), %zu step records\n", units.size(),
-                 split.c_str(), input.corpus.steps.size());
+    std::fprintf(stderr, "teller train: %s, %zu units (%s), %zu step records\n",
+                 rca::VariantName(variant), units.size(), split.c_str(), input.corpus.steps.size());
   }
-  auto model = rca::Model::Train(input.corpus, input.Samples(*ds, units), options);
+  auto model = rca::Model::Train(input.corpus, input.Samples(*ds, units, mot), options);
   if (!model.ok()) {
     std::fprintf(stderr, "teller train: %s\n", model.status().message().c_str());
     return 1;
@@ -171,11 +184,26 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller train: %s\n", s.message().c_str());
     return 1;
   }
-  // Inference cost on this dataset: encoding (TPE) and the forward pass of every record.
-  std::vector<uint32_t> all(input.corpus.steps.size());
-  for (uint32_t k = 0; k < all.size(); ++k) all[k] = k;
+  // Inference cost on this dataset: encoding (TPE) and the forward pass of every record (the
+  // MoT: of every unit, with its log lines and the generated explanation).
+  std::vector<uint32_t> all;
+  std::vector<std::vector<std::string>> lines;
+  std::vector<rca::Query> queries;
+  if (mot) {
+    // On the first 256 units: greedy decoding makes the MoT's pass per unit far dearer than
+    // the trace encoder's, and the rate is what is wanted.
+    const auto n = static_cast<uint32_t>(std::min<size_t>(ds->units.size(), 256));
+    lines.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      lines[i] = eval::UnitLogLines(*ds, i);
+      queries.push_back({input.StepOf(*ds, i), &lines[i]});
+    }
+  } else {
+    for (uint32_t k = 0; k < input.corpus.steps.size(); ++k) queries.push_back({k, nullptr});
+  }
+  all.resize(queries.size());
   const auto t0 = std::chrono::steady_clock::now();
-  auto outputs = model->Predict(input.corpus, all);
+  auto outputs = model->Predict(input.corpus, queries);
   const double infer_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!outputs.ok()) {
@@ -187,12 +215,13 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
   const auto bytes = std::filesystem::file_size(out + "/weights.pt", ec);
   std::printf(
       "model %s: %llu parameters (weights %.1f KiB), %llu units on %llu step records, "
-      "%zu epochs in %.1f s, loss %.4f -> %.4f; inference %.2f ms per step record\n",
+      "%zu epochs in %.1f s, loss %.4f -> %.4f; inference %.2f ms per %s\n",
       out.c_str(), static_cast<unsigned long long>(log.parameters),
       ec ? 0.0 : static_cast<double>(bytes) / 1024.0, static_cast<unsigned long long>(log.samples),
       static_cast<unsigned long long>(log.steps), log.epoch_loss.size(), log.seconds,
       log.epoch_loss.front(), log.epoch_loss.back(),
-      all.empty() ? 0.0 : 1e3 * infer_s / static_cast<double>(all.size()));
+      all.empty() ? 0.0 : 1e3 * infer_s / static_cast<double>(all.size()),
+      mot ? "unit" : "step record");
   return 0;
 }
 

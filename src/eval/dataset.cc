@@ -317,6 +317,8 @@ Status ReadLogs(const std::string& setting_dir, Setting* setting, std::vector<Un
     auto loaded = logs::TemplateMiner::Load(templates_path);
     if (!loaded.ok()) return loaded.status();
     setting->templates = static_cast<uint32_t>(loaded->size());
+    for (uint32_t t = 0; t < setting->templates; ++t)
+      setting->template_text.push_back(loaded->Text(t));
   }
   setting->templates_mined = !has_templates;
   const std::shared_ptr<const logs::SignatureSet> signatures = logs::SignatureSet::BuiltIn();
@@ -381,7 +383,11 @@ Status ReadLogs(const std::string& setting_dir, Setting* setting, std::vector<Un
       UnitLogs& u = units[unit_it->second].logs;
       ++u.lines;
       ++u.by_level[static_cast<int>(line.level) < kLogLevels ? static_cast<int>(line.level) : 0];
-      ++counts[unit_it->second][id];
+      if (++counts[unit_it->second][id] == 1 ||
+          std::find(u.sequence.begin(), u.sequence.end(), std::make_pair(line.level, id)) ==
+              u.sequence.end()) {
+        u.sequence.emplace_back(line.level, id);
+      }
       if (const int sig = signatures->Match(line.message); sig != logs::SignatureSet::kNoSignature)
         ++u.signatures[static_cast<int>(signatures->at(static_cast<size_t>(sig)).category)];
       // A version 1 line does not say whether it names the request: it does when the
@@ -422,7 +428,12 @@ Status ReadLogs(const std::string& setting_dir, Setting* setting, std::vector<Un
         u.age_ns = units[unit].start_ns - life.arrival_ns;
     }
   }
-  if (!has_templates) setting->templates = static_cast<uint32_t>(miner.size());
+  if (!has_templates) {
+    setting->templates = static_cast<uint32_t>(miner.size());
+    // Texts at the end: a mined template may have gained wildcards since its first line.
+    for (uint32_t t = 0; t < setting->templates; ++t)
+      setting->template_text.push_back(miner.Text(t));
+  }
   return Status::Ok();
 }
 

@@ -38,6 +38,8 @@ std::vector<MethodSpec> AllMethods() {
       {"label-copy", "Label copy (nearest)", MethodKind::kLabelCopy, FeatureSet::kStat, true});
   out.push_back(
       {"teller-gcn", "Teller (trace encoder)", MethodKind::kTellerGcn, FeatureSet::kStat, true});
+  out.push_back(
+      {"teller-mot", "Teller (MoT: trace + log)", MethodKind::kTellerMot, FeatureSet::kStat, true});
   for (FeatureSet set : {FeatureSet::kStat, FeatureSet::kStruct}) {
     for (const Known& k : kBaselines) {
       MethodSpec m;
@@ -107,33 +109,45 @@ int FaultClass(const std::string& name) {
   return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
 }
 
-// teller-gcn on `fold` (docs/rca.md, "In teller eval"): the trace encoder trained on the
-// fold's training units (its TPE vocabulary too), the alarm threshold per view the best
-// step F1 on the validation units (0.5 when they hold no positive), the fault type the
-// model's among those seen in training; evidence nodes by the baselines' rule.
-Result<Predictions> PredictTellerGcn(const Dataset& ds, const Fold& fold, uint64_t seed,
-                                     const NodeDeviations& deviations,
-                                     const std::function<void(std::string_view)>& progress) {
+// teller-gcn and teller-mot on `fold` (docs/rca.md, "In teller eval"): the network trained
+// on the fold's training units (its TPE and text vocabularies too), the alarm threshold per
+// view the best step F1 on the validation units (0.5 when they hold no positive), the fault
+// type the model's among those seen in training, the MoT's generated explanation; evidence
+// nodes by the baselines' rule.
+Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, uint64_t seed,
+                                         int epochs, rca::Variant variant,
+                                         const NodeDeviations& deviations,
+                                         const std::function<void(std::string_view)>& progress) {
+  const std::string name = std::string("teller-") + rca::VariantName(variant);
   if (fold.train.empty())
-    return Status::Error("teller-gcn: fold \"" + fold.name + "\" has no training steps");
+    return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
+  const bool mot = variant == rca::Variant::kMot;
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
-  const std::vector<rca::Sample> train = input.Samples(ds, fold.train);
+  const std::vector<rca::Sample> train = input.Samples(ds, fold.train, mot);
   auto step_of = [&](uint32_t unit) { return input.StepOf(ds, unit); };
   rca::TrainOptions options;
   options.seed = seed;
+  options.epochs = epochs;
+  options.config.variant = variant;
   if (progress) {
     options.progress = [&](std::string_view line) {
-      progress("teller-gcn, fold " + fold.name + ": " + std::string(line));
+      progress(name + ", fold " + fold.name + ": " + std::string(line));
     };
   }
   Result<rca::Model> model = rca::Model::Train(corpus, train, options);
-  if (!model.ok()) return Status::Error("teller-gcn: " + model.status().message());
-  std::vector<uint32_t> steps;
-  for (uint32_t i : fold.validation) steps.push_back(step_of(i));
-  for (uint32_t i : fold.test) steps.push_back(step_of(i));
-  Result<std::vector<rca::StepOutput>> outputs = model->Predict(corpus, steps);
-  if (!outputs.ok()) return Status::Error("teller-gcn: " + outputs.status().message());
+  if (!model.ok()) return Status::Error(name + ": " + model.status().message());
+  std::vector<uint32_t> asked;
+  asked.insert(asked.end(), fold.validation.begin(), fold.validation.end());
+  asked.insert(asked.end(), fold.test.begin(), fold.test.end());
+  std::vector<std::vector<std::string>> lines(asked.size());
+  std::vector<rca::Query> queries;
+  for (size_t j = 0; j < asked.size(); ++j) {
+    if (mot) lines[j] = UnitLogLines(ds, asked[j]);
+    queries.push_back({step_of(asked[j]), &lines[j]});
+  }
+  Result<std::vector<rca::StepOutput>> outputs = model->Predict(corpus, queries);
+  if (!outputs.ok()) return Status::Error(name + ": " + outputs.status().message());
   const size_t nv = fold.validation.size();
   Predictions out;
   out.units.resize(ds.units.size());
@@ -156,6 +170,7 @@ Result<Predictions> PredictTellerGcn(const Dataset& ds, const Fold& fold, uint64
       p.abnormal = p.score >= threshold;
       if (!p.abnormal) continue;
       p.fault_type = FaultCategoryName(o.Fault(model->fault_classes()));
+      p.explanation = o.explanation;
       p.nodes = deviations.Top(ds, u, v);
     }
   }
@@ -177,8 +192,8 @@ GcnInput MakeGcnInput(const Dataset& ds) {
   return in;
 }
 
-std::vector<rca::Sample> GcnInput::Samples(const Dataset& ds,
-                                           const std::vector<uint32_t>& units) const {
+std::vector<rca::Sample> GcnInput::Samples(const Dataset& ds, const std::vector<uint32_t>& units,
+                                           bool text) const {
   std::vector<rca::Sample> out;
   for (uint32_t i : units) {
     const Unit& u = ds.units[i];
@@ -186,7 +201,23 @@ std::vector<rca::Sample> GcnInput::Samples(const Dataset& ds,
     s.step = StepOf(ds, i);
     for (View v : kViews) s.abnormal[static_cast<int>(v)] = u.view(v).is_anomaly;
     s.fault = u.is_anomaly ? FaultClass(u.fault_type) : -1;
-    out.push_back(s);
+    if (text) {
+      s.logs = UnitLogLines(ds, i);
+      if (u.is_anomaly) s.explanation = u.explanation;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::string> UnitLogLines(const Dataset& ds, uint32_t unit) {
+  const Unit& u = ds.units[unit];
+  const std::vector<std::string>& text = ds.settings[u.setting].template_text;
+  std::vector<std::string> out;
+  for (const auto& [level, id] : u.logs.sequence) {
+    const std::string_view name =
+        level == LogLevel::kUnknown ? std::string_view("-") : LogLevelName(level);
+    out.push_back(std::string(name) + " " + (id < text.size() ? text[id] : std::string()));
   }
   return out;
 }
@@ -241,7 +272,7 @@ std::vector<std::string> MethodNames() {
 
 bool MethodAvailable(MethodKind kind) {
   if (kind == MethodKind::kXgboost) return XgboostModel::Available();
-  if (kind == MethodKind::kTellerGcn) return rca::Available();
+  if (kind == MethodKind::kTellerGcn || kind == MethodKind::kTellerMot) return rca::Available();
   return true;
 }
 
@@ -269,7 +300,7 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
     }
     if (!MethodAvailable(it->kind)) {
       return Status::Error("method \"" + name + "\" needs " +
-                           (it->kind == MethodKind::kTellerGcn
+                           (it->kind == MethodKind::kTellerGcn || it->kind == MethodKind::kTellerMot
                                 ? "libtorch, which this build of Teller lacks (apt-get install "
                                   "libtorch-dev libopenblas0-pthread, then re-run cmake)"
                                 : "XGBoost, which this build of Teller lacks (apt-get install "
@@ -318,7 +349,12 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
   if (method.kind == MethodKind::kTellerGcn) {
-    return PredictTellerGcn(ds, fold, seed_, *deviations_, progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, *deviations_,
+                                progress_);
+  }
+  if (method.kind == MethodKind::kTellerMot) {
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, *deviations_,
+                                progress_);
   }
   // Template rarity (a log feature) is counted on the fold's training units only.
   const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);

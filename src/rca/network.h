@@ -28,29 +28,45 @@ struct EncodedStep {
   size_t size() const { return token.size(); }
 };
 
+// One unit as the network reads it: its step and, for the MoT, its log stream (word ids,
+// LogTokens in text.h; the trace encoder ignores it). The step outlives the example.
+struct Example {
+  const EncodedStep* step = nullptr;
+  std::vector<int64_t> log;
+};
+
 struct Target {
   std::array<float, kViewsCount> abnormal{};
   int64_t fault = -1;  // -1: no fault-type loss for this sample
+  // The MoT: the explanation's word ids without <bos>/<eos>; empty: no explanation loss.
+  std::vector<int64_t> explanation;
+};
+
+// What the network says about one example: the step's heads and, from the MoT, the greedy
+// explanation (word ids, end token excluded, at most max_explanation_tokens).
+struct Output {
+  StepOutput heads;
+  std::vector<int64_t> explanation;
 };
 
 class Network {
  public:
   virtual ~Network() = default;
   // Trains for options.epochs; returns the mean loss of every epoch.
-  virtual Result<std::vector<double>> Train(const std::vector<const EncodedStep*>& x,
+  virtual Result<std::vector<double>> Train(const std::vector<Example>& x,
                                             const std::vector<Target>& y,
                                             const TrainOptions& options) = 0;
-  virtual Result<std::vector<StepOutput>> Predict(
-      const std::vector<const EncodedStep*>& x) const = 0;
+  virtual Result<std::vector<Output>> Predict(const std::vector<Example>& x) const = 0;
   virtual Result<std::string> SaveWeights() const = 0;
   virtual Status LoadWeights(std::string_view bytes) = 0;
   virtual uint64_t Parameters() const = 0;
 };
 
 bool TorchAvailable();
-// A network with freshly initialized weights (seeded) for a TPE vocabulary of `vocab`.
+// A network of config.variant with freshly initialized weights (seeded) for a TPE
+// vocabulary of `vocab` tokens and (the MoT) a text vocabulary of `text_vocab` words.
 Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig& config, uint32_t vocab,
-                                             uint64_t seed);
+                                             uint32_t text_vocab, uint64_t seed);
 
 }  // namespace teller::rca::internal
 

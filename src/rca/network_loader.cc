@@ -16,7 +16,7 @@
 namespace teller::rca::internal {
 namespace {
 
-using Factory = Network* (*)(const ModelConfig*, uint32_t, uint64_t, std::string*);
+using Factory = Network* (*)(const ModelConfig*, uint32_t, uint32_t, uint64_t, std::string*);
 
 // Where the module may be: beside the running program's lib/ folder (build/bin/teller ->
 // build/lib/), then where this build wrote it.
@@ -70,13 +70,13 @@ bool TorchAvailable() {
 }
 
 Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig& config, uint32_t vocab,
-                                             uint64_t seed) {
+                                             uint32_t text_vocab, uint64_t seed) {
   const Loaded& l = Load();
   if (l.factory == nullptr) {
     return Status::Error("cannot load the libtorch network (" + l.error + ")");
   }
   std::string error;
-  Network* n = l.factory(&config, vocab, seed, &error);
+  Network* n = l.factory(&config, vocab, text_vocab, seed, &error);
   if (n == nullptr) return Status::Error(error);
   return std::unique_ptr<Network>(n);
 }

@@ -6,7 +6,7 @@ namespace teller::rca::internal {
 
 bool TorchAvailable() { return false; }
 
-Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig&, uint32_t, uint64_t) {
+Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig&, uint32_t, uint32_t, uint64_t) {
   return Status::Error(
       "this build of Teller has no libtorch, which the learned models need (apt-get install "
       "libtorch-dev libopenblas0-pthread, then re-run cmake with TELLER_WITH_TORCH=AUTO or ON)");

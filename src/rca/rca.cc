@@ -2,6 +2,7 @@
 // (include/teller/rca/rca.h). Torch-free; the network is behind src/rca/network.h.
 #include "teller/rca/rca.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "src/rca/encode.h"
 #include "src/rca/network.h"
+#include "src/rca/text.h"
 #include "teller/core/crc32c.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_reader.h"
@@ -20,16 +22,56 @@
 namespace teller::rca {
 
 using internal::EncodedStep;
+using internal::TextVocabulary;
 
 struct Model::Impl {
   ModelConfig config;
   tpe::Model vocabulary;
+  TextVocabulary text;  // the MoT's words; empty for the trace encoder
   std::unique_ptr<internal::Network> network;
   TrainingLog log;
   std::vector<int> fault_classes;
 };
 
 bool Available() { return internal::TorchAvailable(); }
+
+const char* VariantName(Variant variant) { return variant == Variant::kMot ? "mot" : "gcn"; }
+
+bool ParseVariant(std::string_view text, Variant* out) {
+  if (text == "gcn") {
+    *out = Variant::kGcn;
+  } else if (text == "mot") {
+    *out = Variant::kMot;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The name model.json gives each network.
+const char* NetworkName(Variant variant) {
+  return variant == Variant::kMot ? "mot" : "trace-encoder-gcn";
+}
+
+// The ranges a config must lie in (Train's options and a loaded model.json alike).
+Status CheckConfig(const ModelConfig& c) {
+  if (c.width < 1 || c.width > 4096 || c.hidden < 1 || c.hidden > 4096 || c.layers < 0 ||
+      c.layers > 64 || c.max_depth < 1 || c.max_depth > 65536) {
+    return Status::Error("config out of range");
+  }
+  if (c.variant == Variant::kMot &&
+      (c.heads < 1 || c.width % c.heads != 0 || c.mot_layers < 0 || c.mot_layers > 64 ||
+       c.max_ranks < 1 || c.max_ranks > 1024 || c.max_log_tokens < 0 || c.max_log_tokens > 65536 ||
+       c.max_explanation_tokens < 1 || c.max_explanation_tokens > 4096 ||
+       c.text_vocab < TextVocabulary::kSpecials || c.text_vocab > (1u << 20))) {
+    return Status::Error("MoT config out of range (heads must divide width)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 FaultCategory StepOutput::Fault(const std::vector<int>& allowed) const {
   int best = -1;
@@ -54,9 +96,11 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   if (train.empty()) return Status::Error("no training samples");
   if (options.epochs < 1 || options.batch < 1)
     return Status::Error("epochs and batch must be at least 1");
+  if (Status s = CheckConfig(options.config); !s.ok()) return s;
   Model m;
   Impl& impl = *m.impl_;
   impl.config = options.config;
+  const bool mot = impl.config.variant == Variant::kMot;
   std::vector<uint32_t> steps;
   {
     std::set<uint32_t> distinct;
@@ -69,22 +113,38 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl.vocabulary, impl.config, steps);
   if (!encoded.ok()) return encoded.status();
-  auto net = internal::MakeNetwork(impl.config, impl.vocabulary.size(), options.seed);
+  if (mot) {
+    // The words of the training part's log lines and explanations.
+    std::vector<std::string_view> texts;
+    for (const Sample& s : train) {
+      for (const std::string& line : s.logs) texts.push_back(line);
+      texts.push_back(s.explanation);
+    }
+    impl.text = TextVocabulary::Train(texts, impl.config.text_vocab);
+  }
+  auto net = internal::MakeNetwork(impl.config, impl.vocabulary.size(),
+                                   static_cast<uint32_t>(impl.text.size()), options.seed);
   if (!net.ok()) return net.status();
   impl.network = std::move(net).value();
 
-  std::vector<const EncodedStep*> x;
+  std::vector<internal::Example> x;
   std::vector<internal::Target> y;
   std::set<int> faults;
   for (const Sample& s : train) {
-    x.push_back(&(*encoded)[s.step]);
+    internal::Example e;
+    e.step = &(*encoded)[s.step];
     internal::Target t;
     for (int v = 0; v < kViewsCount; ++v) t.abnormal[v] = s.abnormal[v] ? 1.0f : 0.0f;
     if (s.fault >= 0 && s.fault < kFaultCategoryCount) {
       t.fault = s.fault;
       faults.insert(s.fault);
     }
-    y.push_back(t);
+    if (mot) {
+      e.log = internal::LogTokens(impl.text, s.logs, impl.config.max_log_tokens);
+      t.explanation = impl.text.Words(s.explanation);
+    }
+    x.push_back(std::move(e));
+    y.push_back(std::move(t));
   }
   impl.fault_classes.assign(faults.begin(), faults.end());
   Result<std::vector<double>> losses = impl.network->Train(x, y, options);
@@ -99,21 +159,49 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
 
 Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
                                                const std::vector<uint32_t>& steps) const {
+  std::vector<Query> queries;
+  for (uint32_t s : steps) queries.push_back({s, nullptr});
+  return Predict(corpus, queries);
+}
+
+Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
+                                               const std::vector<Query>& queries) const {
   if (!impl_->network)
     return Status::Error("the model has no network (neither trained nor loaded)");
-  if (steps.empty()) return std::vector<StepOutput>{};
+  if (queries.empty()) return std::vector<StepOutput>{};
+  std::vector<uint32_t> steps;
+  for (const Query& q : queries) steps.push_back(q.step);
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl_->vocabulary, impl_->config, steps);
   if (!encoded.ok()) return encoded.status();
-  std::vector<const EncodedStep*> x;
-  for (uint32_t s : steps) x.push_back(&(*encoded)[s]);
-  return impl_->network->Predict(x);
+  const bool mot = impl_->config.variant == Variant::kMot;
+  std::vector<internal::Example> x;
+  for (const Query& q : queries) {
+    internal::Example e;
+    e.step = &(*encoded)[q.step];
+    if (mot && q.logs != nullptr) {
+      e.log = internal::LogTokens(impl_->text, *q.logs, impl_->config.max_log_tokens);
+    }
+    x.push_back(std::move(e));
+  }
+  Result<std::vector<internal::Output>> outputs = impl_->network->Predict(x);
+  if (!outputs.ok()) return outputs.status();
+  std::vector<StepOutput> out;
+  for (internal::Output& o : *outputs) {
+    // Onto the schema: vocabulary words only, at most max_explanation_tokens of them.
+    if (o.explanation.size() > static_cast<size_t>(impl_->config.max_explanation_tokens))
+      o.explanation.resize(static_cast<size_t>(impl_->config.max_explanation_tokens));
+    o.heads.explanation = impl_->text.Join(o.explanation);
+    out.push_back(std::move(o.heads));
+  }
+  return out;
 }
 
 namespace {
 
 constexpr const char* kModelFormat = "teller-rca-model";
 constexpr const char* kWeightsFile = "weights.pt";
+constexpr const char* kTextFile = "text.json";
 
 Status ReadWholeFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -125,16 +213,52 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+// The file that model.json's object `key` ({"file","bytes","crc32c"}) names, read whole and
+// checked against its size and checksum; errors name the file.
+Status ReadCheckedFile(const JsonContext& ctx, simdjson::ondemand::document& doc,
+                       const std::string& key, const std::string& dir, std::string* path,
+                       std::string* out) {
+  std::string file;
+  uint64_t bytes = 0, crc = 0;
+  simdjson::ondemand::object w;
+  TELLER_RETURN_IF_ERROR(ctx.Field(doc, key, &w));
+  TELLER_RETURN_IF_ERROR(ctx.Field(w, "file", &file, key));
+  TELLER_RETURN_IF_ERROR(ctx.Field(w, "bytes", &bytes, key));
+  TELLER_RETURN_IF_ERROR(ctx.Field(w, "crc32c", &crc, key));
+  if (file.empty() || file.find('/') != std::string::npos) {
+    return Status::Error(ctx.where() + ": \"" + key + ".file\" must name a file beside model.json");
+  }
+  *path = dir + "/" + file;
+  TELLER_RETURN_IF_ERROR(ReadWholeFile(*path, out));
+  if (out->size() != bytes) {
+    return Status::Error(*path + ": " + std::to_string(out->size()) + " bytes, model.json says " +
+                         std::to_string(bytes) + " (damaged or from another model)");
+  }
+  if (Crc32c(out->data(), out->size()) != crc) {
+    return Status::Error(*path +
+                         ": checksum does not match model.json (damaged or from another model)");
+  }
+  return Status::Ok();
+}
+
 std::string ConfigJson(const ModelConfig& c) {
   std::string out;
   JsonObjectWriter w(out, JsonDoubles::kShortest);
-  w.Field("network", "trace-encoder-gcn")
+  w.Field("network", NetworkName(c.variant))
       .Field("tpe_vocab", static_cast<uint64_t>(c.tpe_vocab))
       .Field("width", c.width)
       .Field("hidden", c.hidden)
       .Field("layers", c.layers)
       .Field("max_depth", c.max_depth)
       .Field("duration_scale", c.duration_scale);
+  if (c.variant == Variant::kMot) {
+    w.Field("text_vocab", static_cast<uint64_t>(c.text_vocab))
+        .Field("mot_layers", c.mot_layers)
+        .Field("heads", c.heads)
+        .Field("max_ranks", c.max_ranks)
+        .Field("max_log_tokens", c.max_log_tokens)
+        .Field("max_explanation_tokens", c.max_explanation_tokens);
+  }
   w.Close();
   return out;
 }
@@ -152,6 +276,9 @@ Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
   meta.data = trained_on.data;
   TELLER_RETURN_IF_ERROR(impl_->vocabulary.Save(dir + "/tpe", meta));
   TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kWeightsFile, *weights));
+  const bool mot = impl_->config.variant == Variant::kMot;
+  const std::string text = mot ? impl_->text.Serialize() : std::string();
+  if (mot) TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kTextFile, text));
   std::string out;
   JsonObjectWriter w(out, JsonDoubles::kShortest);
   w.Field("format", kModelFormat).Field("version", kModelVersion);
@@ -190,6 +317,14 @@ Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
         .Field("crc32c", static_cast<uint64_t>(Crc32c(weights->data(), weights->size())));
     t.Close();
   }
+  if (mot) {
+    w.Key("text");
+    JsonObjectWriter t(out);
+    t.Field("file", kTextFile)
+        .Field("bytes", static_cast<uint64_t>(text.size()))
+        .Field("crc32c", static_cast<uint64_t>(Crc32c(text.data(), text.size())));
+    t.Close();
+  }
   w.Close();
   out += '\n';
   // model.json last: a directory with it is complete.
@@ -213,9 +348,9 @@ Result<Model> Model::Load(const std::string& dir) {
   }
   int64_t version = 0;
   TELLER_RETURN_IF_ERROR(ctx.Field(doc, "version", &version));
-  if (version != kModelVersion) {
+  if (version < 1 || version > kModelVersion) {
     return Status::Error(path + ": model version " + std::to_string(version) +
-                         "; this Teller reads version " + std::to_string(kModelVersion) +
+                         "; this Teller reads versions 1 to " + std::to_string(kModelVersion) +
                          " (train the model again)");
   }
   Model m;
@@ -225,8 +360,14 @@ Result<Model> Model::Load(const std::string& dir) {
     TELLER_RETURN_IF_ERROR(ctx.Field(doc, "config", &c));
     std::string network;
     TELLER_RETURN_IF_ERROR(ctx.Field(c, "network", &network, "config"));
-    if (network != "trace-encoder-gcn") {
-      return Status::Error(path + ": unknown network \"" + network + "\"");
+    // Version 1 knew the trace encoder only.
+    if (network == NetworkName(Variant::kGcn)) {
+      impl.config.variant = Variant::kGcn;
+    } else if (network == NetworkName(Variant::kMot) && version >= 2) {
+      impl.config.variant = Variant::kMot;
+    } else {
+      return Status::Error(path + ": unknown network \"" + network + "\" in a version " +
+                           std::to_string(version) + " model");
     }
     int64_t width = 0, hidden = 0, layers = 0, max_depth = 0;
     TELLER_RETURN_IF_ERROR(ctx.Field(c, "tpe_vocab", &impl.config.tpe_vocab, "config"));
@@ -235,14 +376,31 @@ Result<Model> Model::Load(const std::string& dir) {
     TELLER_RETURN_IF_ERROR(ctx.Field(c, "layers", &layers, "config"));
     TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_depth", &max_depth, "config"));
     TELLER_RETURN_IF_ERROR(ctx.Field(c, "duration_scale", &impl.config.duration_scale, "config"));
-    if (width < 1 || width > 4096 || hidden < 1 || hidden > 4096 || layers < 0 || layers > 64 ||
-        max_depth < 1 || max_depth > 65536) {
-      return Status::Error(path + ": config out of range");
+    // Clamped into int before the range check, which then refuses anything clamped.
+    auto narrow = [](int64_t v) {
+      return static_cast<int>(std::clamp<int64_t>(v, -1, int64_t{1} << 30));
+    };
+    impl.config.width = narrow(width);
+    impl.config.hidden = narrow(hidden);
+    impl.config.layers = narrow(layers);
+    impl.config.max_depth = narrow(max_depth);
+    if (impl.config.variant == Variant::kMot) {
+      int64_t mot_layers = 0, heads = 0, ranks = 0, log_tokens = 0, explanation_tokens = 0;
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "text_vocab", &impl.config.text_vocab, "config"));
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "mot_layers", &mot_layers, "config"));
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "heads", &heads, "config"));
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_ranks", &ranks, "config"));
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_log_tokens", &log_tokens, "config"));
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_explanation_tokens", &explanation_tokens, "config"));
+      impl.config.mot_layers = narrow(mot_layers);
+      impl.config.heads = narrow(heads);
+      impl.config.max_ranks = narrow(ranks);
+      impl.config.max_log_tokens = narrow(log_tokens);
+      impl.config.max_explanation_tokens = narrow(explanation_tokens);
     }
-    impl.config.width = static_cast<int>(width);
-    impl.config.hidden = static_cast<int>(hidden);
-    impl.config.layers = static_cast<int>(layers);
-    impl.config.max_depth = static_cast<int>(max_depth);
+    if (Status s = CheckConfig(impl.config); !s.ok()) {
+      return Status::Error(path + ": " + s.message());
+    }
   }
   {
     simdjson::ondemand::object t;
@@ -268,34 +426,24 @@ Result<Model> Model::Load(const std::string& dir) {
       impl.fault_classes.push_back(static_cast<int>(c));
     }
   }
-  std::string file;
-  uint64_t bytes = 0, crc = 0;
-  {
-    simdjson::ondemand::object w;
-    TELLER_RETURN_IF_ERROR(ctx.Field(doc, "weights", &w));
-    TELLER_RETURN_IF_ERROR(ctx.Field(w, "file", &file, "weights"));
-    TELLER_RETURN_IF_ERROR(ctx.Field(w, "bytes", &bytes, "weights"));
-    TELLER_RETURN_IF_ERROR(ctx.Field(w, "crc32c", &crc, "weights"));
-  }
-  if (file.empty() || file.find('/') != std::string::npos) {
-    return Status::Error(path + ": \"weights.file\" must name a file beside model.json");
+  std::string weights_path, weights;
+  TELLER_RETURN_IF_ERROR(ReadCheckedFile(ctx, doc, "weights", dir, &weights_path, &weights));
+  if (impl.config.variant == Variant::kMot) {
+    std::string text_path, text;
+    TELLER_RETURN_IF_ERROR(ReadCheckedFile(ctx, doc, "text", dir, &text_path, &text));
+    Result<TextVocabulary> words = TextVocabulary::Parse(text, text_path);
+    if (!words.ok()) return words.status();
+    impl.text = std::move(words).value();
+    if (impl.text.size() > impl.config.text_vocab) {
+      return Status::Error(text_path + ": " + std::to_string(impl.text.size()) +
+                           " tokens, more than the config's text_vocab");
+    }
   }
   Result<tpe::Model> vocab = tpe::Model::Load(dir + "/tpe");
   if (!vocab.ok()) return vocab.status();
   impl.vocabulary = std::move(vocab).value();
-  const std::string weights_path = dir + "/" + file;
-  std::string weights;
-  TELLER_RETURN_IF_ERROR(ReadWholeFile(weights_path, &weights));
-  if (weights.size() != bytes) {
-    return Status::Error(weights_path + ": " + std::to_string(weights.size()) +
-                         " bytes, model.json says " + std::to_string(bytes) +
-                         " (damaged or from another model)");
-  }
-  if (Crc32c(weights.data(), weights.size()) != crc) {
-    return Status::Error(weights_path +
-                         ": checksum does not match model.json (damaged or from another model)");
-  }
-  auto net = internal::MakeNetwork(impl.config, impl.vocabulary.size(), 0);
+  auto net = internal::MakeNetwork(impl.config, impl.vocabulary.size(),
+                                   static_cast<uint32_t>(impl.text.size()), 0);
   if (!net.ok()) return net.status();
   impl.network = std::move(net).value();
   if (Status s = impl.network->LoadWeights(weights); !s.ok()) {

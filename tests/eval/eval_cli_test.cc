@@ -466,8 +466,11 @@ TEST_F(EvalCliTest, NumericEvidenceMapsToTheDiagnosedOperators) {
 
 TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::string report = tmp_ + "/report";
-  const Outcome r = Run("eval --data " + Ds() +
-                        " --method all --split request,engine,run --report '" + report + "' -q");
+  // --epochs 2: the learned methods (in "all" where the build has libtorch) train once per
+  // fold; what is checked here is the report's shape, not what they learn.
+  const Outcome r =
+      Run("eval --data " + Ds() + " --method all --split request,engine,run --epochs 2 --report '" +
+          report + "' -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"Teller (numeric)", "KMeans (stat)", "DBSCAN (stat)",
                            "IsolationForest (stat)", "GMM (stat)", "LinearSVM (stat)",
@@ -502,10 +505,11 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 16 methods (14 without XGBoost; one more, the
-  // trace encoder, with libtorch) x 2 x 3.
+  // One row per method, view and split: 16 methods (14 without XGBoost; two more, the
+  // trace encoder and the MoT, with libtorch) x 2 x 3.
   const size_t methods = (r.out.find("XGBoost") == std::string::npos ? 14 : 16) +
-                         (r.out.find("Teller (trace encoder)") == std::string::npos ? 0 : 1);
+                         (r.out.find("Teller (trace encoder)") == std::string::npos ? 0 : 1) +
+                         (r.out.find("Teller (MoT: trace + log)") == std::string::npos ? 0 : 1);
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).

@@ -132,6 +132,27 @@ TEST_F(LogFeaturesTest, ReadsEveryUnitsLines) {
             "log.signature.communication");
 }
 
+// The log stream the MoT reads: a unit's distinct (level, template) pairs in order of first
+// appearance, as "LEVEL template text".
+TEST_F(LogFeaturesTest, LogStreamKeepsDistinctLinesInOrder) {
+  WriteVersion2();
+  Write(dir_ + "/a/log.txt",
+        "1000000000 step=0 template=0 scope=request INFO Received request a\n"
+        "3100000000 step=0 template=2 scope=batch ERROR CUDA error: out of memory\n"
+        "3200000000 step=0 template=0 scope=request INFO Received request a\n"
+        "3300000000 step=0 template=2 scope=batch WARNING CUDA error: out of memory\n"
+        "3400000000 step=0 template=2 scope=batch ERROR CUDA error: out of memory\n"
+        "- step=1 template=4 scope=batch - slow step\n");
+  auto ds = Load();
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  using Sequence = std::vector<std::pair<LogLevel, uint32_t>>;
+  EXPECT_EQ(ds->units[0].logs.sequence,
+            (Sequence{{LogLevel::kInfo, 0}, {LogLevel::kError, 2}, {LogLevel::kWarning, 2}}));
+  EXPECT_EQ(ds->units[2].logs.sequence, (Sequence{{LogLevel::kUnknown, 4}}));
+  EXPECT_EQ(ds->settings[0].template_text.size(), 6u);
+  EXPECT_EQ(ds->settings[0].template_text[0], "Received request <*>");
+}
+
 TEST_F(LogFeaturesTest, Version1LogsStillLoad) {
   // No templates.txt, no ids: the loader mines the templates itself, and a line names the
   // request when its message holds the id.

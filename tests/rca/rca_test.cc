@@ -15,80 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/rca/toy_steps.h"
+
 namespace teller::rca {
 namespace {
-
-// Kinds of synthetic step: normal; a slowed GEMM (vertical view, CUDA kernel); a slowed
-// all-reduce (horizontal view, communication). The labels follow from the construction.
-enum class Kind { kNormal, kSlowGemm, kSlowAllReduce };
-
-// names.json of the one setting.
-const std::vector<std::string> kNames = {
-    "teller.step seq=1 kind=decode",  // 0
-    "model.layers.0",                 // 1
-    "cudaLaunchKernel",               // 2
-    "gemm_bf16_kernel",               // 3
-    "flash_attn_fwd",                 // 4
-    "ncclAllReduce",                  // 5
-    "ncclDevKernel_AllReduce",        // 6
-};
-
-// One rank's tree: STEP > 4 layers > (launch > gemm, launch > attn, allreduce > nccl kernel).
-format::DatasetColumns MakeStep(Kind kind, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> jitter(0.9, 1.1);
-  format::DatasetColumns c;
-  auto add = [&](uint8_t type, uint8_t layer, uint32_t name, int32_t parent, double dur) {
-    c.type.push_back(type);
-    c.layer.push_back(layer);
-    c.name.push_back(name);
-    c.parent.push_back(parent);
-    c.depth.push_back(parent < 0 ? 0 : static_cast<uint16_t>(c.depth[parent] + 1));
-    c.rank.push_back(0);
-    c.offset_ns.push_back(0);
-    c.dur_ns.push_back(static_cast<int64_t>(dur * jitter(rng)));
-    return static_cast<int32_t>(c.type.size() - 1);
-  };
-  const int32_t root = add(0, 0, 0, -1, 4e6);
-  for (int l = 0; l < 4; ++l) {
-    const int32_t layer = add(2, 2, 1, root, 9e5);
-    const int32_t l1 = add(4, 4, 2, layer, 5e3);
-    add(6, 5, 3, l1, kind == Kind::kSlowGemm && l == 2 ? 2e6 : 2e5);
-    const int32_t l2 = add(4, 4, 2, layer, 5e3);
-    add(6, 5, 4, l2, 3e5);
-    const int32_t ar = add(3, 3, 5, layer, 1e5);
-    add(6, 5, 6, ar, kind == Kind::kSlowAllReduce && l == 1 ? 3e6 : 8e4);
-  }
-  return c;
-}
-
-struct Toy {
-  std::vector<format::DatasetColumns> records;
-  std::vector<Kind> kinds;
-  Corpus corpus;
-  std::vector<Sample> samples;
-};
-
-// `n` steps: every fifth a slowed GEMM, every fifth (shifted) a slowed all-reduce.
-void MakeToy(Toy& toy, int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < n; ++i) {
-    const Kind k = i % 5 == 1 ? Kind::kSlowGemm : i % 5 == 3 ? Kind::kSlowAllReduce : Kind::kNormal;
-    toy.records.push_back(MakeStep(k, rng));
-    toy.kinds.push_back(k);
-  }
-  toy.corpus.names = {&kNames};
-  for (const auto& r : toy.records) toy.corpus.steps.push_back({0, &r});
-  for (int i = 0; i < n; ++i) {
-    Sample s;
-    s.step = static_cast<uint32_t>(i);
-    s.abnormal = {toy.kinds[i] == Kind::kSlowGemm, toy.kinds[i] == Kind::kSlowAllReduce};
-    if (toy.kinds[i] == Kind::kSlowGemm) s.fault = static_cast<int>(FaultCategory::kCudaKernel);
-    if (toy.kinds[i] == Kind::kSlowAllReduce) {
-      s.fault = static_cast<int>(FaultCategory::kCommunication);
-    }
-    toy.samples.push_back(s);
-  }
-}
 
 TrainOptions SmallOptions(uint64_t seed) {
   TrainOptions o;
@@ -275,14 +205,14 @@ TEST_F(RcaFileTest, DamagedWeightsAreRefusedNamingTheFile) {
 
 TEST_F(RcaFileTest, WrongVersionOrFormatIsRefused) {
   const std::string json = Slurp(dir_ + "/m/model.json");
-  std::string v2 = json;
-  const size_t at = v2.find("\"version\":1");
+  std::string v3 = json;
+  const size_t at = v3.find("\"version\":2");
   ASSERT_NE(at, std::string::npos);
-  v2.replace(at, 11, "\"version\":2");
-  Spit(dir_ + "/m/model.json", v2);
+  v3.replace(at, 11, "\"version\":3");
+  Spit(dir_ + "/m/model.json", v3);
   std::string e = Load();
   EXPECT_NE(e.find("model.json"), std::string::npos) << e;
-  EXPECT_NE(e.find("model version 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("model version 3"), std::string::npos) << e;
 
   Spit(dir_ + "/m/model.json", json.substr(0, json.size() / 2));
   e = Load();
@@ -299,6 +229,24 @@ TEST_F(RcaFileTest, WrongVersionOrFormatIsRefused) {
   std::remove((dir_ + "/m/tpe/merges.json").c_str());
   e = Load();
   EXPECT_NE(e.find("merges.json"), std::string::npos) << e;
+}
+
+// A model written before the MoT (model.json version 1, the same trace encoder) still loads
+// and predicts as before.
+TEST_F(RcaFileTest, VersionOneTraceEncoderStillLoads) {
+  std::string json = Slurp(dir_ + "/m/model.json");
+  const size_t at = json.find("\"version\":2");
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, 11, "\"version\":1");
+  ASSERT_NE(json.find("\"network\":\"trace-encoder-gcn\""), std::string::npos) << json;
+  Spit(dir_ + "/m/model.json", json);
+  auto loaded = Model::Load(dir_ + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->config().variant, Variant::kGcn);
+  auto a = model_->Predict(toy_.corpus, AllSteps(toy_));
+  auto b = loaded->Predict(toy_.corpus, AllSteps(toy_));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].abnormal, (*b)[i].abnormal) << i;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// `teller train` and `teller eval --method teller-gcn` on a small simulated dataset
+// `teller train` and `teller eval --method teller-gcn|teller-mot` on a small simulated dataset
 // (`teller simulate` + `teller dataset build`, as tests/eval builds its own).
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -70,7 +70,8 @@ TEST_F(TrainCliTest, TrainWritesAVersionedModelWithProgress) {
   EXPECT_NE(t.err.find("steps/s, ETA "), std::string::npos) << t.err;
   EXPECT_NE(t.out.find("3 epochs"), std::string::npos) << t.out;
   const std::string json = ReadText(tmp_ + "/model/model.json");
-  EXPECT_NE(json.find("\"format\":\"teller-rca-model\",\"version\":1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"format\":\"teller-rca-model\",\"version\":2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"network\":\"trace-encoder-gcn\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"split\":\"all\""), std::string::npos) << json;
   EXPECT_FALSE(ReadText(tmp_ + "/model/tpe/vocab.json").empty());
   EXPECT_FALSE(ReadText(tmp_ + "/model/weights.pt").empty());
@@ -87,6 +88,9 @@ TEST_F(TrainCliTest, TrainRefusesBadArguments) {
   o = Run("train --data " + Ds() + " --out '" + tmp_ + "/m2' --epochs 0");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--epochs expects a whole number"), std::string::npos) << o.err;
+  o = Run("train --data " + Ds() + " --out '" + tmp_ + "/m2' --variant single");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--variant is gcn or mot, got 'single'"), std::string::npos) << o.err;
   o = Run("train --data '" + tmp_ + "/nowhere' --out '" + tmp_ + "/m2'");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("nowhere"), std::string::npos) << o.err;
@@ -122,6 +126,61 @@ TEST_F(TrainCliTest, EvalOfTellerGcnIsDeterministicAndReproducible) {
     ++typed;
   }
   EXPECT_GT(typed, 0u) << "no unit predicted abnormal";
+}
+
+// `--variant mot`: the MoT's model directory holds its word vocabulary, and it loads.
+TEST_F(TrainCliTest, TrainTheMot) {
+  const Outcome t =
+      Run("train --data " + Ds() + " --out '" + tmp_ + "/mot' --variant mot --epochs 2 --width 32");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("teller train: mot, "), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("epoch 2/2: loss "), std::string::npos) << t.err;
+  EXPECT_NE(t.out.find("ms per unit"), std::string::npos) << t.out;
+  const std::string json = ReadText(tmp_ + "/mot/model.json");
+  EXPECT_NE(json.find("\"network\":\"mot\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"width\":32"), std::string::npos) << json;
+  EXPECT_NE(ReadText(tmp_ + "/mot/text.json").find("\"format\":\"teller-rca-text\""),
+            std::string::npos);
+  auto m = teller::rca::Model::Load(tmp_ + "/mot");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->config().variant, teller::rca::Variant::kMot);
+}
+
+// teller-mot in eval: trained per fold, it explains its alarms (BLEU-1 above 0, where the
+// trace encoder's is 0), and the same seed gives the same scores.
+TEST_F(TrainCliTest, EvalOfTellerMotExplains) {
+  const std::string preds = "'" + tmp_ + "/mot.jsonl'";
+  const Outcome a = Run("eval --data " + Ds() +
+                        " --method teller-mot --split request --seed 3 --epochs 4 --json -q "
+                        "--write-predictions " +
+                        preds);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const Outcome again = Run("eval --data " + Ds() + " --predictions " + preds +
+                            " --split request --seed 3 --json -q");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(a.out, again.out);
+  const std::string lines = ReadText(tmp_ + "/mot.jsonl");
+  size_t at = 0, explained = 0;
+  while ((at = lines.find("\"explanation\":\"", at)) != std::string::npos) {
+    at += 15;
+    const std::string text = lines.substr(at, lines.find('"', at) - at);
+    explained += !text.empty();
+  }
+  EXPECT_GT(explained, 0u) << lines.substr(0, 2000);
+  // BLEU-1 of some view is above 0: the fourth column from the end of Table 2's rows.
+  const Outcome table =
+      Run("eval --data " + Ds() + " --predictions " + preds + " --split request --seed 3 -q");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  bool positive = false;
+  std::istringstream rows(table.out);
+  for (std::string row; std::getline(rows, row);) {
+    if (row.find(" | ") == std::string::npos || row.rfind("method", 0) == 0 || row[0] == ' ')
+      continue;
+    std::istringstream cells(row.substr(row.rfind('|') + 1));
+    double bleu1 = 0;
+    if (cells >> bleu1) positive |= bleu1 > 0;
+  }
+  EXPECT_TRUE(positive) << table.out;
 }
 
 }  // namespace

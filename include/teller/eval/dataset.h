@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "teller/core/status.h"
+#include "teller/core/trace.h"
 #include "teller/core/vocabulary.h"
 #include "teller/format/dataset_node.h"
 
@@ -48,6 +49,10 @@ struct UnitLogs {
   // (template id in the setting's templates, lines), by id.
   std::vector<std::pair<uint32_t, uint32_t>> templates;
   uint32_t signatures[kFaultCategoryCount] = {};  // lines matching a failure signature
+  // The unit's log stream as the MoT model reads it (docs/rca.md, "Log stream"): its
+  // distinct (level, template id) pairs in order of first appearance in log.txt. Repeats
+  // are dropped: a decode step's lines are mostly the same few templates again.
+  std::vector<std::pair<LogLevel, uint32_t>> sequence;
   // The request's lifecycle (logs::RequestLifecycles over all its lines naming it), ns;
   // kUnknown when its lines do not carry both ends.
   int64_t queue_ns = kUnknown, first_token_ns = kUnknown, end_to_end_ns = kUnknown;
@@ -65,7 +70,8 @@ struct Setting {
   // Log templates of the setting: those of <setting>/templates.txt, or, for a dataset whose
   // log.txt carries no template ids (log.txt version 1), mined while loading.
   uint32_t templates = 0;
-  bool templates_mined = false;  // true in the second case
+  bool templates_mined = false;            // true in the second case
+  std::vector<std::string> template_text;  // by template id (TemplateMiner::Text)
   uint64_t log_lines = 0;
   uint64_t log_files_missing = 0;  // requests without log.txt (version 1 datasets only)
 };

@@ -37,6 +37,8 @@ enum class MethodKind : uint8_t {
   kLabelCopy,
   // The learned trace encoder (src/rca, libtorch), trained per fold on its training units.
   kTellerGcn,
+  // The learned mixture of transformers (trace, log and explanation; src/rca), likewise.
+  kTellerMot,
 };
 
 struct MethodSpec {
@@ -51,8 +53,8 @@ struct MethodSpec {
 std::vector<std::string> MethodNames();
 // A name or a comma-separated list of them, or "all"; errors list the valid names.
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
-// Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn
-// libtorch).
+// Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn and
+// teller-mot libtorch).
 bool MethodAvailable(MethodKind kind);
 
 // The label-copy probe on `fold`: each test unit gets, per view, the step label (score 1
@@ -60,18 +62,23 @@ bool MethodAvailable(MethodKind kind);
 // the same setting (ties: the earlier), and no nodes. Needs steps.jsonl's start_ns.
 Result<Predictions> PredictLabelCopy(const Dataset& dataset, const Fold& fold);
 
-// The units of a dataset as the trace encoder (src/rca) reads them: one corpus step per
-// step record, and a training sample per unit (its views' labels and fault type). Shared by
-// teller-gcn and `teller train`. Holds pointers into `dataset`, which must outlive it.
+// The units of a dataset as the learned models (src/rca) read them: one corpus step per
+// step record, and a training sample per unit (its views' labels and fault type; with
+// `text`, also its log lines and reference explanation, which the MoT reads). Shared by
+// teller-gcn, teller-mot and `teller train`. Holds pointers into `dataset`, which must
+// outlive it.
 struct GcnInput {
   rca::Corpus corpus;
   std::vector<uint32_t> first;  // per setting: the corpus step of its record 0
   uint32_t StepOf(const Dataset& dataset, uint32_t unit) const {
     return first[dataset.units[unit].setting] + dataset.units[unit].record;
   }
-  std::vector<rca::Sample> Samples(const Dataset& dataset,
-                                   const std::vector<uint32_t>& units) const;
+  std::vector<rca::Sample> Samples(const Dataset& dataset, const std::vector<uint32_t>& units,
+                                   bool text = false) const;
 };
+// A unit's log stream as text (docs/rca.md, "Log stream"): "<LEVEL> <template text>" for each
+// of UnitLogs::sequence, "-" for an unknown level.
+std::vector<std::string> UnitLogLines(const Dataset& dataset, uint32_t unit);
 GcnInput MakeGcnInput(const Dataset& dataset);
 
 // State shared by the methods of one `teller eval` run: the dataset, the seed, and what is
@@ -89,6 +96,8 @@ class MethodRunner {
   // The seed of the models trained from now on (`teller eval --seeds`); cached
   // predictions that no seed affects (teller-numeric) are kept.
   void set_seed(uint64_t seed) { seed_ = seed; }
+  // Training epochs of the learned methods (teller-gcn, teller-mot; `teller eval --epochs`).
+  void set_epochs(int epochs) { epochs_ = epochs; }
 
   // Counters worth printing (evidence without a local id, units without a diagnosis...).
   const Counters& counters() const { return counters_; }
@@ -98,6 +107,7 @@ class MethodRunner {
 
   const Dataset& dataset_;
   uint64_t seed_;
+  int epochs_ = rca::TrainOptions().epochs;
   std::function<void(std::string_view)> progress_;
   std::optional<Predictions> numeric_;
   std::map<FeatureSet, std::unique_ptr<Features>> features_;

@@ -1,7 +1,9 @@
 // The learned stage (docs/method.md §6; docs/rca.md): a trace encoder over the TPE tokens of
 // a step (token, depth and log-duration embeddings; graph convolution over the parent graph
 // with self-loops; pooling per step; projection to the backbone width) with two heads: the
-// step abnormal or not (one output per view) and its fault type.
+// step abnormal or not (one output per view) and its fault type (Variant::kGcn); or the same
+// encoder as the trace stream of a mixture of transformers (Variant::kMot) that also reads
+// the unit's log lines and generates the explanation.
 //
 // This header does not include libtorch: the stage builds without it, and then Available()
 // is false and training or loading a model is an error that says so. libtorch exceptions
@@ -12,6 +14,7 @@
 //                 "training":{..},"weights":{"file":"weights.pt","bytes":N,"crc32c":X}}
 //   weights.pt   the network's parameters (libtorch archive), checked against model.json
 //   tpe/         the TPE vocabulary the network reads (docs/tpe.md, "Files")
+//   text.json    the MoT's word vocabulary (kMot only), checked against model.json
 #ifndef TELLER_RCA_RCA_H_
 #define TELLER_RCA_RCA_H_
 
@@ -29,8 +32,9 @@
 
 namespace teller::rca {
 
-// Version of model.json and of the network it describes; Load refuses any other.
-inline constexpr int kModelVersion = 1;
+// Version of model.json that Save writes. Load reads it and version 1 (trace-encoder-gcn
+// models written before the MoT existed, the same network) and refuses any other.
+inline constexpr int kModelVersion = 2;
 inline constexpr int kViewsCount = 2;  // vertical, horizontal (teller::eval::View order)
 
 // Whether this build has libtorch (TELLER_WITH_TORCH).
@@ -53,17 +57,42 @@ struct Sample {
   uint32_t step = 0;  // index into Corpus::steps
   std::array<bool, kViewsCount> abnormal{};
   int fault = -1;  // FaultCategory as int when abnormal, else -1
+  // What only the MoT reads: the unit's log lines in order ("LEVEL template text"), and the
+  // reference explanation it learns to generate ("" when normal or unknown).
+  std::vector<std::string> logs;
+  std::string explanation;
 };
 
-// The network's shape. The backbone width is what later modules (the log stream, the
-// mixture of transformers) will share.
+// What a prediction is asked about: a step of the corpus and, for the MoT, the unit's log
+// lines (null: none). The lines must outlive the call.
+struct Query {
+  uint32_t step = 0;
+  const std::vector<std::string>* logs = nullptr;
+};
+
+// Which network: the trace encoder with its two heads, or the mixture of transformers over
+// trace, log and explanation tokens (docs/rca.md, "Network", "MoT").
+enum class Variant : uint8_t { kGcn, kMot };
+const char* VariantName(Variant variant);  // "gcn", "mot"
+bool ParseVariant(std::string_view text, Variant* out);
+
+// The network's shape. The backbone width is what the trace encoder's projection and the
+// MoT's transformer share.
 struct ModelConfig {
+  Variant variant = Variant::kGcn;
   uint32_t tpe_vocab = 256;      // TPE vocabulary trained on the training steps
   int width = 64;                // backbone width: the projection's output
   int hidden = 64;               // encoder width (embeddings, graph convolution)
   int layers = 2;                // graph-convolution layers
   int max_depth = 64;            // depths above this share the last depth embedding
   double duration_scale = 1e-3;  // lambda of log(1 + lambda * D), D in ns (so: microseconds)
+  // The MoT only.
+  uint32_t text_vocab = 2048;  // words of the text tokenizer, special tokens included
+  int mot_layers = 2;          // transformer layers (shared attention, FFN per modality)
+  int heads = 4;               // attention heads; divides width
+  int max_ranks = 8;           // trace stream: the step token and one per rank (more share one)
+  int max_log_tokens = 96;     // log stream length
+  int max_explanation_tokens = 48;  // generated explanation length, end token excluded
 };
 
 struct TrainOptions {
@@ -72,6 +101,9 @@ struct TrainOptions {
   int batch = 32;
   double learning_rate = 3e-3;
   uint64_t seed = 1;
+  // The MoT's loss: BCE(abnormal) + fault_weight * CE(fault) + explanation_weight *
+  // NLL(explanation) (lambda_f, lambda_r of method.md §6).
+  double fault_weight = 1.0, explanation_weight = 1.0;
   // Progress lines (epoch, loss, steps/s, ETA), about one per epoch; may be empty.
   std::function<void(std::string_view)> progress;
 };
@@ -90,6 +122,9 @@ struct StepOutput {
   std::array<float, kFaultCategoryCount> fault{};  // P(fault type | abnormal)
   // The most likely fault type among `allowed` (all when empty).
   FaultCategory Fault(const std::vector<int>& allowed = {}) const;
+  // The MoT's generated explanation: vocabulary words joined by one space, at most
+  // max_explanation_tokens of them, no special token; "" from the trace encoder.
+  std::string explanation;
 };
 
 // Provenance written into model.json (what a user reads to know what a model saw).
@@ -117,6 +152,9 @@ class Model {
   // (no labels), so the corpus should hold the whole setting, as the training corpus did.
   Result<std::vector<StepOutput>> Predict(const Corpus& corpus,
                                           const std::vector<uint32_t>& steps) const;
+  // The same with each step's log lines (what the MoT reads; the trace encoder ignores them).
+  Result<std::vector<StepOutput>> Predict(const Corpus& corpus,
+                                          const std::vector<Query>& queries) const;
 
   // Writes the model directory (created if needed). Loading checks the format, the
   // version, the TPE files and the weights' size and checksum, naming the file at fault.

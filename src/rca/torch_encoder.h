@@ -1,0 +1,223 @@
+// What the module's networks share (docs/rca.md, "Network"): one torch thread, a batch of
+// steps as one graph, the trace encoder. Includes torch/torch.h, so only the module's own
+// files (network_torch.cc, mot_torch.cc) include it. Private to src/rca.
+#ifndef TELLER_SRC_RCA_TORCH_ENCODER_H_
+#define TELLER_SRC_RCA_TORCH_ENCODER_H_
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/rca/network.h"
+
+namespace teller::rca::internal {
+
+// One torch thread: the machine's cores go to the callers' own threads (and OpenBLAS keeps
+// its own). The inter-op pool can only be sized before its first use, hence once, guarded.
+inline void OneThread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const std::exception&) {
+      // Already started elsewhere in the process: its size stays.
+    }
+  });
+  torch::set_num_threads(1);
+}
+
+// A batch of steps as one graph: the tokens of all steps concatenated, edges of every step's
+// parent graph in both directions plus self-loops, with the symmetric normalization
+// D^-1/2 (A + I) D^-1/2 of graph convolution as edge weights.
+struct Batch {
+  torch::Tensor token, depth, duration;  // [N], [N], [N, 2]
+  torch::Tensor src, dst, weight;        // [E]
+  torch::Tensor step;                    // [N]: the step of each token
+  torch::Tensor count;                   // [B, 1]: tokens per step (at least 1)
+  std::vector<int64_t> sizes;            // tokens per step
+  int64_t steps = 0;
+  // Rank segments (the MoT's trace stream): a step's tokens from one root (one rank's STEP
+  // node) to the next, the ranks from the `ranks`-th on sharing the last segment. Tokens are
+  // in depth-first order per rank, so a segment is contiguous and segments follow steps.
+  int64_t ranks = 1;
+  torch::Tensor segment;               // [N]: step * ranks + slot of each token
+  std::vector<int64_t> segment_sizes;  // tokens per non-empty segment, in token order
+  torch::Tensor segment_slot;          // [non-empty segments]: step * ranks + slot
+};
+
+inline Batch MakeBatch(const std::vector<const EncodedStep*>& x, size_t begin, size_t end,
+                       int64_t ranks = 1) {
+  std::vector<int64_t> token, depth, step, src, dst, segment, segment_sizes, segment_slot;
+  std::vector<float> duration, count;
+  std::vector<int64_t> sizes;
+  for (size_t b = begin; b < end; ++b) {
+    const EncodedStep& e = *x[b];
+    const auto offset = static_cast<int64_t>(token.size());
+    token.insert(token.end(), e.token.begin(), e.token.end());
+    depth.insert(depth.end(), e.depth.begin(), e.depth.end());
+    int64_t roots = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      duration.push_back(e.log_duration[i]);
+      duration.push_back(e.relative[i]);
+      step.push_back(static_cast<int64_t>(b - begin));
+      if (e.parent[i] < 0) ++roots;
+      const int64_t slot =
+          static_cast<int64_t>(b - begin) * ranks + std::clamp<int64_t>(roots - 1, 0, ranks - 1);
+      if (segment_slot.empty() || segment_slot.back() != slot) {
+        segment_slot.push_back(slot);
+        segment_sizes.push_back(0);
+      }
+      ++segment_sizes.back();
+      segment.push_back(slot);
+      const int64_t me = offset + static_cast<int64_t>(i);
+      src.push_back(me);
+      dst.push_back(me);
+      if (e.parent[i] >= 0) {
+        const int64_t p = offset + e.parent[i];
+        src.push_back(me);
+        dst.push_back(p);
+        src.push_back(p);
+        dst.push_back(me);
+      }
+    }
+    count.push_back(static_cast<float>(std::max<size_t>(1, e.size())));
+    sizes.push_back(static_cast<int64_t>(e.size()));
+  }
+  std::vector<float> degree(token.size(), 0);
+  for (int64_t d : dst) degree[d] += 1;
+  std::vector<float> weight(src.size());
+  for (size_t i = 0; i < src.size(); ++i)
+    weight[i] = 1.0f / std::sqrt(degree[src[i]] * degree[dst[i]]);
+  const auto n = static_cast<int64_t>(token.size());
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  Batch out;
+  out.steps = static_cast<int64_t>(end - begin);
+  out.token = torch::from_blob(token.data(), {n}, i64).clone();
+  out.depth = torch::from_blob(depth.data(), {n}, i64).clone();
+  out.duration = torch::from_blob(duration.data(), {n, 2}, f32).clone();
+  out.step = torch::from_blob(step.data(), {n}, i64).clone();
+  const auto e = static_cast<int64_t>(src.size());
+  out.src = torch::from_blob(src.data(), {e}, i64).clone();
+  out.dst = torch::from_blob(dst.data(), {e}, i64).clone();
+  out.weight = torch::from_blob(weight.data(), {e}, f32).clone();
+  out.count = torch::from_blob(count.data(), {out.steps, 1}, f32).clone();
+  out.sizes = std::move(sizes);
+  out.ranks = ranks;
+  out.segment = torch::from_blob(segment.data(), {n}, i64).clone();
+  out.segment_slot =
+      torch::from_blob(segment_slot.data(), {static_cast<int64_t>(segment_slot.size())}, i64)
+          .clone();
+  out.segment_sizes = std::move(segment_sizes);
+  return out;
+}
+
+// The trace encoder (method.md §6): h_i = E_tok(w_i) + E_depth(d_i) + MLP(duration
+// channels); L graph-convolution layers H' = H + relu(A_hat H W) (the residual keeps a
+// token's own signal over deep stacks); mean and max pooling per step; projection to the
+// backbone width. Registered as "encoder" beside the networks' other parts in one archive.
+struct TraceEncoderImpl : torch::nn::Module {
+  TraceEncoderImpl(const ModelConfig& c, int64_t vocab) {
+    token = register_module("token", torch::nn::Embedding(vocab, c.hidden));
+    depth = register_module("depth", torch::nn::Embedding(c.max_depth, c.hidden));
+    duration1 = register_module("duration1", torch::nn::Linear(2, c.hidden));
+    duration2 = register_module("duration2", torch::nn::Linear(c.hidden, c.hidden));
+    for (int l = 0; l < c.layers; ++l) {
+      gcn.push_back(
+          register_module("gcn" + std::to_string(l), torch::nn::Linear(c.hidden, c.hidden)));
+    }
+    // Embeddings start small beside the duration channels: with N(0, 1) rows (libtorch's
+    // default) a slowed operator's few units of relative log-duration drown in the token
+    // identities, and training takes far longer to find them.
+    torch::NoGradGuard no_grad;
+    torch::nn::init::normal_(token->weight, 0, 0.1);
+    torch::nn::init::normal_(depth->weight, 0, 0.1);
+    projection = register_module("projection", torch::nn::Linear(2 * c.hidden + 4, c.width));
+  }
+  // The token vectors after the graph convolutions, [N, hidden].
+  torch::Tensor Tokens(const Batch& b) {
+    torch::Tensor h =
+        token(b.token) + depth(b.depth) + duration2(torch::relu(duration1(b.duration)));
+    const torch::Tensor w = b.weight.unsqueeze(1);
+    for (auto& layer : gcn) {
+      const torch::Tensor agg =
+          torch::zeros_like(h).index_add_(0, b.dst, h.index_select(0, b.src) * w);
+      h = h + torch::relu(layer(agg));
+    }
+    return h;
+  }
+  // Per step: the projection of [mean of h, mean of the duration channels, max of both].
+  torch::Tensor Pool(const Batch& b, const torch::Tensor& h) {
+    const int64_t hidden = h.size(1);
+    const torch::Tensor mean = torch::zeros({b.steps, hidden}).index_add_(0, b.step, h) / b.count;
+    // Max pooling per step: the steps' tokens are contiguous, so one max per chunk.
+    // The duration channels are pooled too (mean and max per step), a direct path from
+    // "some operator ran long" to the heads beside the one through the convolutions.
+    const torch::Tensor hd = torch::cat({h, b.duration}, 1);
+    std::vector<torch::Tensor> maxima;
+    for (const torch::Tensor& chunk : hd.split_with_sizes(b.sizes)) {
+      maxima.push_back(std::get<0>(chunk.max(0)));
+    }
+    const torch::Tensor max = torch::stack(maxima);
+    const torch::Tensor mean_d =
+        torch::zeros({b.steps, 2}).index_add_(0, b.step, b.duration) / b.count;
+    return torch::relu(projection(torch::cat({mean, mean_d, max}, 1)));
+  }
+  torch::Tensor forward(const Batch& b) { return Pool(b, Tokens(b)); }
+  torch::nn::Embedding token{nullptr}, depth{nullptr};
+  torch::nn::Linear duration1{nullptr}, duration2{nullptr}, projection{nullptr};
+  std::vector<torch::nn::Linear> gcn;
+};
+TORCH_MODULE(TraceEncoder);
+
+inline std::string Seconds(double s) {
+  char buf[32];
+  if (s < 120) {
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  }
+  return buf;
+}
+
+// One progress line per epoch: loss, units per second, the time left at that rate.
+inline std::string EpochLine(int epoch, int epochs, double loss, size_t units, double elapsed) {
+  const double done = static_cast<double>(epoch + 1);
+  const double rate = done * static_cast<double>(units) / std::max(elapsed, 1e-9);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "epoch %d/%d: loss %.4f, %.0f steps/s, ETA %s", epoch + 1, epochs,
+                loss, rate, Seconds(elapsed / done * (epochs - done)).c_str());
+  return buf;
+}
+
+// The first line of a libtorch message (the rest is a C++ backtrace).
+inline std::string TorchError(const std::exception& e) {
+  std::string what = e.what();
+  return "libtorch: " + what.substr(0, what.find('\n'));
+}
+
+// Abnormal steps are the minority: positives weighed by negatives / positives per view (at
+// most 20), so the head does not settle on "normal".
+inline torch::Tensor PositiveWeights(const std::vector<Target>& y) {
+  std::vector<float> pos_weight(kViewsCount);
+  for (int v = 0; v < kViewsCount; ++v) {
+    double pos = 0;
+    for (const Target& t : y) pos += t.abnormal[v];
+    const double neg = static_cast<double>(y.size()) - pos;
+    pos_weight[v] = static_cast<float>(pos > 0 ? std::clamp(neg / pos, 1.0, 20.0) : 1.0);
+  }
+  return torch::tensor(pos_weight);
+}
+
+// The MoT (mot_torch.cc); throws libtorch's exceptions.
+Network* NewMotNetwork(const ModelConfig& config, uint32_t vocab, uint32_t text_vocab,
+                       uint64_t seed);
+
+}  // namespace teller::rca::internal
+
+#endif  // TELLER_SRC_RCA_TORCH_ENCODER_H_

@@ -1,0 +1,341 @@
+// The MoT (Variant::kMot, docs/rca.md "MoT") on the toy step records of toy_steps.h with log
+// lines and one explanation sentence per fault type: a tiny model's loss falls, it
+// classifies fresh units from the trace (the logs alike for all) and from the logs (the
+// traces alike for all), generates each fault type's own sentence, keeps its explanations
+// to the schema, is deterministic for a seed and survives its model file.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "teller/rca/rca.h"
+#include "tests/rca/toy_steps.h"
+
+namespace teller::rca {
+namespace {
+
+// The reference sentences: shared words ("Step", "Fault:") so that the model must choose
+// by what it read, not by the first word.
+const std::string kGemmSentence =
+    "Step slow: GEMM kernels on rank 0 run 10x longer than in other steps. Fault: cuda_kernel "
+    "(slow kernel).";
+const std::string kAllReduceSentence =
+    "Step slow: the all-reduce kernel waits 37x longer for a late peer. Fault: communication "
+    "(straggler rank).";
+
+// Log lines every unit has (the trace-separable set) and those that mark a fault (the
+// log-separable set).
+const std::vector<std::string> kRoutineLines = {"INFO decode batch running <*> requests",
+                                                "INFO <*> tokens generated"};
+const std::string kKernelErrorLine = "ERROR CUDA error: an illegal memory access was encountered";
+const std::string kTimeoutLine = "WARNING NCCL watchdog: collective operation timed out";
+
+const std::string& SentenceOf(Kind k) {
+  return k == Kind::kSlowGemm ? kGemmSentence : kAllReduceSentence;
+}
+
+// The toy set with text. by_logs: every trace is normal (Kind::kNormal) and the labels come
+// from the log lines; otherwise the traces carry the faults and the logs are alike.
+void MakeMotToy(Toy& toy, int n, uint64_t seed, bool by_logs) {
+  MakeToy(toy, n, seed);
+  if (by_logs) {
+    std::mt19937_64 rng(seed + 1000);
+    toy.records.clear();
+    for (int i = 0; i < n; ++i) toy.records.push_back(MakeStep(Kind::kNormal, rng));
+    toy.corpus.steps.clear();
+    for (const auto& r : toy.records) toy.corpus.steps.push_back({0, &r});
+  }
+  for (int i = 0; i < n; ++i) {
+    Sample& s = toy.samples[i];
+    const Kind k = toy.kinds[i];
+    s.logs = kRoutineLines;
+    if (by_logs && k == Kind::kSlowGemm) s.logs.insert(s.logs.begin() + 1, kKernelErrorLine);
+    if (by_logs && k == Kind::kSlowAllReduce) s.logs.push_back(kTimeoutLine);
+    if (k != Kind::kNormal) s.explanation = SentenceOf(k);
+  }
+}
+
+TrainOptions MotOptions(uint64_t seed) {
+  TrainOptions o;
+  o.config.variant = Variant::kMot;
+  o.config.tpe_vocab = 24;
+  o.config.width = 16;
+  o.config.hidden = 16;
+  o.config.layers = 2;
+  o.config.mot_layers = 1;
+  o.config.heads = 2;
+  o.config.text_vocab = 128;
+  o.config.max_ranks = 2;
+  o.config.max_log_tokens = 32;
+  o.config.max_explanation_tokens = 24;
+  o.epochs = 30;
+  o.batch = 8;
+  o.learning_rate = 1e-2;
+  o.seed = seed;
+  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
+    o.progress = [](std::string_view line) {
+      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    };
+  }
+  return o;
+}
+
+std::vector<Query> Queries(const Toy& toy) {
+  std::vector<Query> out;
+  for (uint32_t i = 0; i < toy.samples.size(); ++i) out.push_back({i, &toy.samples[i].logs});
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/teller-mot-XXXXXX";
+  EXPECT_NE(mkdtemp(tmpl), nullptr);
+  return tmpl;
+}
+
+TEST(MotWithoutTorch, TrainingIsAClearError) {
+  if (Available()) GTEST_SKIP() << "built with libtorch";
+  Toy toy;
+  MakeMotToy(toy, 10, 1, false);
+  auto m = Model::Train(toy.corpus, toy.samples, MotOptions(1));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
+}
+
+class MotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Available()) GTEST_SKIP() << "built without libtorch";
+  }
+};
+
+// Scores of a model on a fresh set: units whose both views are right, abnormal units whose
+// fault type is right, abnormal units whose explanation is exactly their kind's sentence.
+struct Scores {
+  int right = 0, faults = 0, faults_right = 0, sentences_right = 0;
+};
+Scores Score(const Model& m, const Toy& test) {
+  auto out = m.Predict(test.corpus, Queries(test));
+  EXPECT_TRUE(out.ok()) << out.status().message();
+  Scores sc;
+  if (!out.ok()) return sc;
+  EXPECT_EQ(out->size(), test.samples.size());
+  for (size_t i = 0; i < out->size(); ++i) {
+    const Sample& s = test.samples[i];
+    const StepOutput& o = (*out)[i];
+    sc.right += (o.abnormal[0] > 0.5f) == s.abnormal[0] && (o.abnormal[1] > 0.5f) == s.abnormal[1];
+    if (s.fault < 0) continue;
+    ++sc.faults;
+    sc.faults_right += static_cast<int>(o.Fault(m.fault_classes())) == s.fault;
+    sc.sentences_right += o.explanation == s.explanation;
+    EXPECT_EQ(o.explanation, s.explanation) << "unit " << i;
+  }
+  return sc;
+}
+
+// The faults are in the traces, the logs alike: the trace stream carries the decision and
+// selects the sentence.
+TEST_F(MotTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
+  Toy train, test;
+  MakeMotToy(train, 60, 1, false);
+  MakeMotToy(test, 40, 2, false);
+  auto m = Model::Train(train.corpus, train.samples, MotOptions(7));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->config().variant, Variant::kMot);
+  const std::vector<double>& loss = m->training().epoch_loss;
+  ASSERT_EQ(loss.size(), 30u);
+  EXPECT_LT(loss.back(), 0.25 * loss.front()) << "loss " << loss.front() << " -> " << loss.back();
+  const Scores sc = Score(*m, test);
+  EXPECT_EQ(sc.right, 40);
+  EXPECT_EQ(sc.faults, 16);
+  EXPECT_EQ(sc.faults_right, 16);
+  EXPECT_EQ(sc.sentences_right, 16);
+}
+
+// The traces alike, the faults in the log lines: the log stream reaches the heads (the
+// condition of trace and log tokens is seen whole by the trace stream).
+TEST_F(MotTest, LearnsFromTheLogLines) {
+  Toy train, test;
+  MakeMotToy(train, 60, 3, true);
+  MakeMotToy(test, 40, 4, true);
+  auto m = Model::Train(train.corpus, train.samples, MotOptions(8));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Scores sc = Score(*m, test);
+  EXPECT_EQ(sc.right, 40);
+  EXPECT_EQ(sc.faults, 16);
+  EXPECT_EQ(sc.faults_right, 16);
+  EXPECT_EQ(sc.sentences_right, 16);
+}
+
+// Every explanation, of normal units too (never trained to explain), is made of words of
+// the training texts seen at least twice, and no longer than max_explanation_tokens.
+TEST_F(MotTest, ExplanationsKeepToTheSchema) {
+  Toy train;
+  MakeMotToy(train, 30, 5, false);
+  TrainOptions o = MotOptions(9);
+  o.epochs = 3;
+  o.config.max_explanation_tokens = 4;
+  auto m = Model::Train(train.corpus, train.samples, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::set<std::string> known;
+  for (const std::string& text : {kGemmSentence, kAllReduceSentence}) {
+    for (const std::string& w : Words(text)) known.insert(w);
+  }
+  for (const std::string& line : kRoutineLines) {
+    for (const std::string& w : Words(line)) known.insert(w);
+  }
+  auto out = m->Predict(train.corpus, Queries(train));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  for (size_t i = 0; i < out->size(); ++i) {
+    const std::vector<std::string> words = Words((*out)[i].explanation);
+    EXPECT_LE(words.size(), 4u) << (*out)[i].explanation;
+    for (const std::string& w : words) EXPECT_TRUE(known.count(w)) << "unit " << i << ": " << w;
+    // Words joined by one space, nothing around them.
+    std::string joined;
+    for (const std::string& w : words) joined += (joined.empty() ? "" : " ") + w;
+    EXPECT_EQ((*out)[i].explanation, joined);
+    const FaultCategory f = (*out)[i].Fault(m->fault_classes());
+    EXPECT_TRUE(f == FaultCategory::kCudaKernel || f == FaultCategory::kCommunication);
+  }
+  // Without log lines (a query that has none) the model still answers.
+  auto bare = m->Predict(train.corpus, std::vector<uint32_t>{0, 1});
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_EQ(bare->size(), 2u);
+}
+
+// Same seed: the same weights byte for byte, losses and explanations; another seed: other
+// weights and outputs.
+TEST_F(MotTest, SameSeedSameModel) {
+  Toy toy;
+  MakeMotToy(toy, 30, 6, false);
+  TrainOptions o = MotOptions(11);
+  o.epochs = 4;
+  auto a = Model::Train(toy.corpus, toy.samples, o);
+  auto b = Model::Train(toy.corpus, toy.samples, o);
+  o.seed = 12;
+  auto c = Model::Train(toy.corpus, toy.samples, o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->training().epoch_loss, b->training().epoch_loss);
+  auto pa = a->Predict(toy.corpus, Queries(toy));
+  auto pb = b->Predict(toy.corpus, Queries(toy));
+  auto pc = c->Predict(toy.corpus, Queries(toy));
+  ASSERT_TRUE(pa.ok() && pb.ok() && pc.ok());
+  bool differs = false;
+  for (size_t i = 0; i < pa->size(); ++i) {
+    EXPECT_EQ((*pa)[i].abnormal, (*pb)[i].abnormal) << i;
+    EXPECT_EQ((*pa)[i].fault, (*pb)[i].fault) << i;
+    EXPECT_EQ((*pa)[i].explanation, (*pb)[i].explanation) << i;
+    differs |= (*pa)[i].abnormal != (*pc)[i].abnormal;
+  }
+  EXPECT_TRUE(differs) << "another seed gave the same outputs";
+  const std::string dir = TempDir();
+  ASSERT_TRUE(a->Save(dir + "/a", {}).ok());
+  ASSERT_TRUE(b->Save(dir + "/b", {}).ok());
+  ASSERT_TRUE(c->Save(dir + "/c", {}).ok());
+  EXPECT_EQ(Slurp(dir + "/a/weights.pt"), Slurp(dir + "/b/weights.pt"));
+  EXPECT_NE(Slurp(dir + "/a/weights.pt"), Slurp(dir + "/c/weights.pt"));
+  EXPECT_EQ(Slurp(dir + "/a/text.json"), Slurp(dir + "/b/text.json"));
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Saved and loaded: the same config, outputs and explanations; a damaged text.json, a MoT
+// that claims model version 1 (which knew no MoT) and a missing text entry are refused.
+TEST_F(MotTest, ModelFileRoundTrip) {
+  Toy toy;
+  MakeMotToy(toy, 20, 7, false);
+  TrainOptions o = MotOptions(5);
+  o.epochs = 3;
+  auto m = Model::Train(toy.corpus, toy.samples, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(m->Save(dir + "/m", {}).ok());
+  auto loaded = Model::Load(dir + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->config().variant, Variant::kMot);
+  EXPECT_EQ(loaded->config().mot_layers, 1);
+  EXPECT_EQ(loaded->config().heads, 2);
+  EXPECT_EQ(loaded->config().max_ranks, 2);
+  EXPECT_EQ(loaded->config().max_log_tokens, 32);
+  EXPECT_EQ(loaded->config().max_explanation_tokens, 24);
+  auto a = m->Predict(toy.corpus, Queries(toy));
+  auto b = loaded->Predict(toy.corpus, Queries(toy));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].abnormal, (*b)[i].abnormal) << i;
+    EXPECT_EQ((*a)[i].fault, (*b)[i].fault) << i;
+    EXPECT_EQ((*a)[i].explanation, (*b)[i].explanation) << i;
+  }
+
+  const std::string text = Slurp(dir + "/m/text.json");
+  ASSERT_GT(text.size(), 40u);
+  std::string damaged = text;
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x20);
+  Spit(dir + "/m/text.json", damaged);
+  auto e = Model::Load(dir + "/m");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("text.json"), std::string::npos) << e.status().message();
+  EXPECT_NE(e.status().message().find("checksum"), std::string::npos) << e.status().message();
+  Spit(dir + "/m/text.json", text);
+
+  const std::string json = Slurp(dir + "/m/model.json");
+  std::string v1 = json;
+  v1.replace(v1.find("\"version\":2"), 11, "\"version\":1");
+  Spit(dir + "/m/model.json", v1);
+  e = Model::Load(dir + "/m");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("unknown network \"mot\" in a version 1 model"),
+            std::string::npos)
+      << e.status().message();
+
+  std::string no_text = json;
+  const size_t at = no_text.find(",\"text\":{");
+  ASSERT_NE(at, std::string::npos);
+  no_text.erase(at, no_text.find('}', at) + 1 - at);
+  Spit(dir + "/m/model.json", no_text);
+  e = Model::Load(dir + "/m");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("missing field \"text\""), std::string::npos)
+      << e.status().message();
+
+  Spit(dir + "/m/model.json", json);
+  EXPECT_TRUE(Model::Load(dir + "/m").ok());
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// A config the network cannot be built with is refused before training.
+TEST_F(MotTest, HeadsMustDivideTheWidth) {
+  Toy toy;
+  MakeMotToy(toy, 10, 8, false);
+  TrainOptions o = MotOptions(1);
+  o.config.heads = 3;
+  auto m = Model::Train(toy.corpus, toy.samples, o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("heads must divide width"), std::string::npos)
+      << m.status().message();
+}
+
+}  // namespace
+}  // namespace teller::rca
