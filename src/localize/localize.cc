@@ -1024,8 +1024,58 @@ void FindSlowCallers(const Options& o, Result* out) {
     if (call_of[in.family] < 0 || in.warmup) continue;
     calls[static_cast<size_t>(call_of[in.family])][in.family].push_back(k);
   }
-  std::vector<double> v;
+  // Per layer, the scored launches of every launch API, by the operator that makes them:
+  // the reference of an operator that alone makes its call.
+  std::map<Layer, std::vector<std::pair<uint32_t, uint32_t>>> any_api;  // (family, instance)
   for (const auto& families : calls) {
+    for (const auto& [fam, list] : families) {
+      for (uint32_t k : list) any_api[out->families[fam].layer].push_back({fam, k});
+    }
+  }
+  std::vector<double> v;
+  // Marks as evidence the instances of `list` that clear the margins against `v` (the
+  // expected time its median, the noise its spread) at `min_ratio` or more, when the
+  // family's median does.
+  auto against = [&](const std::vector<uint32_t>& list, double m, double min_ratio) {
+    const Spread others = RobustSpread(v);
+    const double noise = Noise(others, o);
+    if (m < min_ratio * others.median || m - others.median < o.min_excess_ns ||
+        m - others.median < o.min_z * noise)
+      return;
+    const uint32_t peers = static_cast<uint32_t>(v.size());
+    for (uint32_t k : list) {
+      Instance& in = out->instances[k];
+      if (in.evidence || in.source == PeerSource::kNone) continue;
+      const double excess = static_cast<double>(in.time_ns) - others.median;
+      if (excess < o.min_excess_ns || in.time_ns < min_ratio * others.median ||
+          excess < o.min_z * noise)
+        continue;
+      in.source = PeerSource::kCallers;
+      in.peers = peers;
+      in.expected_ns = static_cast<int64_t>(std::llround(others.median));
+      in.noise_ns = static_cast<int64_t>(std::llround(noise));
+      in.z = static_cast<float>(excess / noise);
+      in.evidence = true;
+      in.excess_ns = in.time_ns - in.expected_ns;
+    }
+  };
+  for (const auto& families : calls) {
+    // An operator alone in making its call: the other operators' launches, whatever their
+    // API, pooled, at min_other_api_ratio.
+    if (families.size() == 1) {
+      const auto& [fam, list] = *families.begin();
+      v.clear();
+      for (uint32_t k : list) v.push_back(static_cast<double>(out->instances[k].time_ns));
+      const double m = RobustSpread(v).median;
+      v.clear();
+      for (const auto& [other, k] : any_api[out->families[fam].layer]) {
+        if (out->families[other].within != out->families[fam].within)
+          v.push_back(static_cast<double>(out->instances[k].time_ns));
+      }
+      if (v.size() >= o.min_peers)
+        against(list, m, std::max({o.min_ratio, o.min_callers_ratio, o.min_other_api_ratio}));
+      continue;
+    }
     // With min_peers other callers, their medians are the peers; with fewer (a small model
     // has few operators that launch), the instances of the other callers, pooled: a call
     // costs about the same whichever operator makes it; so are one other caller's (a model
@@ -1051,28 +1101,7 @@ void FindSlowCallers(const Options& o, Result* out) {
           if (other != fam) v.push_back(m);
         }
       }
-      const Spread others = RobustSpread(v);
-      const double noise = Noise(others, o);
-      const double m = median[fam];
-      const double min_ratio = std::max(o.min_ratio, o.min_callers_ratio);
-      if (m < min_ratio * others.median || m - others.median < o.min_excess_ns ||
-          m - others.median < o.min_z * noise)
-        continue;
-      for (uint32_t k : list) {
-        Instance& in = out->instances[k];
-        if (in.evidence || in.source == PeerSource::kNone) continue;
-        const double excess = static_cast<double>(in.time_ns) - others.median;
-        if (excess < o.min_excess_ns || in.time_ns < min_ratio * others.median ||
-            excess < o.min_z * noise)
-          continue;
-        in.source = PeerSource::kCallers;
-        in.peers = static_cast<uint32_t>(v.size());
-        in.expected_ns = static_cast<int64_t>(std::llround(others.median));
-        in.noise_ns = static_cast<int64_t>(std::llround(noise));
-        in.z = static_cast<float>(excess / noise);
-        in.evidence = true;
-        in.excess_ns = in.time_ns - in.expected_ns;
-      }
+      against(list, median[fam], std::max(o.min_ratio, o.min_callers_ratio));
     }
   }
 }

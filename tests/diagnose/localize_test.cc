@@ -1054,5 +1054,50 @@ TEST(Localize, DeviationsMostOperatorsAroundShareAreMarkedShared) {
   EXPECT_EQ(fault_shared, 0u);
 }
 
+// An operator alone in making its launch call (cuBLAS's cuLaunchKernel under aten::addmm)
+// has no other caller of that call: it is compared with the other operators' launches
+// through the other APIs, pooled, at min_other_api_ratio = 3. Three ops make 4
+// cudaLaunchKernel calls of 5 us each (the first of each is warm-up: 9 scored peers,
+// median 5 us, MAD 0, noise 0.25 us); aten::addmm makes 6 cuLaunchKernel calls of
+// `addmm_ns` each.
+size_t OtherApiEvidence(int64_t addmm_ns, int64_t* expected) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  int64_t at = kT0;
+  for (int round = 0; round < 6; ++round) {
+    for (const char* op : {"aten::add", "aten::mul", "aten::relu"}) {
+      if (round >= 4) break;
+      b.Range(p, 1, op, at, at + 100'000);
+      b.Call(p, 1, "cudaLaunchKernel", at + 10'000, at + 15'000);
+      at += 200'000;
+    }
+    b.Range(p, 1, "aten::addmm", at, at + 200'000);
+    b.Call(p, 1, "cuLaunchKernel", at + 10'000, at + 10'000 + addmm_ns);
+    at += 300'000;
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t n = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence ||
+        b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != "cuLaunchKernel")
+      continue;
+    EXPECT_EQ(in.source, localize::PeerSource::kCallers);
+    EXPECT_EQ(in.peers, 9u);
+    *expected = in.expected_ns;
+    ++n;
+  }
+  return n;
+}
+
+TEST(Localize, ALaunchCallOnlyOneOperatorMakesIsComparedWithTheOtherApis) {
+  int64_t expected = 0;
+  // 25 us: 5x the others' 5 us; its 5 scored launches (the first is warm-up) are evidence.
+  EXPECT_EQ(OtherApiEvidence(25'000, &expected), 5u);
+  EXPECT_EQ(expected, 5'000);
+  // 12 us: 2.4x, within how far launch APIs differ naturally: nothing.
+  EXPECT_EQ(OtherApiEvidence(12'000, &expected), 0u);
+}
+
 }  // namespace
 }  // namespace teller

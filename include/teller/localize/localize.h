@@ -58,6 +58,11 @@ struct Options {
   // are not the same identity: operators' launch costs differ naturally by up to about
   // 1.7x (a launch with more arguments), so those need at least this ratio.
   double min_callers_ratio = 2.0;
+  // An operator that alone makes its launch call (cuBLAS's cuLaunchKernel under aten::addmm)
+  // is compared with the other operators' launches through the other launch APIs; those
+  // APIs cost naturally up to about 1.9x apart in the real traces (cudaLaunchKernelExC
+  // against cudaLaunchKernel), so those need at least this ratio.
+  double min_other_api_ratio = 3.0;
   // Step decision: a step's healthy spread is max(1.4826 MAD of its peer steps' durations,
   // step_rel_floor x its median duration). score = x / (x + step_scale) with
   // x = root excess / spread; the default threshold 0.6 is x = 1.5 step_scale = 3 spreads.
