@@ -138,40 +138,17 @@ class MotNetwork final : public Network {
       OneThread();
       torch::manual_seed(options.seed);
       net_->train();
-      torch::optim::Adam optimizer(net_->parameters(),
-                                   torch::optim::AdamOptions(options.learning_rate));
       const torch::Tensor pw = PositiveWeights(y);
-      std::mt19937_64 rng(options.seed);
-      std::vector<size_t> order(x.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::vector<double> losses;
-      const auto t0 = std::chrono::steady_clock::now();
-      const auto batch = static_cast<size_t>(options.batch);
-      for (int epoch = 0; epoch < options.epochs; ++epoch) {
-        // Fisher-Yates with our own draws, so every platform shuffles alike.
-        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-        double total = 0;
-        for (size_t begin = 0; begin < order.size(); begin += batch) {
-          const size_t end = std::min(order.size(), begin + batch);
-          std::vector<const Example*> bx;
-          std::vector<const Target*> by;
-          for (size_t i = begin; i < end; ++i) {
-            bx.push_back(&x[order[i]]);
-            by.push_back(&y[order[i]]);
-          }
-          torch::Tensor loss = Loss(bx, by, pw, options);
-          optimizer.zero_grad();
-          loss.backward();
-          optimizer.step();
-          total += loss.item<double>() * static_cast<double>(bx.size());
-        }
-        losses.push_back(order.empty() ? 0 : total / static_cast<double>(order.size()));
-        if (options.progress) {
-          const double elapsed =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          options.progress(EpochLine(epoch, options.epochs, losses.back(), order.size(), elapsed));
-        }
-      }
+      std::vector<double> losses =
+          TrainEpochs(net_->parameters(), x.size(), options, [&](const std::vector<size_t>& batch) {
+            std::vector<const Example*> bx;
+            std::vector<const Target*> by;
+            for (const size_t i : batch) {
+              bx.push_back(&x[i]);
+              by.push_back(&y[i]);
+            }
+            return Loss(bx, by, pw, options);
+          });
       net_->eval();
       return losses;
     } catch (const std::exception& e) {

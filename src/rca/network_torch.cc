@@ -47,54 +47,33 @@ class TorchNetwork final : public Network {
       OneThread();
       torch::manual_seed(options.seed);
       net_->train();
-      torch::optim::Adam optimizer(net_->parameters(),
-                                   torch::optim::AdamOptions(options.learning_rate));
       const torch::Tensor pw = PositiveWeights(y);
-      std::mt19937_64 rng(options.seed);
-      std::vector<size_t> order(x.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::vector<double> losses;
-      const auto t0 = std::chrono::steady_clock::now();
-      const auto batch = static_cast<size_t>(options.batch);
-      for (int epoch = 0; epoch < options.epochs; ++epoch) {
-        // Fisher-Yates with our own draws, so every platform shuffles alike.
-        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-        double total = 0;
-        for (size_t begin = 0; begin < order.size(); begin += batch) {
-          const size_t end = std::min(order.size(), begin + batch);
-          std::vector<const EncodedStep*> bx;
-          std::vector<float> labels;
-          std::vector<int64_t> fault;
-          for (size_t i = begin; i < end; ++i) {
-            bx.push_back(x[order[i]].step);
-            for (int v = 0; v < kViewsCount; ++v) labels.push_back(y[order[i]].abnormal[v]);
-            fault.push_back(y[order[i]].fault);
-          }
-          const Batch b = MakeBatch(bx, 0, bx.size());
-          const torch::Tensor z = net_->encoder->forward(b);
-          const auto rows = static_cast<int64_t>(bx.size());
-          const torch::Tensor target = torch::from_blob(labels.data(), {rows, kViewsCount}).clone();
-          torch::Tensor loss =
-              torch::binary_cross_entropy_with_logits(net_->heads->abnormal(z), target, {}, pw);
-          const torch::Tensor f = torch::from_blob(fault.data(), {rows}, torch::kInt64).clone();
-          const torch::Tensor has = f.ge(0);
-          if (has.any().item<bool>()) {
-            const torch::Tensor idx = has.nonzero().squeeze(1);
-            loss = loss + torch::nn::functional::cross_entropy(
-                              net_->heads->fault(z.index_select(0, idx)), f.index_select(0, idx));
-          }
-          optimizer.zero_grad();
-          loss.backward();
-          optimizer.step();
-          total += loss.item<double>() * static_cast<double>(rows);
-        }
-        losses.push_back(order.empty() ? 0 : total / static_cast<double>(order.size()));
-        if (options.progress) {
-          const double elapsed =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          options.progress(EpochLine(epoch, options.epochs, losses.back(), order.size(), elapsed));
-        }
-      }
+      std::vector<double> losses =
+          TrainEpochs(net_->parameters(), x.size(), options, [&](const std::vector<size_t>& batch) {
+            std::vector<const EncodedStep*> bx;
+            std::vector<float> labels;
+            std::vector<int64_t> fault;
+            for (const size_t i : batch) {
+              bx.push_back(x[i].step);
+              for (int v = 0; v < kViewsCount; ++v) labels.push_back(y[i].abnormal[v]);
+              fault.push_back(y[i].fault);
+            }
+            const Batch b = MakeBatch(bx, 0, bx.size());
+            const torch::Tensor z = net_->encoder->forward(b);
+            const auto rows = static_cast<int64_t>(bx.size());
+            const torch::Tensor target =
+                torch::from_blob(labels.data(), {rows, kViewsCount}).clone();
+            torch::Tensor loss =
+                torch::binary_cross_entropy_with_logits(net_->heads->abnormal(z), target, {}, pw);
+            const torch::Tensor f = torch::from_blob(fault.data(), {rows}, torch::kInt64).clone();
+            const torch::Tensor has = f.ge(0);
+            if (has.any().item<bool>()) {
+              const torch::Tensor idx = has.nonzero().squeeze(1);
+              loss = loss + torch::nn::functional::cross_entropy(
+                                net_->heads->fault(z.index_select(0, idx)), f.index_select(0, idx));
+            }
+            return loss;
+          });
       net_->eval();
       return losses;
     } catch (const std::exception& e) {

@@ -7,9 +7,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -193,6 +195,45 @@ inline std::string EpochLine(int epoch, int epochs, double loss, size_t units, d
   std::snprintf(buf, sizeof buf, "epoch %d/%d: loss %.4f, %.0f steps/s, ETA %s", epoch + 1, epochs,
                 loss, rate, Seconds(elapsed / done * (epochs - done)).c_str());
   return buf;
+}
+
+// The training loop both networks share: Adam over `parameters`, the examples in an order
+// shuffled each epoch, batches of options.batch, the mean loss per epoch (returned) and one
+// progress line per epoch. `batch_loss` gets the example indices of one batch and returns
+// its mean loss. Throws libtorch's exceptions.
+template <typename BatchLoss>
+std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t examples,
+                                const TrainOptions& options, BatchLoss&& batch_loss) {
+  torch::optim::Adam optimizer(std::move(parameters),
+                               torch::optim::AdamOptions(options.learning_rate));
+  std::mt19937_64 rng(options.seed);
+  std::vector<size_t> order(examples);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<double> losses;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto batch = static_cast<size_t>(options.batch);
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    // Fisher-Yates with our own draws, so every platform shuffles alike.
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    double total = 0;
+    for (size_t begin = 0; begin < order.size(); begin += batch) {
+      const size_t end = std::min(order.size(), begin + batch);
+      const std::vector<size_t> indices(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                                        order.begin() + static_cast<std::ptrdiff_t>(end));
+      torch::Tensor loss = batch_loss(indices);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      total += loss.item<double>() * static_cast<double>(indices.size());
+    }
+    losses.push_back(order.empty() ? 0 : total / static_cast<double>(order.size()));
+    if (options.progress) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      options.progress(EpochLine(epoch, options.epochs, losses.back(), order.size(), elapsed));
+    }
+  }
+  return losses;
 }
 
 // The first line of a libtorch message (the rest is a C++ backtrace).
