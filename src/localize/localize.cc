@@ -857,6 +857,22 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
 // instances: in a larger family a segment of a few dozen leaves the median alone.
 constexpr size_t kMinSegment = 3;
 constexpr size_t kMaxSegmentFamily = 96;
+// The least rest whose noise is trusted for a run's mean (a MAD of a handful is rough).
+constexpr size_t kMinRestForRun = 4 * kMinSegment;
+
+// The least excess of each instance of a sustained run. A run repeats one slowdown, so
+// its floor of min_excess_ns is on the run's total excess; each instance still needs the
+// noise floor, and at least the resolution the trace's times are recorded in (the greatest
+// common divisor of its GPU times: 1 us in Kineto files that write whole microseconds),
+// where one tick more is rounding, not a slowdown.
+double RunFloor(const Result& out, const Options& o) {
+  int64_t tick = 0;
+  for (const Instance& in : out.instances) {
+    if (out.families[in.family].measure == Measure::kGpuTime) tick = std::gcd(tick, in.time_ns);
+    if (tick == 1) break;
+  }
+  return static_cast<double>(std::max(tick, o.noise_abs_floor_ns));
+}
 
 // A family key (Keys::KeyText) without its context field, the operator before it: one
 // kernel after different operators is one identity here.
@@ -890,10 +906,13 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
   }
   const std::unordered_map<uint32_t, uint32_t> first_unit = FirstUnits(out->units);
+  const double floor = RunFloor(*out, o);
   struct Found {
     std::vector<uint32_t>* seq = nullptr;  // null: no run found
     size_t begin = 0, end = 0;
     double median = 0, noise = 0;
+    double floor = 0;  // the least excess of an instance of the run (RunFloor)
+    size_t length = 0;
     bool after_first_unit = false;  // the rest is the process's first unit alone
   };
   // Each sequence's search is independent of the others (and costs up to n^3 for n up to
@@ -928,7 +947,10 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         const double m_in = MedianInPlace(inside);
         Spread sr;
         sr.median = MedianInPlace(rest);
-        if (m_in < o.min_ratio * sr.median || m_in - sr.median < o.min_excess_ns) continue;
+        const double run = static_cast<double>(e - b);
+        if (m_in < o.min_ratio * sr.median || m_in - sr.median < floor ||
+            (m_in - sr.median) * run < o.min_excess_ns)
+          continue;
         size_t slow = 0;
         for (double v : inside) slow += v >= o.min_ratio * sr.median;
         if (slow * 5 < inside.size() * 4) continue;
@@ -944,7 +966,11 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         if (slow_rest * 5 > (n - (e - b))) continue;
         sr.mad = MadInPlace(rest, sr.median);
         const double noise = Noise(sr, o);
-        const double z = (m_in - sr.median) / noise;
+        // The run's median against the rest's noise over the standard error of a mean of
+        // its length (a run is a repeated measurement of one slowdown), where that noise
+        // is measured on kMinRestForRun others or more; else per instance.
+        const bool boost = n - (e - b) >= kMinRestForRun;
+        const double z = (m_in - sr.median) / noise * (boost ? std::sqrt(run) : 1.0);
         if (z > best_z) {
           best_z = z;
           best_median = sr.median;
@@ -955,8 +981,14 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       }
     }
     if (best_z < o.min_z) return;
-    found[slot] = {&seq,        best_begin, best_end,
-                   best_median, best_noise, best_end == n && best_begin <= in_first};
+    found[slot] = {&seq,
+                   best_begin,
+                   best_end,
+                   best_median,
+                   best_noise,
+                   floor,
+                   best_end - best_begin,
+                   best_end == n && best_begin <= in_first};
   });
   // Per process, the identities (without the operator before them) whose deviation is
   // everything after the first unit.
@@ -978,8 +1010,8 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     for (size_t i = f.begin; i < f.end; ++i) {
       Instance& in = out->instances[seq[i]];
       const double excess = static_cast<double>(in.time_ns) - f.median;
-      if (excess < o.min_excess_ns || in.time_ns < o.min_ratio * f.median ||
-          excess < o.min_z * f.noise)
+      if (excess < f.floor || in.time_ns < o.min_ratio * f.median ||
+          excess < o.min_z * f.noise / std::sqrt(static_cast<double>(f.length)))
         continue;
       in.source = PeerSource::kRest;
       in.peers = static_cast<uint32_t>(seq.size() - (f.end - f.begin));

@@ -416,6 +416,48 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
     EXPECT_NE(in.source, localize::PeerSource::kRest);
 }
 
+// A run repeats one slowdown: its floors are on the run. One process, no steps, times in
+// ns (their greatest common divisor is 8 ns, so the resolution floor is the noise floor,
+// 250 ns). "long_rest": 40 instances of about 1.6 us (1600 + 8 (i mod 5)), instances 15-24
+// at 2.4 us. Each slowed instance is 1.5x the rest's median (1616) but only about 800 ns
+// above it, under min_excess_ns (1 us), and z = 800 / 250 = 3.2 per instance; the run of
+// 10 has a total excess of 8 us and z = 3.2 x sqrt(10) = 10 against the rest's noise, so
+// its 10 instances are evidence against the rest. "short_rest": the same run with only 6
+// others, too few to trust their noise for a mean of 10: z stays 3.2, nothing.
+TEST(Localize, ASustainedRunIsJudgedAsARunAboveTheTracesResolution) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  int64_t at = kT0;
+  auto add = [&](const std::string& name, int count, int slow_begin, int slow_end) {
+    for (int i = 0; i < count; ++i) {
+      const bool slow = i >= slow_begin && i < slow_end;
+      b.Kernel(p, name, at, at + (slow ? 2'400 : 1'600) + (i % 5) * 8);
+      at += 20'000;
+    }
+  };
+  add("long_rest", 40, 15, 25);
+  add("short_rest", 17, 7, 17);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  std::map<std::string, size_t> evidence;
+  for (const localize::Instance& in : r.instances) {
+    if (!in.evidence) continue;
+    const std::string name(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]));
+    ++evidence[name];
+    if (name != "long_rest") continue;
+    EXPECT_GE(in.time_ns, 2'400);
+    EXPECT_EQ(in.source, localize::PeerSource::kRest);
+    EXPECT_GE(in.expected_ns, 1'600);
+    EXPECT_LE(in.expected_ns, 1'632);
+    // 38 scored (the warm-up and the first after it aside); the run may take in up to two
+    // usual neighbours (80% of it slow).
+    EXPECT_GE(in.peers, 26u);
+    EXPECT_LE(in.peers, 28u);
+  }
+  EXPECT_EQ(evidence["long_rest"], 10u);
+  EXPECT_EQ(evidence["short_rest"], 0u);
+}
+
 // Six decode steps, each running five instances of every kernel in `kernels` on one
 // stream; kernel k takes fast_ns before step slow_from and 2 x fast_ns from it on. The
 // evidence per kernel name.
