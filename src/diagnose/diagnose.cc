@@ -41,6 +41,7 @@ Evidence MakeEvidence(const Trace& t, const reconstruct::Reconstruction& r,
   e.noise_ns = in.noise_ns;
   e.peers = in.peers;
   e.source = in.source;
+  e.shared = in.shared;
   e.ratio = in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0;
   e.z = in.z;
   e.score = in.z > 0 ? static_cast<float>(in.z / (in.z + o.min_z)) : 0.0f;

@@ -21,7 +21,7 @@ void AppendEvidence(std::string& out, const Evidence& e) {
   else
     w.Field("within", e.within);
   w.Field("layer", LayerName(e.layer)).Field("rank", e.rank).Field("pid", e.pid);
-  w.Field("role", e.consequence ? "consequence" : "root");
+  w.Field("role", e.consequence ? "consequence" : "root").FieldBool("shared", e.shared);
   w.Field("measure", localize::MeasureName(e.measure)).Field("feature", FeatureName(e.feature));
   w.Field("unit", "ns");
   w.Field("time_ns", e.time_ns).Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);

@@ -206,6 +206,25 @@ TEST(Diagnose, AnOperatorSlowOnItsOwnOutranksATimeWhenEverythingWasSlow) {
       EXPECT_LT(op.suspicion, d.top_operators.front().suspicion);
     }
   }
+  // And each evidence entry says which it is: adam's and clip's are shared, scale's not
+  // (every step taken as abnormal, so that each lists its evidence).
+  diagnose::Options all_steps;
+  all_steps.step_threshold = -1;
+  const auto listed = diagnose::Diagnose(t, rec, all_steps);
+  size_t shared = 0, own = 0;
+  for (const diagnose::StepDiagnosis& s : listed.steps) {
+    for (const diagnose::Evidence& e : s.evidence) {
+      if (e.name == "scale") {
+        EXPECT_FALSE(e.shared);
+        ++own;
+      } else if (e.name == "adam" || e.name == "clip") {
+        EXPECT_TRUE(e.shared);
+        ++shared;
+      }
+    }
+  }
+  EXPECT_EQ(own, 1u);
+  EXPECT_GT(shared, 0u);
 }
 
 TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {

@@ -50,6 +50,9 @@ struct Evidence {
   int rank = -1;
   int64_t pid = 0;
   bool consequence = false;
+  // Most operators around it deviated too (teller/localize/shared.h): the time was slow,
+  // not this operator; the top operators judge it as within its peers.
+  bool shared = false;
   localize::Measure measure = localize::Measure::kOwnTime;
   Feature feature = kSelfNs;  // the feature the measure is (core/vocabulary.h)
   int64_t time_ns = 0;        // what the measure gives for this instance
