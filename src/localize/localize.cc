@@ -860,6 +860,14 @@ constexpr size_t kMaxSegmentFamily = 96;
 // The least rest whose noise is trusted for a run's mean (a MAD of a handful is rough).
 constexpr size_t kMinRestForRun = 4 * kMinSegment;
 
+// A run of [begin, end) in a sequence of n, judged as the mean of its length (the
+// standard error of a mean: sqrt(length)) when the rest is kMinRestForRun or more, else
+// per instance (1).
+double RunScale(size_t n, size_t begin, size_t end) {
+  const size_t length = end - begin;
+  return n - length >= kMinRestForRun ? std::sqrt(static_cast<double>(length)) : 1.0;
+}
+
 // The least excess of each instance of a sustained run. A run repeats one slowdown, so
 // its floor of min_excess_ns is on the run's total excess; each instance still needs the
 // noise floor, and at least the resolution the trace's times are recorded in (the greatest
@@ -911,8 +919,6 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     std::vector<uint32_t>* seq = nullptr;  // null: no run found
     size_t begin = 0, end = 0;
     double median = 0, noise = 0;
-    double floor = 0;  // the least excess of an instance of the run (RunFloor)
-    size_t length = 0;
     bool after_first_unit = false;  // the rest is the process's first unit alone
   };
   // Each sequence's search is independent of the others (and costs up to n^3 for n up to
@@ -966,11 +972,10 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         if (slow_rest * 5 > (n - (e - b))) continue;
         sr.mad = MadInPlace(rest, sr.median);
         const double noise = Noise(sr, o);
-        // The run's median against the rest's noise over the standard error of a mean of
-        // its length (a run is a repeated measurement of one slowdown), where that noise
-        // is measured on kMinRestForRun others or more; else per instance.
-        const bool boost = n - (e - b) >= kMinRestForRun;
-        const double z = (m_in - sr.median) / noise * (boost ? std::sqrt(run) : 1.0);
+        // The run's median against the rest's noise, as a mean of its length where the
+        // rest is large enough to trust that noise (RunScale): a run is a repeated
+        // measurement of one slowdown.
+        const double z = (m_in - sr.median) / noise * RunScale(n, b, e);
         if (z > best_z) {
           best_z = z;
           best_median = sr.median;
@@ -981,14 +986,8 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       }
     }
     if (best_z < o.min_z) return;
-    found[slot] = {&seq,
-                   best_begin,
-                   best_end,
-                   best_median,
-                   best_noise,
-                   floor,
-                   best_end - best_begin,
-                   best_end == n && best_begin <= in_first};
+    found[slot] = {&seq,        best_begin, best_end,
+                   best_median, best_noise, best_end == n && best_begin <= in_first};
   });
   // Per process, the identities (without the operator before them) whose deviation is
   // everything after the first unit.
@@ -1010,8 +1009,8 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     for (size_t i = f.begin; i < f.end; ++i) {
       Instance& in = out->instances[seq[i]];
       const double excess = static_cast<double>(in.time_ns) - f.median;
-      if (excess < f.floor || in.time_ns < o.min_ratio * f.median ||
-          excess < o.min_z * f.noise / std::sqrt(static_cast<double>(f.length)))
+      if (excess < floor || in.time_ns < o.min_ratio * f.median ||
+          excess < o.min_z * f.noise / RunScale(seq.size(), f.begin, f.end))
         continue;
       in.source = PeerSource::kRest;
       in.peers = static_cast<uint32_t>(seq.size() - (f.end - f.begin));
