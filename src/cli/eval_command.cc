@@ -26,7 +26,7 @@ constexpr const char* kHelp =
     "usage: teller eval --data DIR (--method NAME[,NAME...] | --predictions FILE)\n"
     "                   [--split incident|engine|request|run[,...]] [--seed S] [--json]\n"
     "                   [--seeds A-B] [--report OUT] [--epochs E]\n"
-    "                   [--write-predictions FILE] [-q]\n"
+    "                   [--write-predictions FILE] [--without-logs] [-q]\n"
     "\n"
     "Scores abnormal-step detection, evidence operators, fault type and explanations\n"
     "(docs/method.md §8) on the dataset steps of DIR (from `teller dataset build`), separately\n"
@@ -54,6 +54,9 @@ constexpr const char* kHelp =
     "  --report OUT           write OUT/report.md and CSV tables (default splits:\n"
     "                         incident,engine; default method: all)\n"
     "  --write-predictions F  write the (one) method's predictions for the test steps\n"
+    "  --without-logs         the methods read no log (an ablation): teller-numeric\n"
+    "                         without its log evidence, the baselines without their\n"
+    "                         log features; teller-mot is refused\n"
     "  -q                     no progress lines\n";
 
 bool ParseSeed(const std::string& text, uint64_t* out) {
@@ -155,7 +158,7 @@ int EvalCommand(const std::vector<std::string>& args) {
   uint64_t seed = 1, epochs = 30;
   std::string seeds_text;
   std::vector<uint64_t> run_seeds;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, with_logs = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* v) {
@@ -209,6 +212,8 @@ int EvalCommand(const std::vector<std::string>& args) {
       if (!value(&write_predictions)) return 2;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--without-logs") {
+      with_logs = false;
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else {
@@ -333,6 +338,7 @@ int EvalCommand(const std::vector<std::string>& args) {
   const eval::EngineStepUnits engine_steps = eval::CollapseToEngineSteps(ds);
   eval::MethodRunner runner(ds, seed, progress);
   runner.set_epochs(static_cast<int>(epochs));
+  runner.set_with_logs(with_logs);
   std::vector<SplitResult> results;
   std::string predictions_out;
   // --seeds: everything below once per seed; the tables of the first seed are printed, and
@@ -456,6 +462,7 @@ int EvalCommand(const std::vector<std::string>& args) {
 
   // Terminal tables.
   std::string text;
+  if (!with_logs) text += "\nWithout logs: the methods read no log line (--without-logs).\n";
   for (const SplitResult& sr : results) {
     size_t test = 0;
     for (const eval::Fold& f : sr.folds) test += f.test.size();
@@ -509,6 +516,10 @@ int EvalCommand(const std::vector<std::string>& args) {
                      "`: " + std::to_string(ds.settings.size()) + " settings, " +
                      std::to_string(ds.units.size()) + " dataset steps. Seed " +
                      std::to_string(seed) + ". Metrics and splits: docs/eval.md.\n";
+    if (!with_logs)
+      md +=
+          "\nWithout logs (`--without-logs`): teller-numeric without its log evidence, the "
+          "baselines without their log features.\n";
     std::vector<eval::TableRow> all_mean, all_folds;
     std::string mechanism_csv;
     std::vector<eval::TableRow> all_steps;

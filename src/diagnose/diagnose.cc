@@ -351,6 +351,10 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
         sd.ordinal = st.ordinal;
         sd.kind = st.kind != 0 ? std::string(trace.strings.Get(st.kind)) : "";
       }
+      // Known only when every rank's marker of the step says which requests it prefills.
+      const bool said = reconstruct::ParseStepPrefill(
+          trace.strings.Get(trace.events.name[r.nodes.event[st.node]]), &sd.prefilled);
+      sd.prefill_known = (sd.rank_steps.empty() || sd.prefill_known) && said;
       sd.rank_steps.push_back(static_cast<uint32_t>(unit.step));
       for (StringId q : st.requests) {
         const std::string id(trace.strings.Get(q));

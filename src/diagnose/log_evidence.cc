@@ -5,6 +5,7 @@
 #include <ctime>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "src/diagnose/format.h"
@@ -154,6 +155,144 @@ std::vector<Finding> BurstFindings(const Trace& trace, const logs::LogTemplates&
   return out;
 }
 
+// The step's own id of the request whose log lines name it `external` (steps carry the
+// engine-internal form, logs either; ExternalRequestId joins them); "" when not in it.
+std::string StepRequestId(const StepDiagnosis& s, std::string_view external) {
+  for (const std::string& q : s.requests) {
+    if (ExternalRequestId(q) == external) return q;
+  }
+  return "";
+}
+
+std::string StepName(const StepDiagnosis& s) {
+  return s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal);
+}
+
+// Makes `s` abnormal on request-scoped log evidence about `request` (the step's id of it):
+// `what` the step did, `sentence` the evidence, `cause` the likely scheduling fault. A step
+// the timing evidence made abnormal keeps its verdict and gets the sentence appended.
+void MarkForRequest(StepDiagnosis& s, const std::string& request, float score,
+                    const std::string& what, const std::string& sentence, const char* cause,
+                    Diagnosis* d) {
+  if (!s.abnormal) {
+    s.abnormal = true;
+    s.vertical = true;  // the request's own service is what went wrong
+    ++d->abnormal_steps;
+    s.score = std::max(s.score, score);
+    s.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
+    s.explanation = "Step " + StepName(s) + " " + what + ": " + sentence + ". Likely " +
+                    s.fault_type + ": " + cause + ".";
+    s.abnormal_requests.push_back(request);
+    return;
+  }
+  s.score = std::max(s.score, score);
+  if (!s.abnormal_requests.empty() &&
+      std::find(s.abnormal_requests.begin(), s.abnormal_requests.end(), request) ==
+          s.abnormal_requests.end())
+    s.abnormal_requests.push_back(request);
+  if (s.explanation.find(sentence) == std::string::npos) s.explanation += " Log: " + sentence + ".";
+}
+
+// A score in [threshold, 1) that rises with `strength` in [0, 1] (docs/diagnosis.schema.json:
+// a score is below 1).
+float ScoreAbove(double step_threshold, double strength) {
+  return static_cast<float>(
+      std::min(0.999, step_threshold + (1.0 - step_threshold) * std::max(strength, 1e-3)));
+}
+
+// The step that first served each request, by the request's external id (logs print
+// either form, ExternalRequestId joins them).
+std::unordered_map<std::string, uint32_t> FirstSteps(const Diagnosis& d) {
+  std::unordered_map<std::string, uint32_t> first;
+  for (uint32_t g = 0; g < d.steps.size(); ++g) {
+    for (const std::string& q : d.steps[g].requests) {
+      auto [it, fresh] = first.emplace(std::string(ExternalRequestId(q)), g);
+      if (!fresh && d.steps[g].start_ns < d.steps[it->second].start_ns) it->second = g;
+    }
+  }
+  return first;
+}
+
+// Requests whose first step did not prefill them (docs/diagnose.md, "Log evidence"). A
+// request new to the trace has its whole life in it, so the first step that served it
+// must compute its prompt; one first run without a prefill was routed down the decode path
+// over state it never filled (method.md §9's case). New to the trace: `teller run` traced
+// the program from its start, or the request's arrival line falls at or after the first
+// traced step. Judged only where the engine prefills its new requests itself: at least
+// kMinPrefilledPeers other new requests were prefilled in their first step (a decode
+// instance of a disaggregated deployment gets its prompts' KV from another instance and
+// prefills none). However many were skipped: a routing fault that lasts may take most of
+// the requests admitted meanwhile. `life`: the log's request lifecycles, or null when the
+// log is not read.
+constexpr uint32_t kMinPrefilledPeers = 3;
+
+void AddUnprefilled(const Trace& trace, const std::vector<logs::RequestLifecycle>* life,
+                    const LogEvidenceOptions& options, double step_threshold, Diagnosis* d) {
+  int64_t traced_from = INT64_MAX;
+  for (const StepDiagnosis& s : d->steps) {
+    if (!s.rank_steps.empty()) traced_from = std::min(traced_from, s.start_ns);
+  }
+  std::unordered_map<std::string, const logs::RequestLifecycle*> life_of;
+  if (life != nullptr) {
+    for (const logs::RequestLifecycle& l : *life)
+      life_of.emplace(std::string(trace.strings.Get(l.request)), &l);
+  }
+  struct Skipped {
+    std::string request;  // external id
+    uint32_t step;
+    const logs::RequestLifecycle* life;
+  };
+  std::vector<Skipped> skipped;
+  uint32_t prefilled = 0;
+  const std::unordered_map<std::string, uint32_t> first = FirstSteps(*d);
+  for (const auto& [id, g] : first) {
+    const StepDiagnosis& s = d->steps[g];
+    if (!s.prefill_known) continue;
+    const auto it = life_of.find(id);
+    const logs::RequestLifecycle* l = it == life_of.end() ? nullptr : it->second;
+    const bool arrived_in_trace =
+        l != nullptr && l->arrival_ns != LogTable::kNoTime && l->arrival_ns >= traced_from;
+    if (!trace.run.known && !arrived_in_trace) continue;
+    const bool in_prefill = std::any_of(s.prefilled.begin(), s.prefilled.end(),
+                                        [&](const auto& q) { return ExternalRequestId(q) == id; });
+    if (in_prefill)
+      ++prefilled;
+    else
+      skipped.push_back({id, g, l});
+  }
+  if (prefilled < kMinPrefilledPeers || skipped.empty()) return;
+  // In step order, then by id: the report does not depend on the map's order.
+  std::sort(skipped.begin(), skipped.end(), [](const Skipped& a, const Skipped& b) {
+    return std::tie(a.step, a.request) < std::tie(b.step, b.request);
+  });
+  const double strength =
+      static_cast<double>(prefilled) / static_cast<double>(prefilled + skipped.size());
+  for (const Skipped& k : skipped) {
+    StepDiagnosis& s = d->steps[k.step];
+    const std::string request = StepRequestId(s, k.request);
+    LogEvidence e;
+    e.kind = "request_route";
+    e.request = k.request;
+    e.step_kind = s.kind;
+    e.peers = prefilled;
+    const bool timed = k.life != nullptr && k.life->arrival_ns != LogTable::kNoTime;
+    e.row = k.life != nullptr ? k.life->row : LogEvidence::kNoRow;
+    const std::string sentence =
+        "request " + k.request +
+        (timed ? " arrived at " + Clock(k.life->arrival_ns) + " and" : "") +
+        " was first run in a " + (s.kind.empty() ? std::string("step") : s.kind + " step") +
+        " without a prefill, while the " + std::to_string(prefilled) + " other requests " +
+        (trace.run.known ? "of the run" : "that arrived during the trace") +
+        " were prefilled first";
+    MarkForRequest(s, request.empty() ? k.request : request, ScoreAbove(step_threshold, strength),
+                   "ran a new request that was never prefilled", sentence,
+                   "the scheduler routed the request's prefill as a decode, over KV state it "
+                   "never computed",
+                   d);
+    if (s.log_evidence.size() < options.max_per_step) s.log_evidence.push_back(std::move(e));
+  }
+}
+
 logs::LogTemplates Templates(const Trace& trace, const LogEvidenceOptions& options) {
   return logs::MineTemplates(trace.logs, trace.strings, options.baseline_templates.get());
 }
@@ -162,18 +301,14 @@ logs::LogTemplates Templates(const Trace& trace, const LogEvidenceOptions& optio
 
 void AddLogEvidence(const Trace& trace, const LogEvidenceOptions& options, double step_threshold,
                     Diagnosis* d) {
-  if (!options.enabled || trace.logs.size() == 0) return;
+  if (!options.enabled || trace.logs.size() == 0) {
+    AddUnprefilled(trace, nullptr, options, step_threshold, d);  // what the trace alone says
+    return;
+  }
   std::vector<logs::RequestLifecycle> life = logs::RequestLifecycles(trace.logs, trace.strings);
   // The step that first served each request: its start is when the request was scheduled
   // if the log does not say (vLLM and SGLang print no scheduling line).
-  std::unordered_map<std::string, uint32_t> first_step;
-  for (uint32_t g = 0; g < d->steps.size(); ++g) {
-    for (const std::string& q : d->steps[g].requests) {
-      const std::string id(ExternalRequestId(q));
-      auto [it, fresh] = first_step.emplace(id, g);
-      if (!fresh && d->steps[g].start_ns < d->steps[it->second].start_ns) it->second = g;
-    }
-  }
+  const std::unordered_map<std::string, uint32_t> first_step = FirstSteps(*d);
   std::vector<int64_t> step_of(life.size(), -1);
   for (size_t k = 0; k < life.size(); ++k) {
     const auto it = first_step.find(std::string(trace.strings.Get(life[k].request)));
@@ -199,29 +334,17 @@ void AddLogEvidence(const Trace& trace, const LogEvidenceOptions& options, doubl
     if (s.log_evidence.size() < options.max_per_step)
       s.log_evidence.push_back(FromOutlier(trace, life, o));
     // The step's score from the strongest waiting request: at the bar, the step threshold.
-    const double strength = 1.0 - o.z_min / std::max(o.z, o.z_min);
-    // Below 1: a score is a strength in [0, 1) (docs/diagnosis.schema.json).
-    const float score = static_cast<float>(
-        std::min(0.999, step_threshold + (1.0 - step_threshold) * std::max(strength, 1e-3)));
-    const std::string sentence =
-        Sentence(std::string(trace.strings.Get(life[o.lifecycle].request)), o);
-    if (!s.abnormal) {
-      s.abnormal = true;
-      s.vertical = true;  // the request's own service is what went wrong
-      ++d->abnormal_steps;
-      s.score = std::max(s.score, score);
-      s.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
-      std::ostringstream x;
-      x << "Step " << (s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal))
-        << " first served a request that waited far longer than its peers: " << sentence
-        << ". Likely " << s.fault_type
-        << ": the scheduler passed the request over (starvation) or it queued behind others.";
-      s.explanation = x.str();
-    } else if (s.explanation.find(sentence) == std::string::npos) {
-      s.score = std::max(s.score, score);
-      s.explanation += " Log: " + sentence + ".";
-    }
+    const std::string external(trace.strings.Get(life[o.lifecycle].request));
+    const std::string request = StepRequestId(s, external);
+    MarkForRequest(s, request.empty() ? external : request,
+                   ScoreAbove(step_threshold, 1.0 - o.z_min / std::max(o.z, o.z_min)),
+                   "first served a request that waited far longer than its peers",
+                   Sentence(external, o),
+                   "the scheduler passed the request over (starvation) or it queued behind "
+                   "others",
+                   d);
   }
+  AddUnprefilled(trace, &life, options, step_threshold, d);
   const logs::LogTemplates templates = Templates(trace, options);
   for (StepDiagnosis& s : d->steps) {
     if (!s.abnormal) continue;
@@ -277,12 +400,19 @@ void AppendLogEvidenceJson(std::string& out, const Trace& trace, const StepDiagn
       w.Field("time_ns", e.time_ns).Field("expected_ns", e.expected_ns);
       w.Field("excess_ns", e.excess_ns).Field("noise_ns", e.noise_ns);
       w.Field("peers", static_cast<uint64_t>(e.peers)).Field("z", e.z).Field("z_min", e.z_min);
+    } else if (e.kind == "request_route") {
+      w.Field("request", e.request).Field("step_kind", e.step_kind);
+      w.Field("peers", static_cast<uint64_t>(e.peers));
     } else {
       w.Field("template_id", static_cast<uint64_t>(e.template_id));
       w.Field("template", e.template_text);
       w.Field("template_lines", e.template_lines).FieldBool("new", e.is_new);
     }
     const uint32_t row = e.row;
+    if (row >= trace.logs.size()) {  // request_route from the trace alone: no line names it
+      w.Close();
+      continue;
+    }
     w.Field("file", trace.strings.Get(trace.logs.file[row]));
     w.Field("line", static_cast<uint64_t>(trace.logs.line[row]));
     w.Field("level", LogLevelName(trace.logs.level[row]));
@@ -299,6 +429,10 @@ std::string LogEvidenceText(const Trace& trace, const StepDiagnosis& s) {
       o << "    wait  " << e.interval << " " << Duration(e.time_ns) << " (peers "
         << Duration(e.expected_ns) << ", +" << Duration(e.excess_ns) << ", " << e.peers
         << " peers)  request " << e.request << "\n";
+    } else if (e.kind == "request_route") {
+      o << "    route never prefilled: first run in a "
+        << (e.step_kind.empty() ? std::string("step") : e.step_kind + " step") << " (" << e.peers
+        << " peers prefilled first)  request " << e.request << "\n";
     } else {
       o << "    rare  " << (e.is_new ? "new template" : "template") << " #" << e.template_id << " ("
         << e.template_lines << " lines)  "

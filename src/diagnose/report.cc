@@ -115,6 +115,12 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
       for (const std::string& q : s.requests) a.Element(q);
       a.Close();
     }
+    if (!s.abnormal_requests.empty()) {  // only when the step is abnormal for some of them
+      w.Key("abnormal_requests");
+      JsonArrayWriter a(out);
+      for (const std::string& q : s.abnormal_requests) a.Element(q);
+      a.Close();
+    }
     w.Field("start_ns", s.start_ns).Field("end_ns", s.end_ns).Field("duration_ns", s.duration_ns);
     w.Field("excess_ns", s.excess_ns).Field("spread_ns", s.spread_ns);
     w.Field("score", static_cast<double>(s.score)).FieldBool("abnormal", s.abnormal);

@@ -245,7 +245,7 @@ std::vector<double> StructFeatures(const StepColumns& c, const std::vector<uint6
   return f;
 }
 
-Features ComputeFeatures(const Dataset& ds, FeatureSet set) {
+Features ComputeFeatures(const Dataset& ds, FeatureSet set, bool with_logs) {
   Features out;
   out.set = set;
   if (set == FeatureSet::kStat) {
@@ -274,7 +274,7 @@ Features ComputeFeatures(const Dataset& ds, FeatureSet set) {
     Standardize(m);
     out.per_setting.push_back(std::move(m));
   }
-  if (set == FeatureSet::kStat) {
+  if (set == FeatureSet::kStat && with_logs) {
     for (const std::string& n : LogFeatureNames()) out.names.push_back(n);
     const std::vector<std::vector<uint32_t>> by_setting = UnitsBySetting(ds);
     out.log_row.assign(ds.units.size(), 0);

@@ -319,7 +319,7 @@ MethodRunner::~MethodRunner() = default;
 
 const Features& MethodRunner::FeaturesFor(FeatureSet set) {
   auto& slot = features_[set];
-  if (!slot) slot = std::make_unique<Features>(ComputeFeatures(dataset_, set));
+  if (!slot) slot = std::make_unique<Features>(ComputeFeatures(dataset_, set, with_logs_));
   return *slot;
 }
 
@@ -329,6 +329,7 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
     if (!numeric_) {
       NumericOptions o;
       o.progress = progress_;
+      o.diagnose.log.enabled = with_logs_;
       NumericStats st;
       auto p = PredictTellerNumeric(ds, o, &st);
       if (!p.ok()) return p.status();
@@ -353,6 +354,10 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
                                 progress_);
   }
   if (method.kind == MethodKind::kTellerMot) {
+    if (!with_logs_)
+      return Status::Error(method.name +
+                           ": reads the logs by design; --without-logs applies to "
+                           "teller-numeric and the feature baselines");
     return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, *deviations_,
                                 progress_);
   }

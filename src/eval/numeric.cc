@@ -18,6 +18,10 @@ namespace {
 // ordinal; so several diagnosed steps may fall into one dataset step, and are merged.
 struct Merged {
   bool abnormal = false, vertical = false, horizontal = false;
+  // Abnormal for these requests only (StepDiagnosis::abnormal_requests), while no merged
+  // diagnosis was abnormal for all of its requests.
+  bool scoped = false;
+  std::vector<std::string> requests;
   float score = 0;
   std::string fault_type, explanation;
   std::vector<diagnose::Evidence> evidence;
@@ -28,6 +32,15 @@ void Merge(const diagnose::StepDiagnosis& sd, Merged* m) {
   if (first_abnormal) {
     m->fault_type = sd.fault_type;
     m->explanation = sd.explanation;
+  }
+  if (sd.abnormal) {
+    const bool whole = sd.abnormal_requests.empty() || (m->abnormal && !m->scoped);
+    m->scoped = !whole;
+    if (whole)
+      m->requests.clear();
+    else
+      m->requests.insert(m->requests.end(), sd.abnormal_requests.begin(),
+                         sd.abnormal_requests.end());
   }
   m->abnormal |= sd.abnormal;
   m->vertical |= sd.abnormal && sd.vertical;
@@ -106,8 +119,8 @@ Status PredictSetting(const Dataset& ds, uint32_t setting, const NumericOptions&
       for (uint32_t node : record.node) local_of_node[node] = -1;
     }
     for (StringId q : groups[g].requests) {
-      const auto it =
-          unit_of.find(std::string(trace.strings.Get(q)) + '\0' + std::to_string(groups[g].seq));
+      const std::string id(trace.strings.Get(q));
+      const auto it = unit_of.find(id + '\0' + std::to_string(groups[g].seq));
       if (it == unit_of.end()) {
         ++stats->unmatched_requests;
         continue;
@@ -118,6 +131,10 @@ Status PredictSetting(const Dataset& ds, uint32_t setting, const NumericOptions&
         p.present = true;
         p.score = m.score;
         p.abnormal = v == View::kVertical ? m.vertical : m.horizontal;
+        // A step abnormal for some of its requests only (a starved or never-prefilled one)
+        // is normal for the others.
+        if (m.scoped && std::find(m.requests.begin(), m.requests.end(), id) == m.requests.end())
+          p.abnormal = false;
         if (!p.abnormal) continue;
         p.fault_type = m.fault_type;
         p.explanation = m.explanation;

@@ -27,11 +27,9 @@ std::string Decode(std::string_view v) {
   return out;
 }
 
-}  // namespace
-
-bool ParseStepMessage(std::string_view message, std::vector<std::string>* requests,
-                      std::string* kind, std::string* seq) {
-  bool has_reqs = false;
+// Calls `fn(key, value)` for every key=value word after the message's name.
+template <typename Fn>
+void ForEachKeyValue(std::string_view message, Fn&& fn) {
   size_t pos = message.find(' ');  // skip the name
   while (pos != std::string_view::npos && pos < message.size()) {
     const size_t begin = pos + 1;
@@ -39,27 +37,61 @@ bool ParseStepMessage(std::string_view message, std::vector<std::string>* reques
     if (end == std::string_view::npos) end = message.size();
     const std::string_view token = message.substr(begin, end - begin);
     const size_t eq = token.find('=');
-    if (eq != std::string_view::npos) {
-      const std::string_view key = token.substr(0, eq);
-      const std::string_view value = token.substr(eq + 1);
-      if (key == "reqs") {
-        has_reqs = true;
-        size_t start = 0;
-        while (start <= value.size() && requests != nullptr) {
-          size_t comma = value.find(',', start);
-          if (comma == std::string_view::npos) comma = value.size();
-          if (comma > start) requests->push_back(Decode(value.substr(start, comma - start)));
-          start = comma + 1;
-        }
-      } else if (key == "kind" && kind != nullptr) {
-        *kind = Decode(value);
-      } else if (key == "seq" && seq != nullptr) {
-        *seq = Decode(value);
-      }
-    }
+    if (eq != std::string_view::npos) fn(token.substr(0, eq), token.substr(eq + 1));
     pos = end;
   }
+}
+
+// The decoded elements of a list value ("a,b,c").
+void AppendList(std::string_view value, std::vector<std::string>* out) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    if (comma > start) out->push_back(Decode(value.substr(start, comma - start)));
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+bool ParseStepMessage(std::string_view message, std::vector<std::string>* requests,
+                      std::string* kind, std::string* seq) {
+  bool has_reqs = false;
+  ForEachKeyValue(message, [&](std::string_view key, std::string_view value) {
+    if (key == "reqs") {
+      has_reqs = true;
+      if (requests != nullptr) AppendList(value, requests);
+    } else if (key == "kind" && kind != nullptr) {
+      *kind = Decode(value);
+    } else if (key == "seq" && seq != nullptr) {
+      *seq = Decode(value);
+    }
+  });
   return has_reqs;
+}
+
+bool ParseStepPrefill(std::string_view message, std::vector<std::string>* prefilled) {
+  std::vector<std::string> requests, listed;
+  std::string kind;
+  bool has_list = false;
+  ForEachKeyValue(message, [&](std::string_view key, std::string_view value) {
+    if (key == "prefill") {
+      has_list = true;
+      AppendList(value, &listed);
+    }
+  });
+  if (!ParseStepMessage(message, &requests, &kind, nullptr)) return false;
+  if (kind == "prefill") {
+    prefilled->insert(prefilled->end(), requests.begin(), requests.end());
+    return true;
+  }
+  if (kind == "decode") return true;
+  // A mixed batch names its prefilling requests, unless the list would not fit; any
+  // other kind (idle, unknown) does not say.
+  if (kind != "mixed" || !has_list) return false;
+  prefilled->insert(prefilled->end(), listed.begin(), listed.end());
+  return true;
 }
 
 namespace {

@@ -452,7 +452,7 @@ class HtmlWriter {
   }
 
   // The diagnosis's log evidence (docs/report.md, "Log evidence"): every step's
-  // request_latency and rare_template entries, then the findings made of log lines
+  // request_latency, request_route and rare_template entries, then the findings made of log lines
   // (log_period, log_error), each with its line (time on the page's clock, level, file,
   // line, message), its request and its step. `step` is the step's index in the page's
   // steps (-1 when it is not listed there, or a finding falls in no step); `detailed`
@@ -498,12 +498,15 @@ class HtmlWriter {
         w.Field("kind", e.kind);
         step_fields(w, static_cast<int64_t>(i));
         const bool latency = e.kind == "request_latency";
-        w.Field("request",
-                latency ? std::string_view(e.request) : trace_.strings.Get(logs.request[e.row]));
+        const bool route = e.kind == "request_route";
+        w.Field("request", latency || route ? std::string_view(e.request)
+                                            : trace_.strings.Get(logs.request[e.row]));
         if (latency) {
           w.Field("interval", e.interval).Field("time_ns", e.time_ns);
           w.Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);
           w.Field("peers", static_cast<uint64_t>(e.peers)).Field("z", e.z);
+        } else if (route) {
+          w.Field("step_kind", e.step_kind).Field("peers", static_cast<uint64_t>(e.peers));
         } else {
           w.Field("template_id", static_cast<uint64_t>(e.template_id));
           w.Field("template", e.template_text);

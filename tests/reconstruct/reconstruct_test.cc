@@ -9,48 +9,12 @@
 #include <vector>
 
 #include "teller/reconstruct/step_ranges.h"
+#include "tests/trace_builder.h"
 
 namespace teller::reconstruct {
 namespace {
 
-class TraceBuilder {
- public:
-  TraceBuilder() {
-    proc_ = trace_.ProcessIndex("node-1", 100);
-    nvtx_ = trace_.strings.Intern("nvtx");
-  }
-  size_t Add(EventType type, std::string_view name, int64_t start, int64_t end = -1,
-             uint64_t correlation = 0, uint32_t thread = 1, uint32_t process = 0) {
-    EventRow row;
-    row.type = type;
-    row.name = trace_.strings.Intern(name);
-    row.category = IsGpuWork(type)    ? trace_.strings.Intern("kernel")
-                   : IsHostCall(type) ? trace_.strings.Intern("cuda_runtime")
-                                      : nvtx_;
-    row.process = process;
-    row.thread = thread;
-    row.start_ns = start;
-    row.end_ns = end < 0 ? start : end;
-    row.correlation = correlation;
-    return trace_.events.Append(row);
-  }
-  void Log(int64_t ts, std::string_view request, std::string_view message) {
-    auto& l = trace_.logs;
-    l.ts_ns.push_back(ts);
-    l.request.push_back(request.empty() ? 0 : trace_.strings.Intern(request));
-    l.level.push_back(LogLevel::kInfo);
-    l.process.push_back(LogTable::kNoProcess);
-    l.file.push_back(0);
-    l.line.push_back(static_cast<uint32_t>(l.ts_ns.size()));
-    l.message.push_back(trace_.strings.Intern(message));
-  }
-  Trace& trace() { return trace_; }
-  uint32_t proc_ = 0;
-
- private:
-  Trace trace_;
-  StringId nvtx_ = 0;
-};
+using testing::TraceBuilder;
 
 // Index of the node of the first event with this name.
 int32_t NodeOf(const Trace& t, const Reconstruction& r, std::string_view name) {
@@ -371,6 +335,26 @@ TEST(StepMessageTest, ParsesTheCollectorGrammar) {
   EXPECT_TRUE(ids.empty());
   EXPECT_TRUE(ParseStepMessage("teller.step reqs=%zz,%4", &ids, nullptr, nullptr));
   EXPECT_EQ(ids, (std::vector<std::string>{"%zz", "%4"})) << "bad escapes are kept literally";
+}
+
+TEST(StepMessageTest, APrefillListIsKnownOnlyWhereTheMarkerSaysIt) {
+  using V = std::vector<std::string>;
+  V p;
+  EXPECT_TRUE(ParseStepPrefill("teller.step seq=1 kind=prefill n=2 reqs=a,b%2Cc", &p));
+  EXPECT_EQ(p, (V{"a", "b,c"})) << "a prefill step prefills all its requests";
+  p.clear();
+  EXPECT_TRUE(ParseStepPrefill("teller.step seq=2 kind=decode n=2 reqs=a,b", &p));
+  EXPECT_TRUE(p.empty()) << "a decode step prefills none";
+  EXPECT_TRUE(ParseStepPrefill("teller.step seq=3 kind=mixed n=3 prefill=c reqs=a,b,c", &p));
+  EXPECT_EQ(p, (V{"c"}));
+  p.clear();
+  // Unknown: a mixed step whose list was left out, other kinds, no requests, engine markers.
+  for (const char* m : {"teller.step seq=4 kind=mixed n=2 reqs=a,b",
+                        "teller.step seq=5 kind=unknown n=1 reqs=a", "teller.step seq=6 kind=idle",
+                        "teller.step seq=7 kind=prefill n=0", "execute_new_2_cached_30"}) {
+    EXPECT_FALSE(ParseStepPrefill(m, &p)) << m;
+    EXPECT_TRUE(p.empty()) << m;
+  }
 }
 
 TEST(StepMessageTest, EngineMarkersGiveTheStepKind) {

@@ -83,6 +83,14 @@ struct StepDiagnosis {
   std::vector<uint32_t> rank_steps;  // indices into Reconstruction::steps
   std::vector<RankRef> ranks;
   std::vector<std::string> requests;
+  // The requests the step prefills, as its markers say (reconstruct::ParseStepPrefill);
+  // prefill_known is false when a marker of the step does not say.
+  std::vector<std::string> prefilled;
+  bool prefill_known = false;
+  // When the step is abnormal for some of its requests only (request-scoped log evidence:
+  // a request that waited far longer than its peers, or one never prefilled), those
+  // requests; empty when it is abnormal for all of them.
+  std::vector<std::string> abnormal_requests;
   int64_t start_ns = 0, end_ns = 0;
   int64_t duration_ns = 0;  // the longest rank's
   int64_t excess_ns = 0;    // root excess (the largest rank's, host or GPU side)

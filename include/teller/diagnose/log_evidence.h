@@ -1,7 +1,8 @@
 // Log evidence in the diagnosis (docs/diagnose.md, "Log evidence"): requests whose log
-// lines show them waiting far longer than their peers (logs::LatencyOutliers) become
-// evidence of the engine step that first served them, and make it abnormal with a
-// scheduling fault when the operators do not already explain it; lines of rare or new
+// lines show them waiting far longer than their peers (logs::LatencyOutliers), and new
+// requests whose first step did not prefill them, become evidence of the engine step that
+// first served them, and make it abnormal with a scheduling fault when the operators do
+// not already explain it; lines of rare or new
 // templates are listed with an abnormal step; periods of such requests, and bursts of rare
 // templates, that no step holds become findings ("log_period"), so that logs without a
 // trace are triaged too.
@@ -35,9 +36,12 @@ struct LogEvidenceOptions {
 
 // One piece of log evidence of a step.
 struct LogEvidence {
-  std::string kind;  // "request_latency" or "rare_template"
+  std::string kind;  // "request_latency", "request_route" or "rare_template"
   // request_latency: the request, which interval, its time against its peers'.
+  // request_route: the request first run without a prefill, the kind of that step, and
+  // (peers) how many requests that arrived during the trace were prefilled first.
   std::string request;
+  std::string step_kind;
   std::string interval;  // logs::IntervalName
   int64_t time_ns = 0, expected_ns = 0, excess_ns = 0, noise_ns = 0;
   uint32_t peers = 0;
@@ -47,7 +51,9 @@ struct LogEvidence {
   std::string template_text;
   uint64_t template_lines = 0;
   bool is_new = false;
-  // Where the log says it (request_latency: the request's first lifecycle line).
+  // Where the log says it (request_latency, request_route: the request's first lifecycle
+  // line); kNoRow for a request_route that no log line names (the trace alone says it).
+  static constexpr uint32_t kNoRow = UINT32_MAX;
   uint32_t row = 0;
 };
 

@@ -65,7 +65,8 @@ struct Features {
   Features ForTraining(const Dataset& dataset, const std::vector<uint32_t>& train) const;
 };
 
-Features ComputeFeatures(const Dataset& dataset, FeatureSet set);
+// `with_logs` false: the stat set without its log columns (`teller eval --without-logs`).
+Features ComputeFeatures(const Dataset& dataset, FeatureSet set, bool with_logs = true);
 
 // Raw (not standardized, before log(1 + x)) log features of one unit, LogFeature order;
 // the rare-template count uses `train_lines` (lines per template id among the training

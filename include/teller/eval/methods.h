@@ -98,6 +98,10 @@ class MethodRunner {
   void set_seed(uint64_t seed) { seed_ = seed; }
   // Training epochs of the learned methods (teller-gcn, teller-mot; `teller eval --epochs`).
   void set_epochs(int epochs) { epochs_ = epochs; }
+  // Whether the methods read the logs (`teller eval --without-logs`: false): teller-numeric
+  // without the diagnosis's log evidence, the feature baselines without their log columns;
+  // teller-mot, which reads logs by design, is refused. Set before the first Predict.
+  void set_with_logs(bool with_logs) { with_logs_ = with_logs; }
 
   // Counters worth printing (evidence without a local id, units without a diagnosis...).
   const Counters& counters() const { return counters_; }
@@ -108,6 +112,7 @@ class MethodRunner {
   const Dataset& dataset_;
   uint64_t seed_;
   int epochs_ = rca::TrainOptions().epochs;
+  bool with_logs_ = true;
   std::function<void(std::string_view)> progress_;
   std::optional<Predictions> numeric_;
   std::map<FeatureSet, std::unique_ptr<Features>> features_;

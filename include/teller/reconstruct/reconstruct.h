@@ -164,6 +164,13 @@ Reconstruction Reconstruct(Trace& trace, const Options& options = {});
 bool ParseStepMessage(std::string_view message, std::vector<std::string>* requests,
                       std::string* kind, std::string* seq);
 
+// The requests a step prefills, as its teller.step message says (docs/python-hooks.md):
+// every request of a `kind=prefill` step, none of a `kind=decode` one, the `prefill=` list
+// of a `kind=mixed` one. Appends them to `prefilled` and returns true; returns false, adding
+// nothing, when the message does not say (no reqs, another kind, or a mixed step whose
+// list was left out because it would not fit).
+bool ParseStepPrefill(std::string_view message, std::vector<std::string>* prefilled);
+
 // The step kind (prefill / decode / mixed / idle) that real engines' own step markers
 // imply through their counts (docs/serving-notes.md §2.7): SGLang "step[DECODE bs=32]",
 // vLLM "execute_new_2_cached_30" and "execute_32_context_0(..)_generation_32(..)".

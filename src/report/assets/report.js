@@ -395,19 +395,24 @@
   // longer than their peers, lines of rare or new templates, abnormal log periods and
   // failures read from log lines; each with its line, time, step (a link to its section
   // when it has one) and request.
-  var LOG_KIND = { request_latency: 'request wait', rare_template: 'rare template',
+  var LOG_KIND = { request_latency: 'request wait', request_route: 'never prefilled',
+    rare_template: 'rare template',
     log_period: 'log period', log_error: 'log failure' };
   function logEvidence() {
     if (!D.log_evidence || !D.log_evidence.length) return;
     var s = section('log-evidence', 'Log evidence (' + D.log_evidence.length + ')');
     add(s, el('p', { 'class': 'muted' }, 'Requests whose own log lines show them waiting far ' +
-        'longer than their peers, lines of templates the log rarely prints, abnormal periods ' +
+        'longer than their peers, new requests first run without a prefill, lines of ' +
+        'templates the log rarely prints, abnormal periods ' +
         'of the log and failures its lines report.'));
     var rows = D.log_evidence.map(function (e, i) {
       var what;
       if (e.kind === 'request_latency') {
         what = e.interval + ' ' + ns(e.time_ns) + ' against ' + ns(e.expected_ns) + ' for ' +
             e.peers + ' peers (z ' + fixed(e.z, 1) + ')';
+      } else if (e.kind === 'request_route') {
+        what = 'first run in a ' + (e.step_kind ? e.step_kind + ' step' : 'step') +
+            ' without a prefill (' + e.peers + ' requests prefilled first)';
       } else if (e.kind === 'rare_template') {
         what = (e.new ? 'new template #' : 'template #') + e.template_id + ' (' + e.template_lines +
             ' line' + (e.template_lines === 1 ? '' : 's') + '): ' + e.template;
