@@ -491,7 +491,9 @@ class HtmlWriter {
       const diagnose::StepDiagnosis& s = d_.steps[i];
       for (const diagnose::LogEvidence& e : s.log_evidence) {
         if (n >= o_.table_rows) break;
-        if (e.row >= logs.size()) continue;
+        // Only a request_route has no line: the trace alone said the request was not prefilled.
+        const bool has_line = e.row < logs.size();
+        if (!has_line && e.kind != "request_route") continue;
         ++n;
         a.Next();
         JsonObjectWriter w(out, JsonDoubles::kDigits6);
@@ -501,6 +503,13 @@ class HtmlWriter {
         const bool route = e.kind == "request_route";
         w.Field("request", latency || route ? std::string_view(e.request)
                                             : trace_.strings.Get(logs.request[e.row]));
+        if (!has_line) {
+          w.Field("step_kind", e.step_kind).Field("peers", static_cast<uint64_t>(e.peers));
+          w.FieldNull("ts_ns").Field("level", "").Field("file", "").Field("line", uint64_t{0});
+          w.Field("message", "");
+          w.Close();
+          continue;
+        }
         if (latency) {
           w.Field("interval", e.interval).Field("time_ns", e.time_ns);
           w.Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);

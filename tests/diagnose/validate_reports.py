@@ -5,7 +5,7 @@ what the schema cannot say: every root evidence entry took longer than its peers
 are ordered by suspicion, and an abnormal step has a category and an explanation.
 
 usage: validate_reports.py TELLER SCHEMA WORKDIR [REAL_DATA_DIR]
-Reports come from a small simulated run with a planted fault (always) and from real
+Reports come from two small simulated runs with planted faults (always) and from real
 traces (when REAL_DATA_DIR holds them; the others are skipped and named)."""
 import json, os, subprocess, sys
 
@@ -70,7 +70,24 @@ subprocess.run([teller, "simulate", "--seed", "4", "--requests", "12", "--fault"
 r = diagnose("simulated", [sim])
 if r is not None and r["abnormal_steps"] == 0:
     failures.append("simulated: a 3x GEMM slowdown on rank 1 gave no abnormal step")
-checked = 1
+# Request evidence: a misroute and a starvation (request_route and request_latency entries,
+# steps abnormal for some of their requests).
+req = os.path.join(work, "requests")
+subprocess.run(["rm", "-rf", req], check=True)
+subprocess.run([teller, "simulate", "--profile", "vllm-v1-online", "--seed", "1", "--requests",
+                "40", "--nodes", "1", "--gpus-per-node", "2", "--tp", "2", "--pp", "1",
+                "--layers", "4", "--fault", "misroute:onset=1s,duration=2s", "--fault",
+                "starvation:onset=4s,duration=2s,magnitude=2", "--out", req],
+               check=True, capture_output=True)
+r = diagnose("request faults", [req])
+if r is not None:
+    kinds = {e["kind"] for s in r["steps"] for e in s["log_evidence"]}
+    if not {"request_route", "request_latency"} <= kinds:
+        failures.append(f"request faults: log evidence kinds {sorted(kinds)}")
+    for s in r["steps"]:
+        if "abnormal_requests" in s and not set(s["abnormal_requests"]) <= set(s["requests"]):
+            failures.append(f"request faults: step {s['step']} abnormal for requests it lacks")
+checked = 2
 for rel in ["tracelens/b200__eager_trace.json.gz",
             "tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
             "hta/nccl_parser_config__nccl_data.json.gz", "param_dlrm_8rank",

@@ -414,8 +414,8 @@ TEST(Html, SeriesAreThinnedToTheirExtremesKeepingAbnormalSteps) {
 
 TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   // Two steps (1-2 us and 3-4 us); three log lines; the diagnosis, written by hand: step 0
-  // abnormal with a request wait, step 1 normal with a rare line, a log period in step 0, a
-  // log failure outside every step and a finding that is not from a log.
+  // abnormal with a request wait and two requests never prefilled, step 1 normal with a rare line,
+  // a log period in step 0, a log failure outside every step and a finding that is not from a log.
   Trace t;
   t.processes.push_back({});
   for (int64_t start : {1000, 3000}) {
@@ -468,6 +468,17 @@ TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   wait.z = 8.5;
   wait.row = 0;
   d.steps[0].log_evidence.push_back(wait);
+  // Two requests never prefilled: one that a log line names, one the trace alone showed.
+  diagnose::LogEvidence route;
+  route.kind = "request_route";
+  route.request = "q1";
+  route.step_kind = "decode";
+  route.peers = 5;
+  route.row = 0;
+  d.steps[0].log_evidence.push_back(route);
+  route.request = "q3";
+  route.row = diagnose::LogEvidence::kNoRow;
+  d.steps[0].log_evidence.push_back(route);
   diagnose::LogEvidence rare;
   rare.kind = "rare_template";
   rare.template_id = 7;
@@ -503,8 +514,8 @@ TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   std::string text;
   const simdjson::dom::element doc = PageData(html, parser, &text);
   const simdjson::dom::array ev = doc["log_evidence"];
-  ASSERT_EQ(ev.size(), 4u);  // the signal finding is not from a log
-  EXPECT_EQ(stats.log_evidence, 4u);
+  ASSERT_EQ(ev.size(), 6u);  // the signal finding is not from a log
+  EXPECT_EQ(stats.log_evidence, 6u);
   // Times are on the page's clock: from the first step's start (1000 ns).
   const simdjson::dom::element w = ev.at(0);
   EXPECT_EQ(std::string_view(w["kind"]), "request_latency");
@@ -521,8 +532,22 @@ TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   EXPECT_EQ(std::string_view(w["file"]), "server.log");
   EXPECT_EQ(uint64_t(w["line"]), 10u);
   EXPECT_EQ(std::string_view(w["message"]), "Received request q1");
+  // The routes: with the request's line, and without one (no time, no place).
+  const simdjson::dom::element ro = ev.at(1);
+  EXPECT_EQ(std::string_view(ro["kind"]), "request_route");
+  EXPECT_EQ(std::string_view(ro["request"]), "q1");
+  EXPECT_EQ(std::string_view(ro["step_kind"]), "decode");
+  EXPECT_EQ(uint64_t(ro["peers"]), 5u);
+  EXPECT_EQ(int64_t(ro["ts_ns"]), 200);
+  EXPECT_EQ(std::string_view(ro["message"]), "Received request q1");
+  const simdjson::dom::element alone = ev.at(2);
+  EXPECT_EQ(std::string_view(alone["request"]), "q3");
+  EXPECT_EQ(std::string_view(alone["step_label"]), "step #0");
+  EXPECT_TRUE(alone["ts_ns"].is_null());
+  EXPECT_EQ(std::string_view(alone["file"]), "");
+  EXPECT_EQ(std::string_view(alone["message"]), "");
   // The rare line of a normal step: no section to link to; the request is the line's.
-  const simdjson::dom::element rr = ev.at(1);
+  const simdjson::dom::element rr = ev.at(3);
   EXPECT_EQ(std::string_view(rr["kind"]), "rare_template");
   EXPECT_EQ(std::string_view(rr["step_label"]), "step #1");
   EXPECT_EQ(int64_t(rr["step"]), -1);
@@ -535,12 +560,12 @@ TEST(Html, ListsTheLogEvidenceWithLineStepAndRequest) {
   EXPECT_EQ(std::string_view(rr["level"]), "WARNING");
   EXPECT_EQ(uint64_t(rr["line"]), 20u);
   // Findings: the period falls in step 0 (1000 <= 1500 < 2000), the failure in none.
-  const simdjson::dom::element p = ev.at(2);
+  const simdjson::dom::element p = ev.at(4);
   EXPECT_EQ(std::string_view(p["kind"]), "log_period");
   EXPECT_EQ(int64_t(p["step"]), 0);
   EXPECT_EQ(int64_t(p["ts_ns"]), 500);
   EXPECT_EQ(std::string_view(p["message"]), "q1 waited 5 s");
-  const simdjson::dom::element o = ev.at(3);
+  const simdjson::dom::element o = ev.at(5);
   EXPECT_EQ(std::string_view(o["kind"]), "log_error");
   EXPECT_EQ(int64_t(o["step"]), -1);
   EXPECT_EQ(std::string_view(o["step_label"]), "");
