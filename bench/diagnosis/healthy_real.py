@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Healthy real traces: `teller diagnose` on every third-party trace in ../shared/data/real,
 self-fit and against itself as baseline. None of these traces has a fault, so every
-abnormal step is a false alarm and every evidence entry at or below 1.0x its peers is wrong.
+abnormal step and every persistent-slowdown finding is a false alarm, and every evidence
+entry at or below 1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
                                        [--modes self,baseline] [--verbose]
@@ -44,7 +45,8 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="teller-healthy-")
-    total = {m: [0, 0, 0, 0] for m in a.modes.split(",")}  # files flagged, abnormal steps, steps, bad evidence
+    # files flagged, abnormal steps, steps, bad evidence, persistent-slowdown findings
+    total = {m: [0, 0, 0, 0, 0] for m in a.modes.split(",")}
     seconds = {m: [] for m in total}
     for name, paths in traces(a.data, tmp):
         for mode in total:
@@ -70,17 +72,21 @@ def main():
                     t, x = e.get("time_ns", e.get("self_ns", 0)), e.get("expected_ns", 0)
                     if x > 0 and t <= x:
                         bad += 1
-            total[mode][0] += abnormal > 0
+            persistent = sum(f.get("kind") == "persistent_slowdown" for f in d.get("findings", []))
+            total[mode][0] += abnormal > 0 or persistent > 0
             total[mode][1] += abnormal
             total[mode][2] += nsteps
             total[mode][3] += bad
-            if a.verbose or abnormal:
-                print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  evidence<=1.0x {bad:3d}  {dt:.2f}s")
-    for mode, (files, ab, n, bad) in total.items():
+            total[mode][4] += persistent
+            if a.verbose or abnormal or persistent:
+                print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  persistent {persistent}  "
+                      f"evidence<=1.0x {bad:3d}  {dt:.2f}s")
+    for mode, (files, ab, n, bad, persistent) in total.items():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0
-        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, "
-              f"{bad} evidence entries at or below 1.0x; median {med:.2f}s, max {max(s or [0]):.2f}s")
+        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, {persistent} persistent "
+              f"slowdowns, {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
+              f"max {max(s or [0]):.2f}s")
     shutil.rmtree(tmp)
 
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -308,6 +309,104 @@ std::string StepLabel(const StepDiagnosis& s) {
   return s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal);
 }
 
+// A slowdown that lasts the whole trace (docs/diagnose.md, "Persistent slowdowns"): a
+// family whose instances on one process are mostly evidence from its first quarter to its
+// last. Each step then carries a small share of the excess, within its own healthy spread,
+// so few steps are abnormal while the trace as a whole is slower than its peers (the other
+// ranks, or the baseline) say it should be. A finding of its own, for the top operators
+// whose suspicion passes kPersistentMinSuspicion.
+constexpr double kPersistentMinSuspicion = 3;  // a chance of 1 in 1,000 of being natural
+constexpr uint32_t kPersistentMinEvidence = 12;
+constexpr double kPersistentShare = 0.5;             // of the process's scored instances
+constexpr double kPersistentQuarterShare = 1.0 / 3;  // in each quarter of them
+
+std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::Reconstruction& r,
+                                         const localize::Result& loc, const localize::Options& lo,
+                                         const std::vector<TopOperator>& top, size_t steps,
+                                         size_t abnormal_steps) {
+  const reconstruct::Nodes& n = r.nodes;
+  using Key = std::tuple<std::string, Layer, Measure, std::string>;
+  std::set<Key> suspicious;
+  for (const TopOperator& t : top) {
+    if (t.suspicion >= kPersistentMinSuspicion)
+      suspicious.insert({t.family, t.layer, t.measure, t.within});
+  }
+  std::vector<uint8_t> root(loc.instances.size(), 0);
+  for (const auto& list : loc.suspicious) {
+    for (uint32_t k : list) root[k] = 1;
+  }
+  // Per (family key, process): the scored instances in time order, evidence or not.
+  std::map<std::pair<Key, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>> scored;
+  for (uint32_t k = 0; k < loc.instances.size(); ++k) {
+    const localize::Instance& in = loc.instances[k];
+    if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
+    const localize::Family& f = loc.families[in.family];
+    const Key key{f.pattern, f.layer, f.measure, f.within};
+    if (suspicious.count(key) == 0) continue;
+    scored[{key, n.process[in.node]}].push_back({n.start_ns[in.node], k});
+  }
+  std::vector<Finding> out;
+  for (auto& [where, seq] : scored) {
+    std::sort(seq.begin(), seq.end());
+    auto is_evidence = [&](uint32_t k) { return root[k] && !loc.instances[k].shared; };
+    std::vector<Evidence> evidence;
+    size_t quarter_evidence[4] = {}, quarter_size[4] = {};
+    for (size_t i = 0; i < seq.size(); ++i) {
+      const size_t q = 4 * i / seq.size();
+      ++quarter_size[q];
+      if (!is_evidence(seq[i].second)) continue;
+      ++quarter_evidence[q];
+      evidence.push_back(MakeEvidence(trace, r, loc, loc.instances[seq[i].second], lo));
+    }
+    if (evidence.size() < kPersistentMinEvidence ||
+        static_cast<double>(evidence.size()) < kPersistentShare * static_cast<double>(seq.size()))
+      continue;
+    bool throughout = true;
+    for (int q = 0; q < 4; ++q) {
+      throughout &= static_cast<double>(quarter_evidence[q]) >=
+                    kPersistentQuarterShare * static_cast<double>(quarter_size[q]);
+    }
+    if (!throughout) continue;
+    std::vector<double> ratios;
+    int64_t excess = 0;
+    for (const Evidence& e : evidence) {
+      ratios.push_back(e.ratio);
+      excess += e.excess_ns;
+    }
+    std::nth_element(ratios.begin(), ratios.begin() + static_cast<long>(ratios.size() / 2),
+                     ratios.end());
+    const double median_ratio = ratios[ratios.size() / 2];
+    std::string why;
+    Finding f;
+    f.category = FaultType(trace, r, evidence, &why);
+    f.kind = "persistent_slowdown";
+    f.severity = "error";
+    const Evidence& first = evidence.front();
+    f.rank = first.rank;
+    f.pid = first.pid;
+    f.ts_ns = n.start_ns[first.node];
+    f.title = first.name + " on rank " + std::to_string(first.rank) + " is " +
+              Fixed(median_ratio, 2) + "x its expected time in " + std::to_string(evidence.size()) +
+              " of its " + std::to_string(seq.size()) + " instances, all through the trace";
+    f.explanation =
+        "A slowdown that lasts the whole trace rather than an abnormal window: " + why +
+        " (median " + Fixed(median_ratio, 2) + "x against " +
+        localize::PeerSourceName(first.source) + " peers, " + Duration(excess) +
+        " in all). Each step carries a small share of it, within its own healthy spread, so " +
+        std::to_string(abnormal_steps) + " of " + std::to_string(steps) +
+        " steps are abnormal; the trace as a whole is slower than its peers say it should be.";
+    f.details.push_back("first evidence: " + ShortName(first.name) + " took " +
+                        Duration(first.time_ns) + " against " + Duration(first.expected_ns));
+    for (int q = 0; q < 4; ++q) {
+      f.details.push_back("quarter " + std::to_string(q + 1) +
+                          " of its instances: " + std::to_string(quarter_evidence[q]) + " of " +
+                          std::to_string(quarter_size[q]) + " slower than their peers");
+    }
+    out.push_back(std::move(f));
+  }
+  return out;  // in key order (family, process): the same on every run
+}
+
 }  // namespace
 
 Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, const Options& options,
@@ -491,6 +590,13 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   }
   AddLogEvidence(trace, options.log, options.step_threshold, &d);
   d.top_operators = TopOperators(trace, r, loc, lo, baseline);
+  // Errors come first in the findings (docs/diagnose.md, "Failures"): after the others'.
+  std::vector<Finding> persistent =
+      PersistentSlowdowns(trace, r, loc, lo, d.top_operators, d.steps.size(), d.abnormal_steps);
+  const auto first_warning = std::find_if(d.findings.begin(), d.findings.end(),
+                                          [](const Finding& f) { return f.severity != "error"; });
+  d.findings.insert(first_warning, std::make_move_iterator(persistent.begin()),
+                    std::make_move_iterator(persistent.end()));
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

@@ -115,6 +115,8 @@ TEST(Diagnose, SlowGemmOnOneGpuIsFoundAndNamed) {
     EXPECT_LE(s.slice_nodes, s.step_nodes);
   }
   EXPECT_GT(types["cuda_kernel"], static_cast<int>(sc.abnormal * 0.7));
+  // Half a second of a longer run is a window, not a slowdown of the whole trace.
+  for (const diagnose::Finding& f : d.findings) EXPECT_NE(f.kind, "persistent_slowdown");
 }
 
 TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
@@ -144,6 +146,29 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
   EXPECT_GT(static_cast<double>(top.count) / top.instances, 0.8)
       << top.count << "/" << top.instances;
   EXPECT_GT(top.score, 0.5);
+  // The trace-level verdict: on every rank (all throttled), the attention family is slower
+  // than its baseline peers from the first quarter of its instances to the last, an error
+  // of its own, before any warning, whatever few steps are abnormal.
+  std::set<int> ranks, persistent_ranks;
+  for (const ProcessInfo& p : incident.trace.processes) {
+    if (p.rank >= 0) ranks.insert(p.rank);  // the GPU ranks (not the API server)
+  }
+  bool warning_seen = false;
+  for (const diagnose::Finding& f : d.findings) {
+    warning_seen |= f.severity != "error";
+    if (f.kind != "persistent_slowdown") continue;
+    EXPECT_FALSE(warning_seen) << "errors come first";
+    EXPECT_EQ(f.severity, "error");
+    EXPECT_EQ(f.category, FaultCategory::kCudaKernel) << f.explanation;
+    EXPECT_NE(f.title.find("flash_fwd"), std::string::npos) << f.title;
+    EXPECT_NE(f.title.find("all through the trace"), std::string::npos) << f.title;
+    ASSERT_EQ(f.details.size(), 5u);  // the first evidence, then the four quarters
+    EXPECT_TRUE(persistent_ranks.insert(f.rank).second) << "one finding per rank";
+  }
+  EXPECT_EQ(persistent_ranks, ranks);
+  EXPECT_NE(
+      diagnose::ToJson(incident.trace, d, {"incident"}).find("\"kind\":\"persistent_slowdown\""),
+      std::string::npos);
   // Self-fit, the same trace has nothing to compare the whole-run slowdown with.
   const auto self = diagnose::Diagnose(incident.trace, incident.rec, {});
   for (const auto& o : self.top_operators) {
@@ -151,6 +176,7 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
       EXPECT_LT(static_cast<double>(o.count) / o.instances, 0.2);
     }
   }
+  for (const diagnose::Finding& f : self.findings) EXPECT_NE(f.kind, "persistent_slowdown");
 }
 
 // Eight decode steps: five rounds of gemm, norm, act and add kernels, one scale kernel,
