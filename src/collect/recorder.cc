@@ -565,7 +565,13 @@ void* MapFile(int fd, uint64_t& bytes) {
   // allocated and are touched lazily), so blocks never move and no thread ever remaps.
   while (bytes >= 2 * kInitialReserve) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-    if (p != MAP_FAILED) return p;
+    if (p != MAP_FAILED) {
+      // No read-ahead on faults: the file is written, never read, and a fault on space
+      // that fallocate left unwritten would otherwise zero-fill a whole read-ahead window
+      // (the first event's header write did, at start-up).
+      madvise(p, bytes, MADV_RANDOM);
+      return p;
+    }
     bytes /= 2;  // an address-space limit (ulimit -v): take less
   }
   return nullptr;
