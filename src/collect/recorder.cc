@@ -46,14 +46,20 @@ constexpr uint32_t kFirstBlockBytes = 8192;
 constexpr uint32_t kBlockBytes = 65536;
 constexpr uint32_t kSlotBytes = sizeof(Slot);
 constexpr uint64_t kClosedBit = 1ull << 63;
-constexpr uint64_t kInitialReserve = 1u << 20;
-constexpr uint64_t kGrowStep = 1u << 20;
+// Space allocated at creation, and the smallest step of allocation. Small, because a
+// fault on the mapping reads ahead (zero-fills) up to the end of the file, as much as the
+// device's read-ahead (8 MiB is common): a large first allocation made the first event's
+// header write fault in a megabyte. Read-ahead itself is kept: the large page-cache
+// folios it allocates make faulting in ahead (Prefault) two to four times cheaper than
+// page by page.
+constexpr uint64_t kInitialReserve = 256u << 10;
+constexpr uint64_t kGrowStep = 256u << 10;
 constexpr uint64_t kMaxHeadroom = 64u << 20;
 // Pages the helper faults in ahead of the claims: a sixteenth of the pool used, within
 // these bounds. Less than the allocated headroom, because faulted-in pages count in the
 // process's RSS, and a short program should not pay for faulting in a megabyte it never
 // uses.
-constexpr uint64_t kMinPrefault = 256u << 10;
+constexpr uint64_t kMinPrefault = 64u << 10;
 constexpr uint64_t kMaxPrefault = 16u << 20;
 // The helper unmaps the pool's pages once they are this far behind the claims (in steps
 // of kReleaseStep, so that one TLB shoot-down covers many pages): the data stays in the
@@ -565,13 +571,7 @@ void* MapFile(int fd, uint64_t& bytes) {
   // allocated and are touched lazily), so blocks never move and no thread ever remaps.
   while (bytes >= 2 * kInitialReserve) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-    if (p != MAP_FAILED) {
-      // No read-ahead on faults: the file is written, never read, and a fault on space
-      // that fallocate left unwritten would otherwise zero-fill a whole read-ahead window
-      // (the first event's header write did, at start-up).
-      madvise(p, bytes, MADV_RANDOM);
-      return p;
-    }
+    if (p != MAP_FAILED) return p;
     bytes /= 2;  // an address-space limit (ulimit -v): take less
   }
   return nullptr;
