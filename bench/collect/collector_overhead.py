@@ -5,7 +5,10 @@ For each load the program runs alone (A) and traced (B: this build's `teller run
 --before names another build: that build's), in turn A B C A B C ..., so that drift in
 the machine's speed hits all of them; the figures to quote are the medians of the
 per-run ratios B/A (C/A), and the median per-run differences divided by the ranges the
-program recorded (ns per push+pop pair inside the real program).
+program recorded (ns per push+pop pair inside the real program). nvtx_heavy is
+calibrated once per load (its first, untimed run) and every run then does that same work
+(its iters_per_us argument), so a busy moment during one run's calibration cannot change
+how much work that run does.
 
 Loads:
   rate-10k, rate-100k, rate-1m  bench/nvtx_heavy with per-op work sized for about 10,000,
@@ -73,6 +76,7 @@ def main():
             if kind == "heavy":
                 run(prog, base_env, os.path.join(tmp, "load.txt"))
                 rate_line = open(os.path.join(tmp, "load.txt")).read().strip()
+                prog = prog + [rate_line.split()[-1]]  # the calibration, fixed from here on
             ranges = None
             if kind == "heavy":
                 ranges = int(rate_line.split()[1])

@@ -106,6 +106,19 @@ inline EventRecord Make(ThreadBuffer* b, EventKind kind, uint32_t domain) {
   return e;
 }
 
+// The same for the hot pair (a push by message, a pop): the head of the record only.
+inline SlotHead MakeHead(ThreadBuffer* b, EventKind kind, uint32_t domain) {
+  SlotHead e;
+  e.kind = static_cast<uint8_t>(kind);
+  e.flags = g_timestamp_flags;
+  e.aux = 0;
+  e.name = 0;
+  e.tid = b->tid;
+  e.domain = domain;
+  e.start_ns = HotTimestamp();
+  return e;
+}
+
 // Range ids for start/end ranges are process-wide: a range may end on another thread.
 std::atomic<uint64_t> g_next_range_id{1};
 
@@ -125,7 +138,8 @@ inline int ReentrantPop(ThreadBuffer* b) {
   return b->depth - 1;
 }
 
-inline int FinishPush(ThreadBuffer* b, const EventRecord& e) {
+template <typename R>
+inline int FinishPush(ThreadBuffer* b, const R& e) {
   RecordPushHeld(b, e);
   const int depth = b->depth++;
   LeaveRecorder(b);
@@ -147,7 +161,7 @@ int NVTX_API RangePushA(const char* message) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return 0;
   if (!EnterRecorder(b)) return ReentrantPush(b);
-  EventRecord e = Make(b, EventKind::kNvtxPush, 0);
+  SlotHead e = MakeHead(b, EventKind::kNvtxPush, 0);
   e.name = InternAscii(b, message);
   return FinishPush(b, e);
 }
@@ -165,7 +179,7 @@ int PopWith(nvtxDomainHandle_t domain) {
   ThreadBuffer* b = CurrentBuffer();
   if (b == nullptr) return -1;
   if (!EnterRecorder(b)) return ReentrantPop(b);
-  RecordPopHeld(b, Make(b, EventKind::kNvtxPop, DomainId(domain)));
+  RecordPopHeld(b, MakeHead(b, EventKind::kNvtxPop, DomainId(domain)));
   const int depth = b->depth == 0 ? -1 : --b->depth;  // -1: NVTX's unmatched pop
   LeaveRecorder(b);
   return depth;

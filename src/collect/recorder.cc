@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -45,9 +46,31 @@ constexpr uint32_t kFirstBlockBytes = 8192;
 constexpr uint32_t kBlockBytes = 65536;
 constexpr uint32_t kSlotBytes = sizeof(Slot);
 constexpr uint64_t kClosedBit = 1ull << 63;
-constexpr uint64_t kInitialReserve = 1u << 20;
-constexpr uint64_t kGrowStep = 1u << 20;
+// Space allocated at creation, and the smallest step of allocation. Small, because a
+// fault on the mapping reads ahead (zero-fills) up to the end of the file, as much as the
+// device's read-ahead (8 MiB is common): a large first allocation made the first event's
+// header write fault in a megabyte. Read-ahead itself is kept: the large page-cache
+// folios it allocates make faulting in ahead (Prefault) two to four times cheaper than
+// page by page.
+constexpr uint64_t kInitialReserve = 256u << 10;
+constexpr uint64_t kGrowStep = 256u << 10;
 constexpr uint64_t kMaxHeadroom = 64u << 20;
+// Pages the helper faults in ahead of the claims: a sixteenth of the pool used, within
+// these bounds. Less than the allocated headroom, because faulted-in pages count in the
+// process's RSS, and a short program should not pay for faulting in a megabyte it never
+// uses.
+constexpr uint64_t kMinPrefault = 64u << 10;
+constexpr uint64_t kMaxPrefault = 16u << 20;
+// The helper unmaps the pool's pages once they are this far behind the claims (in steps
+// of kReleaseStep, so that one TLB shoot-down covers many pages): the data stays in the
+// file's page cache, and RSS stays bounded however long the trace grows.
+constexpr uint64_t kKeepBehind = 8u << 20;
+constexpr uint64_t kReleaseStep = 4u << 20;
+// At exit, an allocated but unclaimed tail smaller than this stays in the file (readers
+// skip it as unused space): freeing allocated blocks can take milliseconds on some file
+// systems (ext4 with online discard), which a short program would pay at every exit.
+constexpr uint64_t kTrimMinBytes = 4u << 20;
+constexpr uint64_t kPageBytes = 4096;
 constexpr int64_t kSpaceRetryNs = 100000000;  // after a failed extension, retry in 100 ms
 constexpr size_t kParkSlots = 256;
 constexpr uint32_t kMinParkedSlots = 64;  // blocks with less room left are not worth it
@@ -110,6 +133,9 @@ struct Global {
   // --- the pool: lock-free ---
   std::atomic<uint64_t> next{0};      // first unclaimed byte (| kClosedBit once closed)
   std::atomic<uint64_t> reserved{0};  // bytes of the file allocated on disk
+  std::atomic<uint64_t> prefaulted{0};  // pages below it were faulted in by the helper
+  uint64_t released = 0;  // pages below it were unmapped by the helper (helper only)
+  uint64_t release_floor = 0;  // first byte after the file header and process info
   std::atomic<uint64_t> sequence{0};  // claim order of blocks and segments
   std::atomic<int64_t> space_retry_ns{0};
   std::array<std::atomic<uint64_t>, kParkSlots> parked{};  // offsets of blocks with room
@@ -130,6 +156,10 @@ struct Global {
   pthread_t helper{};
   bool helper_running = false;
   std::atomic<bool> stop{false};
+  // Set while the helper works on the file (allocates, faults in, writes an anchor);
+  // closing waits only for that, never for the helper to be scheduled (see FlushAndClose).
+  std::atomic<bool> helper_busy{false};
+  std::atomic<bool> wake_pending{false};  // a wake-up is posted and not yet taken
   std::atomic<bool> closed{false};
   sem_t wake;
   pthread_key_t thread_key;
@@ -169,14 +199,20 @@ void CounterAdd(CounterId id, uint64_t delta) {
 
 uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
-void WakeHelper() { sem_post(&G().wake); }
+// One post per wake-up the helper has not taken yet: claimers that find the headroom
+// short while the helper waits for a processor do not each make a system call.
+void WakeHelper() {
+  Global& g = G();
+  if (g.wake_pending.load(std::memory_order_relaxed) || g.wake_pending.exchange(true)) return;
+  sem_post(&g.wake);
+}
 
 // Makes sure bytes [0, end) of the file are allocated, so that stores into the mapping
 // never meet a hole on a full disk (which would be a SIGBUS in the program). The file is
 // opened by path for the call and closed again: the collector holds no descriptor the
 // program could close or reuse. No lock: concurrent callers allocate overlapping ranges,
 // which is harmless.
-bool EnsureReserved(uint64_t end, bool populate) {
+bool EnsureReserved(uint64_t end) {
   Global& g = G();
   uint64_t cur = g.reserved.load(std::memory_order_acquire);
   end = std::min(end, g.map_bytes);
@@ -208,17 +244,57 @@ bool EnsureReserved(uint64_t end, bool populate) {
   }
   while (cur < target && !g.reserved.compare_exchange_weak(cur, target)) {
   }
-  if (populate) {
-    // Fault the pages in here, on the helper thread, rather than on the first store of
-    // an application thread.
-    madvise(g.base.load() + cur, target - cur, MADV_POPULATE_WRITE);
-  }
   return true;
 }
 
 uint64_t Headroom() {
   const uint64_t used = G().next.load(std::memory_order_relaxed) & ~kClosedBit;
   return std::clamp<uint64_t>(used / 8, kInitialReserve, kMaxHeadroom);
+}
+
+uint64_t PrefaultWindow() {
+  const uint64_t used = G().next.load(std::memory_order_relaxed) & ~kClosedBit;
+  return std::clamp<uint64_t>(used / 16, kMinPrefault, kMaxPrefault);
+}
+
+// True when the claims have come close enough to the end of the allocated or of the
+// faulted-in space that the helper should move it on.
+bool HelperNeeded(uint64_t end) {
+  Global& g = G();
+  return g.reserved.load(std::memory_order_relaxed) < end + Headroom() / 2 ||
+         g.prefaulted.load(std::memory_order_relaxed) < end + PrefaultWindow() / 2;
+}
+
+// Helper thread: faults in the allocated pages just ahead of the claims
+// (MADV_POPULATE_WRITE), so that the program's threads store into pages that are already
+// mapped instead of taking the page faults themselves.
+void Prefault() {
+  Global& g = G();
+  char* base = g.base.load(std::memory_order_acquire);
+  const uint64_t used = g.next.load(std::memory_order_relaxed) & ~kClosedBit;
+  const uint64_t from = std::max(g.prefaulted.load(std::memory_order_relaxed),
+                                 RoundUp(used, kPageBytes));
+  const uint64_t to = std::min(g.reserved.load(std::memory_order_acquire),
+                               RoundUp(used + PrefaultWindow(), kPageBytes));
+  if (base == nullptr || to <= from) return;
+  madvise(base + from, to - from, MADV_POPULATE_WRITE);
+  g.prefaulted.store(to, std::memory_order_relaxed);
+}
+
+// Helper thread: unmaps the pool's pages far behind the claims (see kKeepBehind). A
+// thread that still writes into an old block there (a thread that records rarely) faults
+// its page back in from the page cache, with everything it wrote; nothing is lost, since
+// MAP_SHARED pages are the file's.
+void ReleaseBehind() {
+  Global& g = G();
+  char* base = g.base.load(std::memory_order_acquire);
+  const uint64_t used = g.next.load(std::memory_order_relaxed) & ~kClosedBit;
+  if (base == nullptr || used < kKeepBehind) return;
+  const uint64_t to = (used - kKeepBehind) / kReleaseStep * kReleaseStep;
+  const uint64_t from = std::max(g.released, g.release_floor);
+  if (to < from + kReleaseStep) return;
+  madvise(base + from, to - from, MADV_DONTNEED);
+  g.released = to;
 }
 
 // Claims `bytes` (a multiple of kBlockAlign) of the pool; returns the offset, or 0.
@@ -234,12 +310,12 @@ uint64_t ClaimBlock(uint64_t bytes) {
     }
     if (end > g.reserved.load(std::memory_order_acquire)) {
       WakeHelper();
-      if (!EnsureReserved(end, false)) return 0;
+      if (!EnsureReserved(end)) return 0;
       v = g.next.load(std::memory_order_acquire);
       continue;
     }
     if (g.next.compare_exchange_weak(v, end, std::memory_order_acq_rel)) {
-      if (g.reserved.load(std::memory_order_relaxed) - end < Headroom() / 2) WakeHelper();
+      if (HelperNeeded(end)) WakeHelper();
       return v;
     }
   }
@@ -432,7 +508,13 @@ void* HelperMain(void*) {
   pthread_setname_np(pthread_self(), "teller-helper");
   int64_t interval_ms = 1;  // anchors at 1, 2, 4, ... ms, then every anchor_ms
   int64_t next_anchor = EventClockNs() + interval_ms * 1000000;
-  while (!g.stop.load(std::memory_order_acquire)) {
+  for (;;) {
+    // Announce the work before checking `stop` (both sequentially consistent, as in
+    // FlushAndClose): either closing sees the helper busy and waits, or the helper sees
+    // the stop and touches nothing more.
+    g.helper_busy.store(true);
+    if (g.stop.load()) break;
+    g.wake_pending.store(false, std::memory_order_relaxed);
     const int64_t now = EventClockNs();
     if (now >= next_anchor) {
       WriteAnchor();
@@ -440,7 +522,16 @@ void* HelperMain(void*) {
       next_anchor = now + interval_ms * 1000000;
     }
     const uint64_t used = g.next.load(std::memory_order_relaxed);
-    if ((used & kClosedBit) == 0) EnsureReserved(used + Headroom(), true);
+    if ((used & kClosedBit) == 0) {
+      // Allocate in large steps once the headroom is half used (fallocate is cheap; its
+      // pages cost nothing until touched), then fault in the next pages to be claimed.
+      if (g.reserved.load(std::memory_order_relaxed) < used + Headroom() / 2) {
+        EnsureReserved(used + Headroom());
+      }
+      Prefault();
+      ReleaseBehind();
+    }
+    g.helper_busy.store(false, std::memory_order_release);
     timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     const int64_t wait_ns = std::max<int64_t>(next_anchor - EventClockNs(), 100000);
@@ -452,6 +543,7 @@ void* HelperMain(void*) {
     while (sem_trywait(&g.wake) == 0) {  // coalesce wake-ups
     }
   }
+  g.helper_busy.store(false, std::memory_order_release);
   return nullptr;
 }
 
@@ -463,7 +555,14 @@ void StartHelperLocked() {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   g.stop.store(false);
-  g.helper_running = pthread_create(&g.helper, nullptr, HelperMain, nullptr) == 0;
+  g.helper_busy.store(false);
+  g.wake_pending.store(false);
+  // Detached: closing never joins it (it would wait for the helper to be scheduled).
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  g.helper_running = pthread_create(&g.helper, &attr, HelperMain, nullptr) == 0;
+  pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
@@ -503,6 +602,9 @@ bool CreateFileLocked() {
   g.path = path;
   g.map_bytes = map_bytes;
   g.reserved.store(kInitialReserve);
+  g.prefaulted.store(0);
+  g.released = 0;
+  g.release_floor = 0;
   g.space_retry_ns.store(0);
   for (auto& p : g.parked) p.store(0);
   g.parked_count.store(0);
@@ -537,9 +639,11 @@ bool CreateFileLocked() {
       RoundUp(raw::kBlockHeaderBytes + 4 + info.bytes().size(), raw::kBlockAlign);
   g.next.store(raw::kFileHeaderBlockBytes + info_bytes);
   g.sequence.store(2);
+  // The header stays mapped (counters and anchors are written there all along).
+  g.release_floor = raw::kFileHeaderBlockBytes + info_bytes;
   if (g.next.load() > kInitialReserve) {
     g.base.store(base);
-    if (!EnsureReserved(g.next.load(), false)) g.next.store(raw::kFileHeaderBlockBytes);
+    if (!EnsureReserved(g.next.load())) g.next.store(raw::kFileHeaderBlockBytes);
   }
   if (g.next.load() > raw::kFileHeaderBlockBytes) {
     auto* ib = reinterpret_cast<BlockHeader*>(base + raw::kFileHeaderBlockBytes);
@@ -673,9 +777,12 @@ void AtForkChild() {
   if (base != nullptr) munmap(base, g.map_bytes);
   g.next.store(0);
   g.reserved.store(0);
+  g.prefaulted.store(0);
   for (auto& p : g.parked) p.store(0);
   g.parked_count.store(0);
-  g.helper_running = false;
+  g.helper_running = false;  // the parent's helper thread does not exist here
+  g.helper_busy.store(false);
+  g.wake_pending.store(false);
   g.create_failed.store(false);
   new (&g.create_mu) std::mutex();
   new (&g.named_mu) std::mutex();
@@ -855,9 +962,12 @@ void FlushAndClose() {
   if (!g_recorder_enabled.load() || g.closed.exchange(true)) return;
   if (g.pre_close_hook != nullptr) g.pre_close_hook();  // e.g. CUPTI's final activity flush
   if (g.helper_running) {
-    g.stop.store(true, std::memory_order_release);
+    // Stop the helper without waiting for it to run: only work it is doing right now
+    // (an allocation, faulting in, an anchor) is waited for. It then sees `stop` and
+    // ends by itself, or with the process.
+    g.stop.store(true);
+    while (g.helper_busy.load()) sched_yield();
     sem_post(&g.wake);
-    pthread_join(g.helper, nullptr);
     g.helper_running = false;
   }
   FileHeaderBlock* h = g.header.load(std::memory_order_acquire);
@@ -872,7 +982,10 @@ void FlushAndClose() {
   // No block can be claimed from here on; trim the space allocated ahead. Threads that
   // still record do so into blocks below the cut.
   const uint64_t end = g.next.fetch_or(kClosedBit) & ~kClosedBit;
-  if (truncate(g.path.c_str(), static_cast<off_t>(end)) == 0) g.reserved.store(end);
+  if (g.reserved.load() >= end + kTrimMinBytes &&
+      truncate(g.path.c_str(), static_cast<off_t>(end)) == 0) {
+    g.reserved.store(end);
+  }
 }
 
 }  // namespace teller::collect

@@ -6,9 +6,10 @@
 // guarantees: docs/collector.md.
 //
 // Hot path (PushEvent, InternLocal): a thread-local pointer load, a re-entrancy flag, a
-// bounds check, a 96-byte store into the thread's block and a release store of the
-// block's committed count; no locks, no allocation, no system call. A thread takes a new
-// block (a lock-free bump of the pool's offset) every few hundred events.
+// bounds check, a store into the thread's block (24 bytes for a push or pop without
+// attributes, else 96; see WriteSlot) and a release store of the block's committed count;
+// no locks, no allocation, no system call. A thread takes a new block (a lock-free bump of
+// the pool's offset) every few hundred events.
 //
 // Environment (set by `teller run`):
 //   TELLER_TRACE_DIR   where to write; without it the recorder stays disabled.
@@ -21,6 +22,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -176,8 +178,51 @@ inline bool Fits(const ThreadBuffer* b, uint32_t need) {
   return b->used + need + b->open_recorded + kReservedSlots <= b->capacity;
 }
 
+// A record's bytes up to and including start_ns: all that a push or pop without
+// attributes, and most marks, has that is not zero.
+inline constexpr size_t kSlotHeadBytes = offsetof(Slot, end_ns);
+
+// The head of a record whose other fields are zero (see WriteSlot): what the hot NVTX
+// entry points build, so that they neither zero nor copy a whole 96-byte record.
+struct SlotHead {
+  uint8_t kind;
+  uint8_t flags;
+  uint16_t aux;
+  uint32_t name;
+  uint32_t tid;
+  uint32_t domain;
+  int64_t start_ns;
+};
+static_assert(sizeof(SlotHead) == kSlotHeadBytes);
+static_assert(offsetof(SlotHead, start_ns) == offsetof(Slot, start_ns));
+
+inline bool ZeroPastHead(const Slot& s) {
+  uint64_t words[(sizeof(Slot) - kSlotHeadBytes) / 8];
+  std::memcpy(words, reinterpret_cast<const char*>(&s) + kSlotHeadBytes, sizeof(words));
+  uint64_t any = 0;
+  for (uint64_t w : words) any |= w;
+  return any == 0;
+}
+
+// Slots at and past a block's committed count are zero: the file's unclaimed space reads
+// as zeros, and every slot written is committed before the next one is (here and in
+// WriteStringDef), so an adopted block continues after its last committed slot. A record
+// that is zero past start_ns is therefore stored as its first 24 bytes: one cache line of
+// the mapped file instead of two, which is most of a push+pop's cost
+// (bench/README.md, "Collector overhead").
 inline void WriteSlot(ThreadBuffer* b, const Slot& s) {
-  b->slots[b->used] = s;
+  Slot* d = b->slots + b->used;
+  if (ZeroPastHead(s)) {
+    std::memcpy(static_cast<void*>(d), &s, kSlotHeadBytes);
+  } else {
+    *d = s;
+  }
+  b->used += 1;
+  b->committed->store(b->used, std::memory_order_release);
+}
+
+inline void WriteSlot(ThreadBuffer* b, const SlotHead& s) {
+  std::memcpy(static_cast<void*>(b->slots + b->used), &s, kSlotHeadBytes);
   b->used += 1;
   b->committed->store(b->used, std::memory_order_release);
 }
@@ -193,8 +238,20 @@ inline uint64_t HashBytes(const char* p, size_t n) {
     p += 8;
     n -= 8;
   }
+  // The last 0-7 bytes in at most two loads (overlapping when n is 5-7): a memcpy of a
+  // variable length under 8 is a byte loop, a tenth of a push's instructions. The hash
+  // only has to be the same for the same bytes (cache entries are verified by content).
   uint64_t w = 0;
-  std::memcpy(&w, p, n);
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    w = lo | (static_cast<uint64_t>(hi) << 32);
+  } else if (n > 0) {
+    w = static_cast<uint64_t>(static_cast<uint8_t>(p[0])) |
+        static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8 |
+        static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16;
+  }
   h = (h ^ w) * 0x100000001b3ull;
   return h ^ (h >> 32);
 }
@@ -210,8 +267,10 @@ inline uint32_t InternHeld(ThreadBuffer* b, const char* text, size_t length) {
   return InternSlow(b, text, static_cast<uint32_t>(length), hash);
 }
 
-// Records a single event (not a push or pop) of a thread inside the recorder.
-inline void RecordSingleHeld(ThreadBuffer* b, const Slot& e) {
+// Records a single event (not a push or pop) of a thread inside the recorder. `R` is a
+// whole record (Slot) or the head of one (SlotHead).
+template <typename R>
+inline void RecordSingleHeld(ThreadBuffer* b, const R& e) {
   if (b->skip_depth != 0 || e.name == kInternFailed) {  // inside a dropped range
     NoteDropped(b, false);
     return;
@@ -227,7 +286,8 @@ inline void RecordSingleHeld(ThreadBuffer* b, const Slot& e) {
 
 // A push: recorded together with the reservation of its pop, or dropped with everything
 // up to its pop.
-inline void RecordPushHeld(ThreadBuffer* b, const Slot& e) {
+template <typename R>
+inline void RecordPushHeld(ThreadBuffer* b, const R& e) {
   if (b->skip_depth != 0 || e.name == kInternFailed) {
     b->skip_depth += 1;
     NoteDropped(b, true);
@@ -244,7 +304,8 @@ inline void RecordPushHeld(ThreadBuffer* b, const Slot& e) {
   b->open_recorded += 1;
 }
 
-inline void RecordPopHeld(ThreadBuffer* b, const Slot& e) {
+template <typename R>
+inline void RecordPopHeld(ThreadBuffer* b, const R& e) {
   if (b->reentrant_open.load(std::memory_order_relaxed) != 0) {
     // The pop of a push dropped inside the recorder (a handler that pops outside it).
     b->reentrant_open.fetch_sub(1, std::memory_order_relaxed);
