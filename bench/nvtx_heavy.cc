@@ -77,8 +77,9 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double thread_cpu = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread0;
   const double process_cpu = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process0;
-  std::printf("nvtx_heavy: %ld ranges in %.3f s = %.0f ranges/s (sink %g); cpu s: thread %.4f "
-              "process %.4f; iters/us %.2f\n",
-              ranges, secs, ranges / secs, sink > 0 ? 1.0 : 0.0, thread_cpu, process_cpu, per_us);
+  std::printf(
+      "nvtx_heavy: %ld ranges in %.3f s = %.0f ranges/s (sink %g); cpu s: thread %.4f "
+      "process %.4f; iters/us %.2f\n",
+      ranges, secs, ranges / secs, sink > 0 ? 1.0 : 0.0, thread_cpu, process_cpu, per_us);
   return 0;
 }

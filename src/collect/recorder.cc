@@ -131,12 +131,12 @@ struct Global {
   std::atomic<bool> create_failed{false};
 
   // --- the pool: lock-free ---
-  std::atomic<uint64_t> next{0};      // first unclaimed byte (| kClosedBit once closed)
-  std::atomic<uint64_t> reserved{0};  // bytes of the file allocated on disk
+  std::atomic<uint64_t> next{0};        // first unclaimed byte (| kClosedBit once closed)
+  std::atomic<uint64_t> reserved{0};    // bytes of the file allocated on disk
   std::atomic<uint64_t> prefaulted{0};  // pages below it were faulted in by the helper
-  uint64_t released = 0;  // pages below it were unmapped by the helper (helper only)
-  uint64_t release_floor = 0;  // first byte after the file header and process info
-  std::atomic<uint64_t> sequence{0};  // claim order of blocks and segments
+  uint64_t released = 0;                // pages below it were unmapped by the helper (helper only)
+  uint64_t release_floor = 0;           // first byte after the file header and process info
+  std::atomic<uint64_t> sequence{0};    // claim order of blocks and segments
   std::atomic<int64_t> space_retry_ns{0};
   std::array<std::atomic<uint64_t>, kParkSlots> parked{};  // offsets of blocks with room
   std::atomic<int> parked_count{0};
@@ -272,8 +272,8 @@ void Prefault() {
   Global& g = G();
   char* base = g.base.load(std::memory_order_acquire);
   const uint64_t used = g.next.load(std::memory_order_relaxed) & ~kClosedBit;
-  const uint64_t from = std::max(g.prefaulted.load(std::memory_order_relaxed),
-                                 RoundUp(used, kPageBytes));
+  const uint64_t from =
+      std::max(g.prefaulted.load(std::memory_order_relaxed), RoundUp(used, kPageBytes));
   const uint64_t to = std::min(g.reserved.load(std::memory_order_acquire),
                                RoundUp(used + PrefaultWindow(), kPageBytes));
   if (base == nullptr || to <= from) return;
