@@ -245,7 +245,9 @@ void AddUnprefilled(const Trace& trace, const std::vector<logs::RequestLifecycle
   std::vector<Skipped> skipped;
   uint32_t prefilled = 0;
   const std::unordered_map<std::string, uint32_t> first = FirstSteps(*d);
-  for (const auto& [id, g] : first) {
+  for (const auto& entry : first) {
+    const std::string& id = entry.first;  // a named copy: lambdas cannot capture bindings
+    const uint32_t g = entry.second;
     const StepDiagnosis& s = d->steps[g];
     if (!s.prefill_known) continue;
     const auto it = life_of.find(id);
