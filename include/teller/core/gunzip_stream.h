@@ -95,12 +95,20 @@ class GunzipStream : public ByteSource {
   const GunzipInfo& info() const { return info_; }
 
  private:
-  enum class Phase { kBetweenMembers, kInMember, kDone };
+  enum class Phase { kBetweenMembers, kInMember, kTrailer, kDone };
   // Moves the unread input to the front of the input buffer and reads more after it.
   Status Refill();
   size_t Available() const { return in_end_ - in_begin_; }
   uint64_t Position() const { return in_offset_ + in_begin_; }  // of the next unread byte
   Status StartMemberOrFinish();
+  Status ReadHeader();
+  Status ReadTrailer();
+  // Reads until `n` bytes are available; the truncation error when the input ends first.
+  Status Need(size_t n);
+  Status Skip(uint64_t n);
+  Status SkipZeroTerminated();
+  Status Truncated() const;
+  Status Corrupt(uint64_t at, const std::string& why) const;
   Status Fail(Status s);
 
   ByteSource& compressed_;
@@ -113,6 +121,8 @@ class GunzipStream : public ByteSource {
   uint64_t in_offset_ = 0;  // offset in the compressed input of in_[0]
   bool in_eof_ = false;
   uint64_t member_start_ = 0;
+  uint32_t crc_ = 0;           // CRC-32 of the current member's output so far
+  uint64_t member_bytes_ = 0;  // its output bytes so far
   Phase phase_ = Phase::kBetweenMembers;
   GunzipInfo info_;
   Status error_ = Status::Ok();
