@@ -1912,16 +1912,21 @@ Status ImportGzipStream(ByteSource& compressed, std::string_view trailer, size_t
   return ImportKinetoStreamWithEstimate(gunzip, trailer, compressed_size, name, trace);
 }
 
-// The text size estimated from the ISIZE trailer when it is plausible (it is the size mod
-// 2^32 of the last member only), else from the compressed size.
+// The text size, estimated to size the event columns: the ISIZE trailer when it is
+// plausible, but at least kGzipRatioEstimate times the compressed size, since ISIZE is
+// the size mod 2^32 of the last member only (a 6.9 GB text says 2.6 GB). Reserving too
+// much costs address space only; too little, a copy of every column as they grow.
 Status ImportKinetoStreamWithEstimate(ByteSource& text, std::string_view trailer,
                                       size_t compressed_size, const std::string& name,
                                       Trace& trace) {
-  size_t estimate = compressed_size * 8;
+  constexpr size_t kGzipRatioEstimate = 16;  // Kineto JSON gzips 10-20 to 1
+  size_t estimate = compressed_size * kGzipRatioEstimate;
   if (trailer.size() == 4) {
     uint32_t isize;
     std::memcpy(&isize, trailer.data(), 4);
-    if (isize >= compressed_size && isize / 1032 <= compressed_size) estimate = isize;
+    if (isize >= compressed_size && isize / 1032 <= compressed_size) {
+      estimate = std::max<size_t>(estimate, isize);
+    }
   }
   // The member count only words the "concatenated documents" error, which the one-shot
   // path words anyway.
