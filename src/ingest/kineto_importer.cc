@@ -1,9 +1,12 @@
 // Kineto / PyTorch-profiler Chrome-trace importer (docs/ingest-kineto.md).
 //
-// Pipeline: read the file (gunzip with libdeflate in one shot), then parse the JSON with
-// simdjson's On Demand API in windows of about 4 MB, appending one row per event to the
-// columnar EventTable, then fix up what needs the whole file (main process, time base,
-// duplicate correlation ids) in one pass over the appended rows.
+// Pipeline: stream the file's text (read(2), or zlib's inflate on a second thread) into a
+// sliding buffer, parse it with simdjson's On Demand API in windows of about 4 MB as it
+// arrives, appending one row per event to the columnar EventTable and dropping the text
+// parsed, then fix up what needs the whole file (main process, time base, duplicate
+// correlation ids) in one pass over the appended rows. A file that fails is imported
+// again by the one-shot path (the whole text in memory, gunzipped by libdeflate: Run),
+// which words every error as the importer always has.
 //
 // Why windows: simdjson indexes a whole document before iterating it, with 4 bytes of
 // index per structural character; for a Chrome trace that is about 250 bytes per event,
@@ -17,7 +20,9 @@
 // The next window starts with `{"traceEvents":[` written over the 16 bytes before its
 // first event (bytes of the previous, finished window). A rejected window is rolled back
 // (rows, counters) and re-parsed up to the next cut, at most kMaxCutRetries times, then as
-// the whole rest of the file. Files without newlines (compact JSON) are one window.
+// the whole rest of the file. Text without newlines between events (compact JSON) is cut
+// by following its structure (CompactCutScanner) on the streaming path; the one-shot path
+// parses it as one window.
 #include "src/ingest/kineto_importer.h"
 
 #include <fcntl.h>
