@@ -1939,11 +1939,12 @@ Status ImportKinetoStreamWithEstimate(ByteSource& text, std::string_view trailer
 }
 
 // A file read for the streaming path, reporting its progress (in bytes of the file,
-// compressed or not) per read.
+// compressed or not) per read. Reading and parsing go together here, so the task is the
+// parse, as the one-shot path names its own.
 class ProgressFileSource : public ByteSource {
  public:
   ProgressFileSource(int fd, const std::string& path, uint64_t size)
-      : file_(fd, path), progress_("reading " + path, size, ProgressUnit::kBytes) {}
+      : file_(fd, path), progress_("parsing " + path, size, ProgressUnit::kBytes) {}
   Status Read(char* dst, size_t capacity, size_t* got) override {
     const Status s = file_.Read(dst, capacity, got);
     progress_.Set(file_.bytes_read());
