@@ -137,6 +137,15 @@ uint32_t DeviationClass(const Trace& t, const reconstruct::Reconstruction& r,
   return static_cast<uint32_t>(f.measure) * 2 + (copy ? 1 : 0);
 }
 
+// Per instance: 1 when it is root evidence of some step (in Result::suspicious).
+std::vector<uint8_t> RootFlags(const localize::Result& loc) {
+  std::vector<uint8_t> root(loc.instances.size(), 0);
+  for (const auto& list : loc.suspicious) {
+    for (uint32_t k : list) root[k] = 1;
+  }
+  return root;
+}
+
 // Top operators: the root evidence of the whole trace, grouped by family pattern, layer,
 // measure and the operator that makes host calls, most suspicious first (docs/diagnose.md,
 // "Top operators").
@@ -171,10 +180,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     at.first = std::max(at.first, n.start_ns[s.node]);
     at.second = std::max(at.second, s.suspicion);
   }
-  std::vector<uint8_t> root(loc.instances.size(), 0);
-  for (const auto& list : loc.suspicious) {
-    for (uint32_t k : list) root[k] = 1;
-  }
+  const std::vector<uint8_t> root = RootFlags(loc);
   // The deviations of each class of instances: the background a family is judged against.
   std::map<uint32_t, Deviations> classes;
   const double min_ratio = options.min_ratio;
@@ -331,10 +337,7 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
     if (t.suspicion >= kPersistentMinSuspicion)
       suspicious.insert({t.family, t.layer, t.measure, t.within});
   }
-  std::vector<uint8_t> root(loc.instances.size(), 0);
-  for (const auto& list : loc.suspicious) {
-    for (uint32_t k : list) root[k] = 1;
-  }
+  const std::vector<uint8_t> root = RootFlags(loc);
   // Per (family key, process): the scored instances in time order, evidence or not.
   std::map<std::pair<Key, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>> scored;
   for (uint32_t k = 0; k < loc.instances.size(); ++k) {

@@ -222,11 +222,12 @@ std::unordered_map<std::string, uint32_t> FirstSteps(const Diagnosis& d) {
 // kMinPrefilledPeers other new requests were prefilled in their first step (a decode
 // instance of a disaggregated deployment gets its prompts' KV from another instance and
 // prefills none). However many were skipped: a routing fault that lasts may take most of
-// the requests admitted meanwhile. `life`: the log's request lifecycles, or null when the
-// log is not read.
+// the requests admitted meanwhile. `first`: FirstSteps(*d). `life`: the log's request
+// lifecycles, or null when the log is not read.
 constexpr uint32_t kMinPrefilledPeers = 3;
 
 void AddUnprefilled(const Trace& trace, const std::vector<logs::RequestLifecycle>* life,
+                    const std::unordered_map<std::string, uint32_t>& first,
                     const LogEvidenceOptions& options, double step_threshold, Diagnosis* d) {
   int64_t traced_from = INT64_MAX;
   for (const StepDiagnosis& s : d->steps) {
@@ -244,7 +245,6 @@ void AddUnprefilled(const Trace& trace, const std::vector<logs::RequestLifecycle
   };
   std::vector<Skipped> skipped;
   uint32_t prefilled = 0;
-  const std::unordered_map<std::string, uint32_t> first = FirstSteps(*d);
   for (const auto& entry : first) {
     const std::string& id = entry.first;  // a named copy: lambdas cannot capture bindings
     const uint32_t g = entry.second;
@@ -304,7 +304,8 @@ logs::LogTemplates Templates(const Trace& trace, const LogEvidenceOptions& optio
 void AddLogEvidence(const Trace& trace, const LogEvidenceOptions& options, double step_threshold,
                     Diagnosis* d) {
   if (!options.enabled || trace.logs.size() == 0) {
-    AddUnprefilled(trace, nullptr, options, step_threshold, d);  // what the trace alone says
+    AddUnprefilled(trace, nullptr, FirstSteps(*d), options, step_threshold,
+                   d);  // what the trace alone says
     return;
   }
   std::vector<logs::RequestLifecycle> life = logs::RequestLifecycles(trace.logs, trace.strings);
@@ -346,7 +347,7 @@ void AddLogEvidence(const Trace& trace, const LogEvidenceOptions& options, doubl
                    "others",
                    d);
   }
-  AddUnprefilled(trace, &life, options, step_threshold, d);
+  AddUnprefilled(trace, &life, first_step, options, step_threshold, d);
   const logs::LogTemplates templates = Templates(trace, options);
   for (StepDiagnosis& s : d->steps) {
     if (!s.abnormal) continue;
