@@ -1,6 +1,7 @@
 // Import speed and memory of the Kineto importer (docs/ingest-kineto.md).
 //
 //   kineto_import_benchmark [--runs N] FILE...
+//   kineto_import_benchmark --import-only [--runs N] FILE
 //
 // For each file: median over N runs of (a) read + gunzip, (b) JSON parse into a fresh
 // Trace, (c) the whole ImportKineto; events/s (rows appended / total median); and the
@@ -8,6 +9,12 @@
 // size of the decompressed JSON (the input) shown beside it. Peak RSS is process-wide, so
 // it is printed for the first file only: run one file per process to measure memory. Target
 // (bench/README.md): hta/df_index_resolver in < 0.15 s including gzip on the 2-core dev VM.
+//
+// --import-only: only ImportKineto, N times (the first one cold, all timed): the median,
+// the peak RSS above start of the first import, and the bytes of the event columns it
+// filled (rows x the bytes of one row across the columns), the floor of any importer. For
+// the scaling curve (bench/ingest/kineto_scaling.sh), where the other measurements would
+// hold the whole text in memory.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/ingest/kineto_importer.h"
@@ -48,22 +56,76 @@ long CurrentRssKb() {
   return resident * 4;
 }
 
+// Bytes of one row across the event columns.
+size_t RowBytes() {
+  const teller::EventTable t;
+  auto size_of = [](const auto& column) {
+    return sizeof(typename std::decay_t<decltype(column)>::value_type);
+  };
+  return size_of(t.type) + size_of(t.name) + size_of(t.category) + size_of(t.domain) +
+         size_of(t.process) + size_of(t.thread) + size_of(t.start_ns) + size_of(t.end_ns) +
+         size_of(t.correlation) + size_of(t.external_id) + size_of(t.device) + size_of(t.stream) +
+         size_of(t.bytes) + size_of(t.flags) + size_of(t.signature);
+}
+
+// User + system seconds of the process so far, all threads.
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+int ImportOnly(const std::string& file, int runs) {
+  const long rss_before = CurrentRssKb();
+  std::vector<double> total_s;
+  std::vector<double> cpu_s;
+  size_t rows = 0;
+  long peak = 0;
+  for (int r = 0; r < runs; ++r) {
+    teller::Trace trace;
+    const double t0 = Now();
+    const double c0 = CpuSeconds();
+    const teller::Status s = teller::ingest::ImportKineto(file, trace);
+    total_s.push_back(Now() - t0);
+    cpu_s.push_back(CpuSeconds() - c0);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 1;
+    }
+    rows = trace.events.size();
+    if (r == 0) peak = PeakRssKb();
+  }
+  std::sort(total_s.begin(), total_s.end());
+  std::printf(
+      "%s\n  import-only: rows %zu, runs %d, ImportKineto median %.4f s (min %.4f, max %.4f), "
+      "cpu median %.4f s, peak RSS above start %.1f MB, event columns %.1f MB (%zu B/row)\n",
+      file.c_str(), rows, runs, Median(total_s), total_s.front(), total_s.back(), Median(cpu_s),
+      (peak - rss_before) / 1024.0, static_cast<double>(rows * RowBytes()) / (1 << 20), RowBytes());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = 10;
+  bool import_only = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--import-only") == 0) {
+      import_only = true;
     } else {
       files.emplace_back(argv[i]);
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: %s [--runs N] FILE...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--runs N] FILE...\n       %s --import-only [--runs N] FILE\n",
+                 argv[0], argv[0]);
     return 2;
   }
+  if (import_only) return ImportOnly(files[0], runs);
   bool first = true;
   for (const std::string& file : files) {
     const long rss_before = CurrentRssKb();

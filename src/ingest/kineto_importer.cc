@@ -1,9 +1,12 @@
 // Kineto / PyTorch-profiler Chrome-trace importer (docs/ingest-kineto.md).
 //
-// Pipeline: read the file (gunzip with libdeflate in one shot), then parse the JSON with
-// simdjson's On Demand API in windows of about 4 MB, appending one row per event to the
-// columnar EventTable, then fix up what needs the whole file (main process, time base,
-// duplicate correlation ids) in one pass over the appended rows.
+// Pipeline: stream the file's text (read(2), or zlib's inflate on a second thread) into a
+// sliding buffer, parse it with simdjson's On Demand API in windows of about 4 MB as it
+// arrives, appending one row per event to the columnar EventTable and dropping the text
+// parsed, then fix up what needs the whole file (main process, time base, duplicate
+// correlation ids) in one pass over the appended rows. A file that fails is imported
+// again by the one-shot path (the whole text in memory, gunzipped by libdeflate: Run),
+// which words every error as the importer always has.
 //
 // Why windows: simdjson indexes a whole document before iterating it, with 4 bytes of
 // index per structural character; for a Chrome trace that is about 250 bytes per event,
@@ -17,10 +20,13 @@
 // The next window starts with `{"traceEvents":[` written over the 16 bytes before its
 // first event (bytes of the previous, finished window). A rejected window is rolled back
 // (rows, counters) and re-parsed up to the next cut, at most kMaxCutRetries times, then as
-// the whole rest of the file. Files without newlines (compact JSON) are one window.
+// the whole rest of the file. Text without newlines between events (compact JSON) is cut
+// by following its structure (CompactCutScanner) on the streaming path; the one-shot path
+// parses it as one window.
 #include "src/ingest/kineto_importer.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +46,7 @@
 
 #include "simdjson.h"
 #include "src/ingest/signature.h"
+#include "teller/core/gunzip_stream.h"
 #include "teller/core/gzip.h"
 #include "teller/core/json_reader.h"
 #include "teller/core/progress.h"
@@ -57,7 +64,21 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kDefaultWindowBytes = size_t{4} << 20;
 constexpr int kMaxCutRetries = 4;
 size_t g_window_bytes = kDefaultWindowBytes;
+// Bytes of text read at a time by the streaming path: a small fraction of a window, so
+// that what is read past a window's cut (and moved to the front afterwards) stays small.
+constexpr size_t kDefaultReadBytes = size_t{256} << 10;
+size_t g_read_bytes = kDefaultReadBytes;
+// Gunzip a block ahead of the parse on a thread of its own, when a second core is there.
+constexpr size_t kReadAheadBlockBytes = size_t{1} << 20;
+constexpr size_t kReadAheadBlocks = 4;
+// Below this (compressed), starting a thread costs more than inflating takes.
+constexpr size_t kReadAheadMinBytes = size_t{256} << 10;
+bool g_gunzip_thread = true;
+// The longest document handed to simdjson since the last reset (tests check the windows).
+thread_local size_t g_largest_window = 0;
 }  // namespace
+
+size_t TakeKinetoLargestWindowForTesting() { return std::exchange(g_largest_window, 0); }
 
 PaddedBuffer::~PaddedBuffer() { Release(); }
 
@@ -117,6 +138,12 @@ void PaddedBuffer::Resize(size_t size) {
 
 void SetKinetoWindowBytesForTesting(size_t bytes) {
   g_window_bytes = bytes == 0 ? kDefaultWindowBytes : std::max<size_t>(bytes, 256);
+}
+
+void SetKinetoGunzipThreadForTesting(bool on) { g_gunzip_thread = on; }
+
+void SetKinetoReadBytesForTesting(size_t bytes) {
+  g_read_bytes = bytes == 0 ? kDefaultReadBytes : bytes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -512,12 +539,74 @@ struct ParseError {
   bool trailing = false;        // the trace parsed, and another JSON value follows it
 };
 
+// The JSON text as a sliding buffer over a ByteSource: bytes are appended as the window
+// search needs them and dropped from the front once a window's document is parsed, so
+// that memory holds about one window (plus one read) rather than the whole text. Offsets
+// into data() shift by the bytes dropped; dropped() is the text offset of data()[0].
+class StreamText {
+ public:
+  // `buf`: the buffer to use, emptied first (reused across files: its pages stay mapped).
+  StreamText(ByteSource& source, const std::string& name, size_t read_bytes, PaddedBuffer& buf)
+      : source_(source), name_(name), read_bytes_(read_bytes), buf_(buf) {
+    buf_.Resize(0);
+  }
+
+  char* data() { return buf_.data(); }
+  size_t size() const { return buf_.size(); }
+  // Readable bytes from data(), padding included (simdjson's padded length).
+  size_t padded_capacity() const { return buf_.capacity() + PaddedBuffer::kPadding; }
+  bool eof() const { return eof_; }
+  uint64_t dropped() const { return dropped_; }
+
+  // Appends the next read (up to read_bytes_) unless at the end of the text.
+  Status ReadMore() {
+    if (eof_) return Status::Ok();
+    const size_t have = buf_.size();
+    if (have + read_bytes_ > buf_.capacity() &&
+        !buf_.Reserve(std::max(buf_.capacity() * 2, have + read_bytes_))) {
+      return Status::Error(name_ + ": out of memory reading " + std::to_string(have + read_bytes_) +
+                           " bytes");
+    }
+    size_t got = 0;
+    TELLER_RETURN_IF_ERROR(source_.Read(buf_.data() + have, read_bytes_, &got));
+    if (got == 0) eof_ = true;
+    buf_.Resize(have + got);
+    return Status::Ok();
+  }
+  // Appends one byte (the `]` that closes an unfinished array form); false when out of
+  // memory.
+  bool Append(char c) {
+    if (!buf_.Reserve(buf_.size() + 1)) return false;
+    buf_.data()[buf_.size()] = c;
+    buf_.Resize(buf_.size() + 1);
+    return true;
+  }
+  // Drops the first `n` bytes.
+  void DropFront(size_t n) {
+    std::memmove(buf_.data(), buf_.data() + n, buf_.size() - n);
+    buf_.Resize(buf_.size() - n);
+    dropped_ += n;
+  }
+
+ private:
+  ByteSource& source_;
+  const std::string& name_;
+  const size_t read_bytes_;
+  PaddedBuffer& buf_;
+  uint64_t dropped_ = 0;
+  bool eof_ = false;
+};
+
 class Importer {
  public:
   Importer(const std::string& name, Trace& trace, od::parser& parser, size_t gzip_members)
       : name_(name), trace_(trace), parser_(parser), gzip_members_(gzip_members) {}
 
   Status Run(PaddedBuffer& json);
+  // The same over text read as it is parsed (docs/ingest-kineto.md, "Streaming"): the
+  // same windows, rows and counters as Run on the whole text. `size_estimate` (of the
+  // text, 0 when unknown) sizes the event columns.
+  Status RunStream(StreamText& text, size_t size_estimate);
 
  private:
   // Parses the document [begin, begin+len) of the buffer. `final` windows may end the
@@ -540,7 +629,23 @@ class Importer {
   // Blanks a UTF-8 byte order mark, tells the array form from the object form, and closes
   // an array form that lacks its final `]`.
   void PrepareForm(PaddedBuffer& json);
-  Status ErrorAt(const PaddedBuffer& json, const ParseError& err) const;
+  // PrepareForm for streamed text: the start now, the end (CloseArrayTail) when the
+  // text's end is read.
+  Status PrepareStreamForm(StreamText& text);
+  void CloseArrayTail(StreamText& text);
+  // Reads more of the text; at its end, closes an unfinished array form.
+  Status ReadMore(StreamText& text);
+  // FindCut over streamed text: reads until the cut at or after `from` is certain, or the
+  // text ends (npos).
+  // `body`: the window's first event (or 0 for the first window), where a compact scan
+  // starts when the text has no newline cut.
+  Status FindStreamCut(StreamText& text, size_t from, size_t body, size_t* cut);
+  Status StreamWindows(StreamText& text, size_t first_row);
+  void ReserveRows(size_t size_estimate);
+  // The error of `err`, found while parsing the final window, which starts at
+  // `window_start` of `text` (bytes of the JSON text from byte `text_offset` on).
+  Status ErrorAt(std::string_view text, uint64_t text_offset, size_t window_start,
+                 const ParseError& err) const;
   void Rollback(size_t rows, FileState&& saved);
 
   const std::string& name_;
@@ -551,6 +656,10 @@ class Importer {
   // object form (`{"traceEvents": [...]}`).
   bool array_form_ = false;
   size_t input_size_ = 0;  // of the JSON as given, before a missing `]` was appended
+  // Streaming: the text offset of the first non-blank byte (the `[` of the array form),
+  // and whether the text's end was seen (and an unfinished array form closed).
+  uint64_t first_byte_ = 0;
+  bool tail_done_ = false;
   FileState state_;
   std::vector<CategoryEntry> categories_;
   size_t last_category_ = 0;
@@ -1204,6 +1313,7 @@ bool Importer::ParseWindow(const char* begin, size_t len, size_t capacity, bool 
                            ParseError* err) {
   window_has_events_ = false;
   events_in_window_ = 0;
+  g_largest_window = std::max(g_largest_window, len);
   od::document doc;
   const error_code e = parser_.iterate(simdjson::padded_string_view(begin, len, capacity)).get(doc);
   if (e != simdjson::SUCCESS) {
@@ -1262,13 +1372,17 @@ void Importer::Rollback(size_t rows, FileState&& saved) {
   state_.unknown_per_category.resize(categories_.size(), 0);
 }
 
-Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const {
+Status Importer::ErrorAt(std::string_view text, uint64_t text_offset, size_t window_start,
+                         const ParseError& err) const {
   size_t offset = 0;
-  if (err.where != nullptr && err.where >= json.data() && err.where <= json.data() + json.size()) {
+  if (err.where != nullptr && err.where >= text.data() && err.where <= text.data() + text.size()) {
     // Not past the input's end: the `]` appended to an unclosed array form is not input.
-    offset = std::min(static_cast<size_t>(err.where - json.data()), input_size_);
+    offset = std::min(text_offset + static_cast<size_t>(err.where - text.data()), input_size_);
   } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR) {
-    offset = LocateStage1Error(json.view(), err.code);
+    // Searched from the window's start: the windows before it were valid JSON (so no
+    // string is open there), and the prefixes written over their last bytes could
+    // otherwise shift the count of quotes or split a UTF-8 sequence.
+    offset = text_offset + window_start + LocateStage1Error(text.substr(window_start), err.code);
   } else if (err.where != nullptr) {
     offset = input_size_;
   }
@@ -1301,6 +1415,10 @@ Status Importer::ErrorAt(const PaddedBuffer& json, const ParseError& err) const 
 // `}` ws `,` ws `{` run that contains a newline, with whitespace right after the comma
 // (overwritten with `}`); npos when there is none.
 size_t FindCut(const char* buf, size_t from, size_t end);
+// The same, looking only at newlines at or after `scan` (>= from): what a streaming
+// caller uses to resume a search after more text arrived. The backward look stays bounded
+// by `from`, so the cut found is the one FindCut would find.
+size_t FindCutFrom(const char* buf, size_t from, size_t scan, size_t end);
 
 void Importer::PrepareForm(PaddedBuffer& json) {
   char* buf = json.data();
@@ -1328,7 +1446,11 @@ void Importer::PrepareForm(PaddedBuffer& json) {
 }
 
 size_t FindCut(const char* buf, size_t from, size_t end) {
-  size_t pos = from;
+  return FindCutFrom(buf, from, from, end);
+}
+
+size_t FindCutFrom(const char* buf, size_t from, size_t scan, size_t end) {
+  size_t pos = scan;
   while (pos < end) {
     const void* nl = std::memchr(buf + pos, '\n', end - pos);
     if (nl == nullptr) return std::string_view::npos;
@@ -1351,15 +1473,7 @@ size_t FindCut(const char* buf, size_t from, size_t end) {
 
 Status Importer::Run(PaddedBuffer& json) {
   const size_t first_row = trace_.events.size();
-  {
-    // Rows are about a third fewer than the JSON events (flows, metadata); over-reserving
-    // costs address space only, and geometric growth keeps many-file imports linear.
-    const size_t estimate = json.size() / 160 + 16;
-    const size_t needed = first_row + estimate;
-    if (trace_.events.type.capacity() < needed) {
-      trace_.events.Reserve(std::max(needed, trace_.events.type.capacity() * 3 / 2));
-    }
-  }
+  ReserveRows(json.size());
   PrepareForm(json);
   char* const buf = json.data();
   const size_t total = json.size();
@@ -1386,7 +1500,7 @@ Status Importer::Run(PaddedBuffer& json) {
                          json.capacity() + PaddedBuffer::kPadding - doc_start,
                          /*final=*/true, &err)) {
           Rollback(first_row, FileState());
-          return ErrorAt(json, err);
+          return ErrorAt(json.view(), 0, doc_start, err);
         }
         return Finish(first_row);
       }
@@ -1409,6 +1523,225 @@ Status Importer::Run(PaddedBuffer& json) {
       doc_start = next - kPrefix.size();
       std::memcpy(buf + doc_start, kPrefix.data(), kPrefix.size());
       body = next;
+      done = true;
+    }
+  }
+}
+
+void Importer::ReserveRows(size_t size_estimate) {
+  // Rows are about a third fewer than the JSON events (flows, metadata); over-reserving
+  // costs address space only, and geometric growth keeps many-file imports linear.
+  const size_t estimate = size_estimate / 160 + 16;
+  const size_t needed = trace_.events.size() + estimate;
+  if (trace_.events.type.capacity() < needed) {
+    trace_.events.Reserve(std::max(needed, trace_.events.type.capacity() * 3 / 2));
+  }
+}
+
+Status Importer::PrepareStreamForm(StreamText& text) {
+  while (text.size() < 3 && !text.eof()) TELLER_RETURN_IF_ERROR(ReadMore(text));
+  // As PrepareForm: a byte order mark is blanked; the first other byte tells the form.
+  char* buf = text.data();
+  if (text.size() >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) std::memset(buf, ' ', 3);
+  size_t first = 0;
+  while (true) {
+    buf = text.data();
+    while (first < text.size() && IsJsonSpace(buf[first])) ++first;
+    if (first < text.size() || text.eof()) break;
+    TELLER_RETURN_IF_ERROR(ReadMore(text));
+  }
+  array_form_ = first < text.size() && text.data()[first] == '[';
+  first_byte_ = first;
+  if (text.eof()) CloseArrayTail(text);
+  return Status::Ok();
+}
+
+void Importer::CloseArrayTail(StreamText& text) {
+  if (tail_done_) return;
+  tail_done_ = true;
+  input_size_ = text.dropped() + text.size();
+  if (!array_form_) return;
+  // The tail handling of PrepareForm, on the text's last bytes. The backward look stops
+  // at the current window's first event at the latest, so the bytes already dropped are
+  // never needed: when the `[` itself was dropped, no position can equal it.
+  char* buf = text.data();
+  const size_t n = text.size();
+  const bool have_first = first_byte_ >= text.dropped();
+  const size_t first = have_first ? first_byte_ - text.dropped() : 0;
+  size_t last = n;
+  while (last > (have_first ? first + 1 : 1) && IsJsonSpace(buf[last - 1])) --last;
+  if (last == 0) return;
+  const char end = buf[last - 1];
+  if ((have_first && last - 1 == first) || end == ']') return;
+  if (end != ',' && end != '}') return;
+  if (end == ',') buf[last - 1] = ' ';
+  (void)text.Append(']');  // out of memory: the parse reports the missing `]`
+}
+
+Status Importer::ReadMore(StreamText& text) {
+  TELLER_RETURN_IF_ERROR(text.ReadMore());
+  if (text.eof()) CloseArrayTail(text);
+  return Status::Ok();
+}
+
+// A cut for text without newlines between events (compact JSON written on one line):
+// the structure is followed byte by byte from a position known to be outside any string
+// (the window's first event, or the start of the text), so that a comma is known to be
+// structural, and at which depth. Slower than the newline search, so only used where
+// that finds nothing; it is what keeps a one-line document of any size (simdjson takes at
+// most 4 GiB) in windows.
+class CompactCutScanner {
+ public:
+  // `start`: where the scan begins, outside any string; `depth`: the depth of the events
+  // array's elements relative to it (0 from an event, 2 or 1 from the start of an object
+  // or array form).
+  CompactCutScanner(size_t start, int depth) : pos_(start), target_(depth) {}
+
+  // The first comma at or after `from` at the events' depth, between a `}` and a `{` (with
+  // only blanks around it); npos when [.., end) holds none yet. Resumable: a later call
+  // with a larger `end` continues where this one stopped.
+  size_t Next(const char* buf, size_t from, size_t end) {
+    for (; pos_ < end; ++pos_) {
+      const char c = buf[pos_];
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+        continue;
+      }
+      switch (c) {
+        case '"':
+          in_string_ = true;
+          break;
+        case '{':
+        case '[':
+          ++depth_;
+          break;
+        case '}':
+        case ']':
+          --depth_;
+          last_close_ = pos_;
+          break;
+        case ',': {
+          if (depth_ != target_ || pos_ < from || last_close_ == kNone || buf[last_close_] != '}') {
+            break;
+          }
+          size_t after = pos_ + 1;
+          while (after < end && IsJsonSpace(buf[after])) ++after;
+          if (after == end) return std::string_view::npos;  // judged when more arrives
+          if (buf[after] == '{') return pos_;
+          break;
+        }
+        default:
+          break;
+      }
+      // Only blanks may separate the `}` from the comma.
+      if (c != '}' && c != ']' && !IsJsonSpace(c)) last_close_ = kNone;
+    }
+    return std::string_view::npos;
+  }
+
+ private:
+  static constexpr size_t kNone = std::string_view::npos;
+  size_t pos_;
+  int target_;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  size_t last_close_ = kNone;  // the `}` or `]` before the blanks just scanned
+};
+
+Status Importer::FindStreamCut(StreamText& text, size_t from, size_t body, size_t* cut) {
+  size_t scan = from;
+  // Text past `from` without a newline cut after which the compact scan takes over: a
+  // window's worth, so that no window grows beyond about twice the window size.
+  const size_t compact_after = from + std::max<size_t>(g_window_bytes, 4096);
+  std::unique_ptr<CompactCutScanner> compact;
+  while (true) {
+    if (compact == nullptr && from < text.size()) {
+      *cut = FindCutFrom(text.data(), from, scan, text.size());
+      if (*cut != std::string_view::npos) return Status::Ok();
+      // Newlines before the trailing run of blanks were judged for good; one inside it
+      // may still turn out to be a cut once the next bytes arrive.
+      const char* buf = text.data();
+      size_t k = text.size();
+      while (k > scan && IsJsonSpace(buf[k - 1])) --k;
+      scan = k;
+      if (text.size() > compact_after || text.eof()) {
+        const bool at_start = body == 0 && text.dropped() == 0;
+        compact = std::make_unique<CompactCutScanner>(body, at_start ? (array_form_ ? 1 : 2) : 0);
+      }
+    }
+    if (compact != nullptr) {
+      *cut = compact->Next(text.data(), from, text.size());
+      if (*cut != std::string_view::npos) return Status::Ok();
+    }
+    if (text.eof()) {
+      *cut = std::string_view::npos;
+      return Status::Ok();
+    }
+    TELLER_RETURN_IF_ERROR(ReadMore(text));
+  }
+}
+
+Status Importer::RunStream(StreamText& text, size_t size_estimate) {
+  const size_t first_row = trace_.events.size();
+  ReserveRows(size_estimate);
+  Status s = StreamWindows(text, first_row);
+  if (!s.ok()) Rollback(first_row, FileState());
+  return s;
+}
+
+// Run's loop over streamed text. Positions are offsets into text.data(); after a window
+// is accepted, everything before the next window's document is dropped.
+Status Importer::StreamWindows(StreamText& text, size_t first_row) {
+  TELLER_RETURN_IF_ERROR(PrepareStreamForm(text));
+  size_t doc_start = 0;
+  size_t body = 0;
+  const std::string_view kPrefix = array_form_ ? "[" : "{\"traceEvents\":[";
+  const char* const kClose = array_form_ ? "]  " : "]} ";
+  while (true) {
+    const size_t window = g_window_bytes;
+    size_t search_from = body + window;
+    bool done = false;
+    for (int attempt = 0; attempt <= kMaxCutRetries && !done; ++attempt) {
+      size_t cut = std::string_view::npos;
+      if (attempt < kMaxCutRetries)
+        TELLER_RETURN_IF_ERROR(FindStreamCut(text, search_from, body, &cut));
+      const size_t rows = trace_.events.size();
+      FileState saved = state_;
+      ParseError err;
+      if (cut == std::string_view::npos) {
+        while (!text.eof()) TELLER_RETURN_IF_ERROR(ReadMore(text));
+        char* const buf = text.data();
+        if (!ParseWindow(buf + doc_start, text.size() - doc_start,
+                         text.padded_capacity() - doc_start, /*final=*/true, &err)) {
+          return ErrorAt(std::string_view(buf, text.size()), text.dropped(), doc_start, err);
+        }
+        return Finish(first_row);
+      }
+      char* const buf = text.data();
+      const char saved_bytes[3] = {buf[cut], buf[cut + 1], buf[cut + 2]};
+      std::memcpy(buf + cut, kClose, 3);
+      const bool ok = ParseWindow(buf + doc_start, cut + 2 - doc_start,
+                                  text.padded_capacity() - doc_start, /*final=*/false, &err);
+      std::memcpy(buf + cut, saved_bytes, 3);
+      if (!ok) {
+        Rollback(rows, std::move(saved));
+        search_from = cut + 1;
+        continue;
+      }
+      size_t next = cut + 1;
+      while (buf[next] != '{') ++next;
+      doc_start = next - kPrefix.size();
+      std::memcpy(buf + doc_start, kPrefix.data(), kPrefix.size());
+      body = next - doc_start;
+      text.DropFront(doc_start);
+      doc_start = 0;
       done = true;
     }
   }
@@ -1530,7 +1863,115 @@ Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trac
   return importer.Run(json);
 }
 
+Status ImportKinetoStream(ByteSource& text, const std::string& name, Trace& trace,
+                          size_t size_estimate, size_t gzip_members) {
+  // Reused by the files this thread imports, as the parser is: mapping and faulting in
+  // a fresh buffer costs more than parsing a small file. It holds about one window.
+  thread_local PaddedBuffer buffer;
+  StreamText stream(text, name, g_read_bytes, buffer);
+  Importer importer(name, trace, ThreadParser(), gzip_members);
+  return importer.RunStream(stream, size_estimate);
+}
+
+namespace {
+
+// The one-shot import: the whole text in memory, then parsed. The streaming path returns
+// here for a file that does not import, so that its error reads exactly as before: the
+// position in the whole text, zlib's diagnosis of a damaged gzip member, the count of
+// members of a concatenation. A good file never pays for it.
+Status ImportKinetoWhole(const std::string& path, Trace& trace) {
+  PaddedBuffer json;
+  GunzipInfo info;
+  {
+    ProgressTask progress("reading " + path, 0);
+    TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json, &info));
+  }
+  return ImportKinetoJson(json, path, trace, info.members);
+}
+
+Status ImportKinetoStreamWithEstimate(ByteSource& text, std::string_view trailer,
+                                      size_t compressed_size, const std::string& name,
+                                      Trace& trace);
+
+// Whether this process may run on more than one CPU (its affinity mask, which taskset
+// and container CPU sets narrow).
+bool SecondCore() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
+  return CPU_COUNT(&set) > 1;
+}
+
+// The streaming import of `compressed` (gzip bytes, of `compressed_size` bytes in all
+// when known, else 0; `trailer`: its last 4 bytes, or empty).
+Status ImportGzipStream(ByteSource& compressed, std::string_view trailer, size_t compressed_size,
+                        const std::string& name, Trace& trace) {
+  GunzipOptions options;
+  TELLER_RETURN_IF_ERROR(GuardedGunzipOptions(compressed_size, &options));
+  GunzipStream gunzip(compressed, name, options);
+  if (g_gunzip_thread && compressed_size >= kReadAheadMinBytes && SecondCore()) {
+    // Inflating costs about as much as parsing: on a second core it runs beside the parse.
+    ReadAheadSource ahead(gunzip, kReadAheadBlockBytes, kReadAheadBlocks);
+    return ImportKinetoStreamWithEstimate(ahead, trailer, compressed_size, name, trace);
+  }
+  return ImportKinetoStreamWithEstimate(gunzip, trailer, compressed_size, name, trace);
+}
+
+// The text size, estimated to size the event columns: the ISIZE trailer when it is
+// plausible, but at least kGzipRatioEstimate times the compressed size, since ISIZE is
+// the size mod 2^32 of the last member only (a 6.9 GB text says 2.6 GB). Reserving too
+// much costs address space only; too little, a copy of every column as they grow.
+Status ImportKinetoStreamWithEstimate(ByteSource& text, std::string_view trailer,
+                                      size_t compressed_size, const std::string& name,
+                                      Trace& trace) {
+  constexpr size_t kGzipRatioEstimate = 16;  // Kineto JSON gzips 10-20 to 1
+  size_t estimate = compressed_size * kGzipRatioEstimate;
+  if (trailer.size() == 4) {
+    uint32_t isize;
+    std::memcpy(&isize, trailer.data(), 4);
+    if (isize >= compressed_size && isize / 1032 <= compressed_size) {
+      estimate = std::max<size_t>(estimate, isize);
+    }
+  }
+  // The member count only words the "concatenated documents" error, which the one-shot
+  // path words anyway.
+  return ImportKinetoStream(text, name, trace, estimate, /*gzip_members=*/0);
+}
+
+// A file read for the streaming path, reporting its progress (in bytes of the file,
+// compressed or not) per read. Reading and parsing go together here, so the task is the
+// parse, as the one-shot path names its own.
+class ProgressFileSource : public ByteSource {
+ public:
+  ProgressFileSource(int fd, const std::string& path, uint64_t size)
+      : file_(fd, path), progress_("parsing " + path, size, ProgressUnit::kBytes) {}
+  Status Read(char* dst, size_t capacity, size_t* got) override {
+    const Status s = file_.Read(dst, capacity, got);
+    progress_.Set(file_.bytes_read());
+    return s;
+  }
+
+ private:
+  FdByteSource file_;
+  ProgressTask progress_;
+};
+
+}  // namespace
+
 Status ImportKinetoBuffer(PaddedBuffer&& raw, const std::string& name, Trace& trace) {
+  // A pipe's bytes are held (they cannot be read twice), but the text is still streamed
+  // out of them: gzip is inflated into the windows rather than into a second whole
+  // buffer, and a one-line text is cut into windows as a file's is.
+  MemoryByteSource bytes(raw.view());
+  Status streamed;
+  if (IsGzip(raw.view())) {
+    const std::string_view trailer =
+        raw.size() >= 18 ? raw.view().substr(raw.size() - 4) : std::string_view();
+    streamed = ImportGzipStream(bytes, trailer, raw.size(), name, trace);
+  } else {
+    streamed = ImportKinetoStream(bytes, name, trace, raw.size());
+  }
+  if (streamed.ok()) return streamed;
   PaddedBuffer json;
   GunzipInfo info;
   TELLER_RETURN_IF_ERROR(MaybeGunzip(std::move(raw), name, json, &info));
@@ -1546,13 +1987,31 @@ Status ImportKinetoBytes(std::string_view bytes, const std::string& name, Trace&
 }
 
 Status ImportKineto(const std::string& path, Trace& trace) {
-  PaddedBuffer json;
-  GunzipInfo info;
-  {
-    ProgressTask progress("reading " + path, 0);
-    TELLER_RETURN_IF_ERROR(ReadMaybeGzip(path, json, &info));
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ImportKinetoWhole(path, trace);
+  struct stat st;
+  // Only a regular file can be read a second time for the error path; a pipe or FIFO is
+  // read whole, once.
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return ImportKinetoWhole(path, trace);
   }
-  return ImportKinetoJson(json, path, trace, info.members);
+  const size_t size = static_cast<size_t>(st.st_size);
+  ProgressFileSource file(fd, path, size);
+  char head[2] = {0, 0};
+  char trailer[4];
+  const bool gzip = pread(fd, head, 2, 0) == 2 && IsGzip(std::string_view(head, 2));
+  const bool have_trailer = gzip && size >= 18 && pread(fd, trailer, 4, size - 4) == 4;
+  Status s;
+  if (gzip) {
+    s = ImportGzipStream(file, have_trailer ? std::string_view(trailer, 4) : std::string_view(),
+                         size, path, trace);
+  } else {
+    s = ImportKinetoStream(file, path, trace, size, 0);
+  }
+  close(fd);
+  if (s.ok()) return s;
+  return ImportKinetoWhole(path, trace);
 }
 
 }  // namespace teller::ingest

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "teller/core/gunzip_stream.h"
 #include "teller/core/gzip.h"
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
@@ -83,6 +84,27 @@ Status ImportKinetoBuffer(PaddedBuffer&& raw, const std::string& name, Trace& tr
 // the members of the file it was gunzipped from, only words an error message.
 Status ImportKinetoJson(PaddedBuffer& json, const std::string& name, Trace& trace,
                         size_t gzip_members = 0);
+
+// Imports the JSON text that `text` yields, reading it as the windows need it and
+// dropping what was parsed (docs/ingest-kineto.md, "Streaming"): the same rows,
+// counters and success as ImportKinetoJson on the whole text. Errors name the file and
+// the byte of the text, but the public entries re-derive them with the whole text (so
+// that every message reads as before); `size_estimate` (bytes of text, 0 when unknown)
+// sizes the event columns; `gzip_members` as for ImportKinetoJson.
+Status ImportKinetoStream(ByteSource& text, const std::string& name, Trace& trace,
+                          size_t size_estimate, size_t gzip_members = 0);
+
+// Bytes the streaming path asks its source for at a time (tests use a few, to put read
+// boundaries everywhere); 0 restores the default.
+void SetKinetoReadBytesForTesting(size_t bytes);
+
+// Whether a .gz is gunzipped on a thread of its own when the process may use a second
+// core (default true); tests switch it off to compare the two.
+void SetKinetoGunzipThreadForTesting(bool on);
+
+// The longest JSON document (bytes) handed to simdjson on this thread since the last call:
+// what shows that the windows keep every parse below simdjson's 4 GiB limit.
+size_t TakeKinetoLargestWindowForTesting();
 
 // Window size of the chunked parse (bytes of JSON per simdjson document). Exposed for
 // tests, which shrink it to exercise window boundaries on small files; 0 restores the
