@@ -1539,7 +1539,9 @@ void Importer::ReserveRows(size_t size_estimate) {
 }
 
 Status Importer::PrepareStreamForm(StreamText& text) {
-  while (text.size() < 3 && !text.eof()) TELLER_RETURN_IF_ERROR(ReadMore(text));
+  // Until the form is known, reads must not close the text's end (ReadMore does at the
+  // end of the input): a text that ends here ("[,") is closed below, once the form is known.
+  while (text.size() < 3 && !text.eof()) TELLER_RETURN_IF_ERROR(text.ReadMore());
   // As PrepareForm: a byte order mark is blanked; the first other byte tells the form.
   char* buf = text.data();
   if (text.size() >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) std::memset(buf, ' ', 3);
@@ -1548,7 +1550,7 @@ Status Importer::PrepareStreamForm(StreamText& text) {
     buf = text.data();
     while (first < text.size() && IsJsonSpace(buf[first])) ++first;
     if (first < text.size() || text.eof()) break;
-    TELLER_RETURN_IF_ERROR(ReadMore(text));
+    TELLER_RETURN_IF_ERROR(text.ReadMore());
   }
   array_form_ = first < text.size() && text.data()[first] == '[';
   first_byte_ = first;

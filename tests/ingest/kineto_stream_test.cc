@@ -474,5 +474,22 @@ TEST(KinetoStreamTest, RealTracesStreamAsTheyParseWhole) {
   }
 }
 
+// Texts that end before their form is known are closed as the whole parse closes them: an
+// array form of no event with a trailing comma ("[,") is an empty trace both ways (found by
+// the stream fuzzer).
+TEST(KinetoStreamTest, ATextShorterThanAByteOrderMarkIsClosedAsWhole) {
+  for (const std::string text : {std::string("[,"), std::string("["), std::string(" [,"),
+                                 std::string("{"), std::string("[}"), std::string("x[,")}) {
+    for (size_t piece : {size_t{1}, size_t{2}, size_t{100}}) {
+      Trace a, b;
+      const Status whole = ImportWhole(text, a);
+      const Status stream = ImportStreamed(text, piece, b);
+      EXPECT_EQ(whole.ok(), stream.ok())
+          << "'" << text << "' piece " << piece << ": whole '" << whole.message() << "', streamed '"
+          << stream.message() << "'";
+      if (!whole.ok()) EXPECT_EQ(whole.message(), stream.message()) << text;
+    }
+  }
+}
 }  // namespace
 }  // namespace teller::ingest
