@@ -487,7 +487,9 @@ TEST(KinetoStreamTest, ATextShorterThanAByteOrderMarkIsClosedAsWhole) {
       EXPECT_EQ(whole.ok(), stream.ok())
           << "'" << text << "' piece " << piece << ": whole '" << whole.message() << "', streamed '"
           << stream.message() << "'";
-      if (!whole.ok()) EXPECT_EQ(whole.message(), stream.message()) << text;
+      if (!whole.ok()) {
+        EXPECT_EQ(whole.message(), stream.message()) << text;
+      }
     }
   }
 }
