@@ -59,6 +59,8 @@ constexpr const char* kBuildUsage =
     "The build fails when more than 0.1% of the locators match no event (the ground truth\n"
     "does not describe the trace); a RAW without ground_truth.json is an error (unlabelled\n"
     "traces go through `teller dataset export`). DIR/<setting> must not exist yet.\n"
+    "Runs of one setting with different seeds (seeds of a preset given together) are named\n"
+    "<setting>.seed<N>, N the run's seed.\n"
     "\n"
     "options:\n"
     "  --out DIR                 output root (created)\n"

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -122,16 +123,35 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
     std::optional<Result<SettingSummary>> result;
   };
   std::vector<Job> jobs(dirs->size());
-  std::set<std::string> names;
+  std::map<std::string, std::vector<size_t>> by_name;
   for (size_t i = 0; i < jobs.size(); ++i) {
     jobs[i].dir = dirs.value()[i];
     auto truth = format::ReadGroundTruth(Join(jobs[i].dir, format::kGroundTruthFile));
     if (!truth.ok()) return truth.status();
     jobs[i].truth = std::move(truth).value();
     jobs[i].name = !jobs[i].truth.setting.empty() ? jobs[i].truth.setting : BaseName(jobs[i].dir);
-    if (!names.insert(dataset::RequestDirName(jobs[i].name)).second) {
-      return Status::Error("two inputs are setting \"" + jobs[i].name + "\" (the second is " +
-                           jobs[i].dir + "); build them into different --out directories");
+    by_name[dataset::RequestDirName(jobs[i].name)].push_back(i);
+  }
+  // Runs of one setting with different seeds (several seeds of a preset, so that the test
+  // parts grow) are kept apart as NAME.seedN, every one of them: which input came first
+  // does not matter. The same seed twice is the same run given twice.
+  for (const auto& [dir_name, members] : by_name) {
+    if (members.size() == 1) continue;
+    std::set<uint64_t> seeds;
+    for (size_t i : members) {
+      if (!seeds.insert(jobs[i].truth.seed).second) {
+        return Status::Error("two inputs are setting \"" + jobs[i].name + "\" with seed " +
+                             std::to_string(jobs[i].truth.seed) + " (the second is " + jobs[i].dir +
+                             "); build them into different --out directories");
+      }
+    }
+    for (size_t i : members) jobs[i].name += ".seed" + std::to_string(jobs[i].truth.seed);
+  }
+  std::set<std::string> names;
+  for (const Job& job : jobs) {
+    if (!names.insert(dataset::RequestDirName(job.name)).second) {
+      return Status::Error("two inputs are setting \"" + job.name + "\" (the second is " + job.dir +
+                           "); build them into different --out directories");
     }
   }
   // Refused before any work (BuildSetting checks again for library callers).

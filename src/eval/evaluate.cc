@@ -266,9 +266,62 @@ void Deal(size_t n, UnitsOf units_of, Fold* f) {
   }
 }
 
+// K-fold cross-validation over shuffled groups: group g of the whole deal (counted on
+// across strata) goes to part g mod K; fold i tests part i, validates on part i+1 and
+// trains on the rest.
+class KFoldDeal {
+ public:
+  KFoldDeal(int k, std::string what) : parts_(static_cast<size_t>(k)), what_(std::move(what)) {
+    for (int i = 0; i < k; ++i) {
+      folds_.emplace_back();
+      folds_.back().name = "fold " + std::to_string(i + 1) + "/" + std::to_string(k);
+    }
+  }
+  template <typename UnitsOf>
+  void Add(size_t n, UnitsOf units_of) {
+    for (size_t k = 0; k < n; ++k, ++next_) {
+      std::vector<uint32_t>& part = parts_[next_ % parts_.size()];
+      const std::vector<uint32_t>& us = units_of(k);
+      part.insert(part.end(), us.begin(), us.end());
+    }
+  }
+  Result<std::vector<Fold>> Finish() {
+    const size_t k = parts_.size();
+    if (next_ < k) {
+      return Status::Error(std::to_string(k) + "-fold cross-validation needs at least " +
+                           std::to_string(k) + " " + what_ + "s; the dataset has " +
+                           std::to_string(next_));
+    }
+    for (size_t i = 0; i < k; ++i) {
+      Fold& f = folds_[i];
+      for (size_t j = 0; j < k; ++j) {
+        std::vector<uint32_t>& to = j == i ? f.test : j == (i + 1) % k ? f.validation : f.train;
+        to.insert(to.end(), parts_[j].begin(), parts_[j].end());
+      }
+      for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
+    }
+    return std::move(folds_);
+  }
+
+ private:
+  std::vector<std::vector<uint32_t>> parts_;
+  std::string what_;
+  std::vector<Fold> folds_;
+  size_t next_ = 0;
+};
+
 }  // namespace
 
-Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t seed) {
+Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t seed, int k_folds) {
+  if (k_folds != 1 && (k_folds < 3 || k_folds > kMaxFolds)) {
+    return Status::Error("--folds takes 1 (one 80/10/10 cut) or 3 to " + std::to_string(kMaxFolds) +
+                         ", got " + std::to_string(k_folds));
+  }
+  if (k_folds != 1 && kind != SplitKind::kIncident && kind != SplitKind::kRequest) {
+    return Status::Error(std::string("the ") + SplitName(kind) +
+                         " split holds each group out in turn already; --folds applies to the "
+                         "incident and request splits");
+  }
   std::vector<Fold> folds;
   if (kind == SplitKind::kIncident) {
     auto grouped = GroupIncidents(ds);
@@ -286,14 +339,22 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
     Fold f;
     f.name = "test";
     std::mt19937_64 rng(seed);
+    KFoldDeal kfold(k_folds, "incident");
     for (auto& stratum : strata) {
       std::vector<uint32_t>& members = stratum.second;
       Shuffle(members, rng);  // members are in incident order: input order does not matter
+      if (k_folds > 1) {
+        kfold.Add(members.size(), [&](size_t k) -> const std::vector<uint32_t>& {
+          return g.incidents[members[k]].units;
+        });
+        continue;
+      }
       Deal(
           members.size(),
           [&](size_t k) -> const std::vector<uint32_t>& { return g.incidents[members[k]].units; },
           &f);
     }
+    if (k_folds > 1) return kfold.Finish();
     for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
     if (f.test.empty())
       return Status::Error("the incident split leaves no test incidents (too few steps)");
@@ -305,6 +366,7 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
     Fold f;
     f.name = "test";
     std::mt19937_64 rng(seed);
+    KFoldDeal kfold(k_folds, "request");
     for (uint32_t s = 0; s < ds.settings.size(); ++s) {
       std::vector<uint32_t> units;
       for (uint32_t i = 0; i < ds.units.size(); ++i) {
@@ -313,10 +375,16 @@ Result<std::vector<Fold>> MakeFolds(const Dataset& ds, SplitKind kind, uint64_t 
       RequestGroups g = GroupByRequest(ds, units);
       std::sort(g.keys.begin(), g.keys.end());  // input order must not matter
       Shuffle(g.keys, rng);
+      if (k_folds > 1) {
+        kfold.Add(g.keys.size(),
+                  [&](size_t k) -> const std::vector<uint32_t>& { return g.units[g.keys[k]]; });
+        continue;
+      }
       Deal(
           g.keys.size(),
           [&](size_t k) -> const std::vector<uint32_t>& { return g.units[g.keys[k]]; }, &f);
     }
+    if (k_folds > 1) return kfold.Finish();
     for (auto* v : {&f.train, &f.validation, &f.test}) std::sort(v->begin(), v->end());
     if (f.test.empty())
       return Status::Error("the request split leaves no test requests (too few requests)");

@@ -379,6 +379,42 @@ TEST_F(DatasetCliTest, PresetDirectoryInParallelAndIndexMerge) {
   EXPECT_NE(failed.err.find("no-such-range"), std::string::npos) << failed.err;
 }
 
+// Two runs of one setting with different seeds (seeds of a preset, merged so that the test
+// parts grow) are kept apart as NAME.seedN, both; the same run given twice is refused.
+TEST_F(DatasetCliTest, RunsOfOneSettingWithDifferentSeedsAreKeptApart) {
+  const std::string raw = tmp_ + "/raw";
+  Outcome run = Teller("run --out '" + raw + "' -- '" + DemoBinary() + "' 4 1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const DemoFacts facts = ReadDemo(raw);
+  for (uint64_t seed : {3, 11}) {
+    const std::string dir = tmp_ + "/seed" + std::to_string(seed) + "/sglang";
+    ASSERT_EQ(
+        std::system(("mkdir -p '" + dir + "' && cp -r '" + raw + "/.' '" + dir + "'").c_str()), 0);
+    format::GroundTruth truth = DemoTruth(facts, "sglang", 1);
+    truth.seed = seed;
+    ASSERT_TRUE(format::WriteGroundTruth(truth, dir + "/ground_truth.json").ok());
+  }
+  const std::string ds = tmp_ + "/ds";
+  Outcome build =
+      Teller("dataset build '" + tmp_ + "/seed11' '" + tmp_ + "/seed3' --out '" + ds + "' -q");
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  Outcome stats = Teller("dataset stats --json '" + ds + "'");
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  auto st = Json(stats.out, "stats");
+  auto settings = st["settings"].get_array();
+  ASSERT_EQ(settings.size(), 2u) << stats.out;
+  EXPECT_EQ(std::string_view(settings.at(0)["name"]), "sglang.seed11");
+  EXPECT_EQ(std::string_view(settings.at(1)["name"]), "sglang.seed3");
+  EXPECT_EQ(uint64_t(settings.at(0)["requests"]), facts.requests.size());
+  EXPECT_EQ(uint64_t(settings.at(1)["requests"]), facts.requests.size());
+
+  Outcome twice = Teller("dataset build '" + tmp_ + "/seed3' '" + tmp_ + "/seed3/sglang' --out '" +
+                         tmp_ + "/ds2' -q");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("two inputs are setting \"sglang\" with seed 3"), std::string::npos)
+      << twice.err;
+}
+
 // A small simulation with faults, built and summarised: labels agree with the ground
 // truth, every locator resolves to a node of its step, Table 1 adds up.
 // One rank's raw trace deleted or cut to a tenth: the build fails (exit 1) naming the

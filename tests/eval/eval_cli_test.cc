@@ -374,6 +374,43 @@ TEST_F(EvalCliTest, IncidentSplitSharesNoRecordAndRequestSplitWarns) {
   EXPECT_NE(o.out.find("WARNING: this split leaks"), std::string::npos);
 }
 
+// --folds K: every test unit once over the K folds, so the recall per mechanism (summed
+// over folds) counts every abnormal unit of the dataset, per view; K rows per method and
+// view in per_fold.csv.
+TEST_F(EvalCliTest, KFoldIncidentSplitTestsEveryAbnormalUnit) {
+  auto loaded = eval::LoadDataset(tmp_ + "/ds", eval::LoadOptions{false, false});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  uint64_t abnormal[2] = {0, 0};
+  for (const auto& u : loaded->units) {
+    for (int v = 0; v < 2; ++v) abnormal[v] += u.views[v].is_anomaly;
+  }
+  ASSERT_GT(abnormal[0] + abnormal[1], 0u);
+  const std::string report = tmp_ + "/kfold-report";
+  const Outcome o = Run("eval --data " + Ds() + " --method teller-numeric,label-copy --folds 3 " +
+                        "--split incident -q --report '" + report + "'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("mean over 3 folds (every incident tested once)"), std::string::npos)
+      << o.out;
+  uint64_t positives[2] = {0, 0};
+  for (const std::string& line : Lines(ReadText(report + "/mechanism_recall.csv"))) {
+    const std::vector<std::string> f = Split(line, ',');
+    if (f.size() < 6 || f[1] != "Teller (numeric)" || f[2] == "healthy" || f[0] != "incident")
+      continue;
+    positives[f[4] == "vertical" ? 0 : 1] += std::stoull(f[5]);
+  }
+  EXPECT_EQ(positives[0], abnormal[0]);
+  EXPECT_EQ(positives[1], abnormal[1]);
+  size_t fold_rows = 0;
+  for (const std::string& line : Lines(ReadText(report + "/per_fold.csv")))
+    fold_rows +=
+        line.find(",fold ") != std::string::npos && line.find("Label copy") != std::string::npos;
+  EXPECT_EQ(fold_rows, 3u * 2u) << ReadText(report + "/per_fold.csv");  // 3 folds x 2 views
+  const Outcome two = Run("eval --data " + Ds() + " --method teller-numeric --folds 2");
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("--folds expects 1 or a whole number in [3, 100]"), std::string::npos)
+      << two.err;
+}
+
 // The numeric method's node ids are the dataset builder's local ids: the nodes they name
 // in steps.jsonl are the evidence operators `teller diagnose --json` reports for the same
 // (request, seq, view), in the same order.

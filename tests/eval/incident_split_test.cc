@@ -204,6 +204,104 @@ TEST(IncidentTest, SplitKeepsRecordsWindowsAndBlocksInOnePart) {
   EXPECT_EQ(CountSharedRecords(ds, f).records, 0u);
 }
 
+// K-fold cross-validation of the incident split: every unit tested exactly once over the
+// K folds; in each fold no incident or record in two parts; fold i validates on the part
+// fold i+1 tests; every fault category spread over the folds (its 10 windows in 10
+// different folds, as the deal goes round-robin).
+TEST(IncidentTest, KFoldTestsEveryIncidentOnceAndKeepsEachWhole) {
+  const Dataset ds = Generated();
+  auto g = GroupIncidents(ds);
+  ASSERT_TRUE(g.ok());
+  constexpr int kK = 10;
+  auto folds = MakeFolds(ds, SplitKind::kIncident, 7, kK);
+  ASSERT_TRUE(folds.ok()) << folds.status().message();
+  ASSERT_EQ(folds->size(), static_cast<size_t>(kK));
+  std::vector<int> tested(ds.units.size(), 0);
+  std::map<std::string, std::set<size_t>> folds_testing_category;
+  for (size_t i = 0; i < folds->size(); ++i) {
+    const Fold& f = (*folds)[i];
+    EXPECT_EQ(f.name, "fold " + std::to_string(i + 1) + "/10");
+    EXPECT_EQ(f.train.size() + f.validation.size() + f.test.size(), ds.units.size());
+    EXPECT_EQ(f.validation, (*folds)[(i + 1) % kK].test);
+    EXPECT_FALSE(f.test.empty());
+    std::map<uint32_t, std::set<int>> parts_of_incident;
+    std::map<std::pair<uint32_t, uint32_t>, std::set<int>> parts_of_record;
+    int part = 0;
+    for (const std::vector<uint32_t>* units : {&f.train, &f.validation, &f.test}) {
+      for (uint32_t u : *units) {
+        parts_of_incident[g->of_unit[u]].insert(part);
+        parts_of_record[{ds.units[u].setting, ds.units[u].record}].insert(part);
+      }
+      ++part;
+    }
+    for (const auto& [k, parts] : parts_of_incident) EXPECT_EQ(parts.size(), 1u) << k;
+    for (const auto& [k, parts] : parts_of_record) EXPECT_EQ(parts.size(), 1u);
+    for (uint32_t u : f.test) {
+      ++tested[u];
+      const Incident& inc = g->incidents[g->of_unit[u]];
+      if (inc.fault) folds_testing_category[inc.category].insert(i);
+    }
+  }
+  for (size_t u = 0; u < tested.size(); ++u) EXPECT_EQ(tested[u], 1) << "unit " << u;
+  EXPECT_EQ(folds_testing_category["communication"].size(), 10u);
+  EXPECT_EQ(folds_testing_category["cuda_kernel"].size(), 10u);
+  // The same seed deals the same folds.
+  auto again = MakeFolds(ds, SplitKind::kIncident, 7, kK);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[3].test, (*folds)[3].test);
+}
+
+TEST(IncidentTest, KFoldOfTheRequestSplitTestsEveryRequestOnce) {
+  const Dataset ds = Generated();
+  auto folds = MakeFolds(ds, SplitKind::kRequest, 3, 5);
+  ASSERT_TRUE(folds.ok()) << folds.status().message();
+  ASSERT_EQ(folds->size(), 5u);
+  std::map<std::pair<uint32_t, std::string>, std::set<size_t>> folds_of_request;
+  size_t tested = 0;
+  for (size_t i = 0; i < folds->size(); ++i) {
+    for (uint32_t u : (*folds)[i].test) {
+      folds_of_request[{ds.units[u].setting, ds.units[u].request}].insert(i);
+      ++tested;
+    }
+  }
+  EXPECT_EQ(tested, ds.units.size());
+  EXPECT_EQ(folds_of_request.size(), 120u);  // 60 requests in each of the two settings
+  for (const auto& [key, in] : folds_of_request) EXPECT_EQ(in.size(), 1u) << key.second;
+}
+
+TEST(IncidentTest, KFoldRefusesWhatItCannotDeal) {
+  const Dataset ds = Generated();
+  auto two = MakeFolds(ds, SplitKind::kIncident, 1, 2);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("3 to 100"), std::string::npos) << two.status().message();
+  auto engine = MakeFolds(ds, SplitKind::kEngine, 1, 5);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("incident and request"), std::string::npos);
+  // One setting, one fault window of 6 steps and its healthy neighbours: 3 incidents, too
+  // few for 5 folds.
+  Dataset small;
+  std::vector<StepSpec> steps;
+  for (uint64_t k = 0; k < 12; ++k) {
+    StepSpec spec{k,  static_cast<int64_t>(k) * 1000, static_cast<int64_t>(k) * 1000 + 900,
+                  -1, {"q" + std::to_string(k)},      {}};
+    if (k >= 3 && k < 9) {
+      spec.fault = 0;
+      spec.affected = spec.requests;
+    }
+    steps.push_back(spec);
+  }
+  AddSetting(&small, "s", steps);
+  auto g = GroupIncidents(small);
+  ASSERT_TRUE(g.ok());
+  ASSERT_LT(g->incidents.size(), 5u);
+  auto few = MakeFolds(small, SplitKind::kIncident, 1, 5);
+  ASSERT_FALSE(few.ok());
+  EXPECT_NE(few.status().message().find("needs at least 5 incidents; the dataset has " +
+                                        std::to_string(g->incidents.size())),
+            std::string::npos)
+      << few.status().message();
+}
+
 // Two requests sharing every record: the request split puts one in test and one in
 // train, and every test unit sits on a record trained on.
 TEST(IncidentTest, SharedRecordsOfTheRequestSplitAreCounted) {
