@@ -78,9 +78,11 @@ def main():
             total[mode][2] += nsteps
             total[mode][3] += bad
             total[mode][4] += persistent
+            top = d.get("top_operators", [])
+            top_s = f"  top {top[0].get('suspicion', 0):7.1f} {top[0].get('name', '')[:40]}" if top else ""
             if a.verbose or abnormal or persistent:
                 print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  persistent {persistent}  "
-                      f"evidence<=1.0x {bad:3d}  {dt:.2f}s")
+                      f"evidence<=1.0x {bad:3d}  {dt:.2f}s{top_s if a.verbose else ''}")
     for mode, (files, ab, n, bad, persistent) in total.items():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0

@@ -535,6 +535,21 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     sd.step_nodes = sl.step_nodes;
     std::string why;
     sd.fault_type = FaultCategoryName(FaultType(trace, r, all, &why));
+    // A late rank that no slower work of its own explains, holding the others up longer
+    // than any root evidence of the step: the host did not run it (a stalled worker, a
+    // paused process), whatever else was a little slow.
+    const localize::Straggler* idle = nullptr;
+    for (const localize::Straggler* s : stragglers_of[g]) {
+      if (s->unexplained && (idle == nullptr || s->gap_ns > idle->gap_ns)) idle = s;
+    }
+    int64_t top_root = 0;
+    for (const Evidence& e : all) top_root = std::max(top_root, e.excess_ns);
+    if (idle != nullptr && idle->gap_ns > top_root) {
+      sd.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
+      why = "rank " + std::to_string(trace.processes[idle->process].rank) +
+            " reached the collective late with no slower work of its own: its host did not run "
+            "it (a stalled worker, a paused or descheduled process)";
+    }
     std::ostringstream x;
     x << "Step " << StepLabel(sd);
     if (!sd.kind.empty() && sd.kind != "whole trace") x << " (" << sd.kind << ")";
@@ -543,30 +558,43 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       << Fixed(sd.spread_ns > 0 ? double(sd.excess_ns) / sd.spread_ns : 0, 1)
       << " times its healthy spread (" << Duration(sd.spread_ns) << " of "
       << Duration(sd.duration_ns) << ")";
+    // The late rank first when its idling is the step's root; else the slowest work first.
+    std::ostringstream late_text, work_text;
+    for (const localize::Straggler* s : stragglers_of[g]) {
+      if (idle != nullptr) s = idle;
+      late_text << ". Rank " << trace.processes[s->process].rank << " was late by "
+                << Duration(s->late_ns) << " to "
+                << ShortName(trace.strings.Get(trace.events.name[n.event[s->node]])) << ": "
+                << s->waiting << " ranks waited for it";
+      if (s->unexplained) {
+        late_text << "; no slower work of its own explains it";
+        if (2 * s->late_start_ns >= s->gap_ns) {
+          late_text << ": it began the step " << Duration(s->late_start_ns)
+                    << " after the other ranks";
+        }
+      }
+      break;
+    }
     if (!sd.evidence.empty()) {
       const Evidence& top = sd.evidence.front();
-      x << ". " << ShortName(top.name) << " on rank " << top.rank << " took "
-        << Duration(top.time_ns) << " against " << Duration(top.expected_ns) << " for its "
-        << top.peers << " peers (" << localize::PeerSourceName(top.source) << ", "
-        << Fixed(top.ratio, 2) << "x)";
+      work_text << ". " << ShortName(top.name) << " on rank " << top.rank << " took "
+                << Duration(top.time_ns) << " against " << Duration(top.expected_ns) << " for its "
+                << top.peers << " peers (" << localize::PeerSourceName(top.source) << ", "
+                << Fixed(top.ratio, 2) << "x)";
       std::set<std::string> others;
       for (size_t i = 1; i < sd.evidence.size(); ++i) others.insert(ShortName(sd.evidence[i].name));
       others.erase(ShortName(top.name));
       if (!others.empty()) {
-        x << "; also ";
+        work_text << "; also ";
         size_t k = 0;
         for (const std::string& o : others) {
           if (k++ == 3) break;
-          x << (k > 1 ? ", " : "") << o;
+          work_text << (k > 1 ? ", " : "") << o;
         }
       }
     }
-    for (const localize::Straggler* s : stragglers_of[g]) {
-      x << ". Rank " << trace.processes[s->process].rank << " was late by " << Duration(s->late_ns)
-        << " to " << ShortName(trace.strings.Get(trace.events.name[n.event[s->node]])) << ": "
-        << s->waiting << " ranks waited for it";
-      break;
-    }
+    const bool idle_first = idle != nullptr && idle->gap_ns > top_root;
+    x << (idle_first ? late_text.str() + work_text.str() : work_text.str() + late_text.str());
     x << ". Likely " << sd.fault_type << ": " << why << ".";
     if (!sd.requests.empty()) {
       x << " Requests: " << sd.requests.front();

@@ -1615,10 +1615,11 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     }
     if (in.wait_ns > 0 && in.waited_for_process >= 0) out.waits[g].push_back(k);
   }
-  std::vector<int64_t> unit_excess(out.units.size(), 0);
+  std::vector<int64_t> unit_excess(out.units.size(), 0), unit_total_excess(out.units.size(), 0);
   for (const auto& [key, x] : family_excess) {
     int64_t& e = unit_excess[static_cast<uint32_t>(key >> 32)];
     e = std::max(e, x);
+    unit_total_excess[static_cast<uint32_t>(key >> 32)] += x;
   }
   // Healthy step durations per kind: the baseline's when given, else this trace's.
   std::unordered_map<std::string, Spread> step_spread;
@@ -1712,6 +1713,31 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     const double tail = 0.5 * std::exp(-std::max(0.0, gap - top) / mean);
     s.suspicion =
         -std::log10((static_cast<double>(at_least) + tail) / static_cast<double>(others + 1));
+    // A late rank whose own work in the step does not account for its lateness started
+    // late or idled: what the others waited for it is the step's root excess (else its
+    // slow work is, and scores the step already). Judged against the step's healthy spread
+    // like any excess.
+    const auto at = unit_of_node.find(s.node);
+    if (at != unit_of_node.end() && 2 * unit_total_excess[at->second] < s.gap_ns) {
+      s.unexplained = true;
+      const Unit& late = out.units[at->second];
+      std::vector<double> starts;
+      for (uint32_t u : out.group_units[s.group]) {
+        if (u != at->second && out.units[u].process != late.process)
+          starts.push_back(static_cast<double>(out.units[u].start_ns));
+      }
+      if (!starts.empty()) {
+        s.late_start_ns =
+            std::max<int64_t>(0, late.start_ns - static_cast<int64_t>(RobustSpread(starts).median));
+      }
+      int64_t& excess = out.group_excess_ns[s.group];
+      if (s.gap_ns > excess) {
+        excess = s.gap_ns;
+        const double spread = static_cast<double>(out.group_spread_ns[s.group]);
+        const double x = spread > 0 ? static_cast<double>(excess) / spread : 0;
+        out.group_score[s.group] = static_cast<float>(x / (x + o.step_scale));
+      }
+    }
     out.stragglers.push_back(s);
   }
   std::sort(out.stragglers.begin(), out.stragglers.end(),

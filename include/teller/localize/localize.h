@@ -154,6 +154,11 @@ struct Straggler {
   double suspicion = 0;
   uint32_t node = 0;     // the late rank's collective kernel
   uint32_t waiting = 0;  // ranks that waited
+  // No slower work of its own explains the lateness (its root evidence in the step adds up
+  // to less than half the gap): the rank started late (a stalled worker, a paused process)
+  // or idled. The gap is then the step's root excess itself.
+  bool unexplained = false;
+  int64_t late_start_ns = 0;  // its step's start after the median start of the other ranks'
 };
 
 struct Result {
