@@ -315,6 +315,53 @@ TEST(Diagnose, StragglerRankIsNamedWithItsDelayedWork) {
   EXPECT_GT(for_rank4 * 2, waits) << for_rank4 << " of " << waits;
 }
 
+TEST(Diagnose, AStalledWorkerIsTheLateRankOfItsSteps) {
+  // A worker that picks its step up ~45 ms late (worker_stall: the stall is before its step
+  // marker, so no work of its own in the step is slower): the others wait for it in their
+  // first collective. The wait is the step's root excess; the step is scheduling_software
+  // and names the late rank and how late it began.
+  sim::SimConfig c = Config(5);
+  sim::FaultSpec f;
+  std::string error;
+  ASSERT_TRUE(
+      sim::ParseFaultSpec("worker_stall:rank=2,magnitude=1,onset=0.5s,duration=1s", &f, &error));
+  c.faults = {f};
+  Loaded l;
+  Simulate(c, &l);
+  const auto d = diagnose::Diagnose(l.trace, l.rec, {});
+  const Score sc = Compare(d, l.truth);
+  ASSERT_GT(sc.tp + sc.fn, 5u);
+  // The steps the stall hit (the simulator's labels: about 60% of the window's steps).
+  EXPECT_GE(static_cast<double>(sc.tp) / (sc.tp + sc.fn), 0.8) << sc.tp << " of " << sc.tp + sc.fn;
+  std::set<uint64_t> stalled;
+  for (const format::StepTruth& t : l.truth.steps) {
+    if (t.fault >= 0) stalled.insert(t.seq);
+  }
+  size_t named = 0;
+  for (const auto& s : d.steps) {
+    // Steps whose root is a late rank's idling (its wait above any other root evidence).
+    if (!s.abnormal ||
+        s.explanation.find("reached the collective late with no slower work of its own") ==
+            std::string::npos)
+      continue;
+    // Every step explained by a late start is one the stall hit, on rank 2.
+    ++named;
+    EXPECT_TRUE(stalled.count(s.seq)) << s.explanation;
+    EXPECT_EQ(s.fault_type, "scheduling_software") << s.explanation;
+    EXPECT_TRUE(s.horizontal);
+    const size_t late = s.explanation.find("Rank 2 was late");
+    ASSERT_NE(late, std::string::npos) << s.explanation;
+    EXPECT_NE(s.explanation.find("no slower work of its own explains it: it began the step"),
+              std::string::npos)
+        << s.explanation;
+    // Its idling leads: the late rank comes before any other evidence.
+    if (!s.evidence.empty()) {
+      EXPECT_LT(late, s.explanation.find(" took ", s.explanation.find("spread"))) << s.explanation;
+    }
+  }
+  EXPECT_GE(named * 10, stalled.size() * 8) << named << " of " << stalled.size();
+}
+
 TEST(Diagnose, JsonReportHasTheDocumentedShape) {
   sim::SimConfig c = Config(4);
   c.requests = 12;
