@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -29,6 +30,7 @@ namespace teller::ingest {
 namespace {
 
 std::atomic<size_t> g_peak_files{0};
+std::atomic<int> g_append_delay_ms{0};
 
 void NotePeak(size_t held) {
   size_t peak = g_peak_files.load();
@@ -61,6 +63,8 @@ size_t FilesInFlight(size_t files) {
 }
 
 size_t TakeFolderPeakFilesForTesting() { return g_peak_files.exchange(0); }
+
+void SetFolderAppendDelayForTesting(int ms) { g_append_delay_ms = ms; }
 
 void AppendTrace(const Trace& part, Trace& into) {
   std::vector<StringId> id(part.strings.size());
@@ -183,6 +187,9 @@ Status ImportKinetoFiles(const std::string& folder, const std::vector<std::strin
         cv.notify_all();
         break;
       }
+    }
+    if (const int ms = g_append_delay_ms.load(); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
     AppendTrace(*part, trace);
     part.reset();

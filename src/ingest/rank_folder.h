@@ -38,6 +38,9 @@ void AppendTrace(const Trace& part, Trace& into);
 
 // The most per-file traces held at once by ImportKinetoFiles since the last call (tests).
 size_t TakeFolderPeakFilesForTesting();
+// Makes ImportKinetoFiles wait `ms` milliseconds before appending each file, so that the
+// workers are always ahead of it (tests of the bound); 0 restores the default.
+void SetFolderAppendDelayForTesting(int ms);
 
 }  // namespace teller::ingest
 

@@ -208,6 +208,24 @@ TEST(RankFolderTest, FilesHeldAtOnceAreBounded) {
   }
 }
 
+TEST(RankFolderTest, WorkersAheadOfTheAppendsStopAtTheBound) {
+  // The appends are slowed down, so that the workers always have a file to start: they
+  // fill the bound, and go no further (without it they would read all 24 files ahead).
+  TempDir dir;
+  const std::vector<std::string> paths = WriteRanks(dir, 24);
+  Trace each;
+  ImportEach(paths, each);
+  SetFolderAppendDelayForTesting(5);
+  for (size_t in_flight : {2, 3}) {
+    TakeFolderPeakFilesForTesting();
+    Trace t;
+    ASSERT_TRUE(ImportKinetoFiles(dir.path(), paths, t, in_flight).ok());
+    EXPECT_EQ(TakeFolderPeakFilesForTesting(), in_flight);
+    ExpectSameTrace(each, t);
+  }
+  SetFolderAppendDelayForTesting(0);
+}
+
 TEST(RankFolderTest, FilesInFlightFollowsTheEnvironment) {
   unsetenv("TELLER_IMPORT_FILES");
   const size_t by_default = FilesInFlight(100);
