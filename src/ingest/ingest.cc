@@ -14,9 +14,9 @@
 
 #include "src/ingest/kineto_importer.h"
 #include "src/ingest/log_importer.h"
+#include "src/ingest/rank_folder.h"
 #include "src/ingest/teller_raw_importer.h"
 #include "teller/core/file_util.h"
-#include "teller/core/progress.h"
 
 namespace teller::ingest {
 namespace {
@@ -296,16 +296,14 @@ Status ImportPath(const std::string& path, Trace& trace) {
       return ImportLogFile(path, LogOptions{}, trace);
     case InputFormat::kKineto:
       if (IsDirectory(path)) {
+        // The rank files in name order, a few at a time (rank_folder.h).
         std::vector<std::string> files;
         for (const auto& name : ListDir(path)) {
-          if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) files.push_back(name);
+          if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
+            files.push_back(path + "/" + name);
+          }
         }
-        ProgressTask progress("importing " + path, files.size(), ProgressUnit::kItems, "files");
-        for (const std::string& name : files) {
-          TELLER_RETURN_IF_ERROR(ImportKineto(path + "/" + name, trace));
-          progress.Advance();
-        }
-        return Status::Ok();
+        return ImportKinetoFiles(path, files, trace);
       }
       return ImportKineto(path, trace);
     case InputFormat::kUnknown:
