@@ -17,6 +17,9 @@ Loads:
                                 (tests/collect/recorder_workload threads 1000 10)
   startup                       one range, injection loaded straight into the program
                                 (no launcher): the fixed cost of starting to record
+  launch                        /bin/true under `teller run` against /bin/true alone: the
+                                launcher's own fixed cost (trace directory, manifest,
+                                output capture, its own exec and loading)
 
 Usage: bench/collect/collector_overhead.py [--build build] [--before OTHER_BUILD]
                                             [--runs 11] [--loads rate-10k,...]
@@ -38,6 +41,7 @@ LOADS = {
     "rate-1m": ("heavy", ["3000", "0.6"], 1.0),
     "threads-1000": ("threads", ["threads", "1000", "10"], 1.0),
     "startup": ("startup", ["deep", "1"], 1.0),
+    "launch": ("launch", ["/bin/true"], 1.0),
 }
 
 
@@ -67,7 +71,12 @@ def main():
     try:
         for load in args.loads.split(","):
             kind, load_args, _ = LOADS[load]
-            prog = [heavy] + load_args if kind == "heavy" else [workload] + load_args
+            if kind == "heavy":
+                prog = [heavy] + load_args
+            elif kind == "launch":
+                prog = list(load_args)
+            else:
+                prog = [workload] + load_args
             base_env = dict(os.environ)
             for k in ("TELLER_TRACE_DIR", "NVTX_INJECTION64_PATH"):
                 base_env.pop(k, None)
@@ -82,7 +91,7 @@ def main():
                 ranges = int(rate_line.split()[1])
             elif kind == "threads":
                 ranges = 1000 * 10
-            else:
+            elif kind == "startup":
                 ranges = 1
             walls = {"plain": []}
             rss = {"plain": []}

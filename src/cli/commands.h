@@ -1,10 +1,12 @@
-// The subcommands of the `teller` executable, one file each.
+// The analysis subcommands, one file each, built into teller-analyze (the `teller` front
+// execs it for every command but run and dump: src/cli/main.cc).
 #ifndef TELLER_CLI_COMMANDS_H_
 #define TELLER_CLI_COMMANDS_H_
 
 #include <string>
 #include <vector>
 
+#include "src/cli/collect_commands.h"
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
 #include "teller/diagnose/diagnose.h"
@@ -14,8 +16,6 @@
 namespace teller::cli {
 
 // Each takes the arguments after the subcommand name and returns the process exit code.
-int RunCommand(const std::vector<std::string>& args, const std::string& exe_dir);
-int DumpCommand(const std::vector<std::string>& args);
 int InspectCommand(const std::vector<std::string>& args);
 int DatasetCommand(const std::vector<std::string>& args);
 int SimulateCommand(const std::vector<std::string>& args);

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "src/cli/commands.h"
+#include "src/cli/collect_commands.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/format/raw_reader.h"

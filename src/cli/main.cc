@@ -1,16 +1,26 @@
-// teller: root-cause analysis of LLM inference. One executable, one file per subcommand.
+// teller: root-cause analysis of LLM inference. This is the small front that users start.
+// It runs and dumps collections itself and execs teller-analyze, from its own folder and
+// with the same arguments, for the analysis commands.
+//
+// Why two binaries: `teller run` is a fixed cost in front of every traced program. When
+// one executable held every command, starting it loaded the libraries of every stage
+// (xgboost, OpenBLAS, which starts its thread pool, libtorch, simdjson...) and ran their
+// static initialisers before `run` could start the program: about 90 ms of wall and
+// 40 ms of CPU on the development VM. This binary links only the launcher, the raw format
+// and core (libc and libstdc++ besides), and has no static initialisers of its own
+// (bench/README.md, "Start-up of teller run"). An analysis command pays one more exec,
+// about a millisecond.
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "src/cli/commands.h"
-#include "teller/core/progress.h"
+#include "src/cli/collect_commands.h"
 
 #ifndef TELLER_VERSION
 #define TELLER_VERSION "0.0.0"
@@ -60,33 +70,10 @@ constexpr const char* kUsage =
     "  help               this text;  version  the version\n"
     "Run 'teller <command> --help' for the options of a command.\n";
 
-// Opt-in (TELLER_HUGEPAGES=1): the analysis commands re-execute themselves once with
-// GLIBC_TUNABLES=glibc.malloc.hugetlb=1, so that malloc's large chunks get transparent huge
-// pages (glibc reads the tunable only at process start). It used to be the default, but the
-// kernel zeroes (and, with THP defrag=madvise, compacts memory for) every 2 MiB page on its
-// first touch: on a busy machine `teller inspect` of 16 copies of df_index_resolver took
-// 8.9 s with it against 1.6 s without, and on an idle one it gained nothing (docs/ingest-
-// kineto.md, "Huge pages"). The Kineto importer's input buffer keeps its own madvise hint.
-// `teller run` never re-executes, so the traced program's environment is untouched;
-// TELLER_NO_HUGEPAGES=1 wins over TELLER_HUGEPAGES.
-void ReexecWithHugePages(char** argv) {
-  const char* opt_in = std::getenv("TELLER_HUGEPAGES");
-  if (opt_in == nullptr || std::strcmp(opt_in, "1") != 0) return;
-  if (std::getenv("TELLER_NO_HUGEPAGES") != nullptr) return;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  const std::string current = tunables != nullptr ? tunables : "";
-  if (current.find("glibc.malloc.hugetlb") != std::string::npos) return;  // set, or re-executed
-  const std::string wanted =
-      current.empty() ? "glibc.malloc.hugetlb=1" : current + ":glibc.malloc.hugetlb=1";
-  setenv("GLIBC_TUNABLES", wanted.c_str(), 1);
-  execv("/proc/self/exe", argv);
-  // exec failed (no /proc?): carry on without huge pages.
-  if (tunables != nullptr) {
-    setenv("GLIBC_TUNABLES", tunables, 1);
-  } else {
-    unsetenv("GLIBC_TUNABLES");
-  }
-}
+// The commands that live in teller-analyze.
+constexpr std::string_view kAnalysisCommands[] = {"inspect", "dataset",  "simulate", "inject",
+                                                  "tpe",     "diagnose", "eval",     "train",
+                                                  "export",  "logs"};
 
 std::string ExeDir() {
   char buf[PATH_MAX + 1] = {};
@@ -97,6 +84,16 @@ std::string ExeDir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// Replaces this process with teller-analyze; returns only when that fails.
+int ExecAnalysis(char** argv) {
+  const std::string analyze = ExeDir() + "/teller-analyze";
+  execv(analyze.c_str(), argv);
+  const int e = errno;
+  std::fprintf(stderr, "teller: cannot execute %s (it holds the command '%s'): %s\n",
+               analyze.c_str(), argv[1], std::strerror(e));
+  return e == ENOENT ? 127 : 126;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,31 +101,16 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  const std::string command = argv[1];
-  if (command == "inspect" || command == "dataset" || command == "simulate" ||
-      command == "inject" || command == "tpe" || command == "diagnose" || command == "eval" ||
-      command == "export") {
-    ReexecWithHugePages(argv);
+  const std::string_view command = argv[1];
+  if (command == "run") {
+    return teller::cli::RunCommand(std::vector<std::string>(argv + 2, argv + argc), ExeDir());
   }
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  // The commands that analyse one trace show their long work (import, reconstruction,
-  // scoring) on a terminal's stderr; the others print progress lines of their own.
-  std::optional<teller::ScopedTerminalProgress> progress;
-  if (command == "inspect" || command == "diagnose" || command == "export" || command == "inject") {
-    progress.emplace();
+  if (command == "dump") {
+    return teller::cli::DumpCommand(std::vector<std::string>(argv + 2, argv + argc));
   }
-  if (command == "run") return teller::cli::RunCommand(args, ExeDir());
-  if (command == "dump") return teller::cli::DumpCommand(args);
-  if (command == "inspect") return teller::cli::InspectCommand(args);
-  if (command == "dataset") return teller::cli::DatasetCommand(args);
-  if (command == "simulate") return teller::cli::SimulateCommand(args);
-  if (command == "inject") return teller::cli::InjectCommand(args);
-  if (command == "tpe") return teller::cli::TpeCommand(args);
-  if (command == "diagnose") return teller::cli::DiagnoseCommand(args);
-  if (command == "eval") return teller::cli::EvalCommand(args);
-  if (command == "train") return teller::cli::ModelTrainCommand(args);
-  if (command == "export") return teller::cli::TraceExportCommand(args);
-  if (command == "logs") return teller::cli::LogsCommand(args);
+  for (std::string_view analysis : kAnalysisCommands) {
+    if (command == analysis) return ExecAnalysis(argv);
+  }
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
@@ -137,6 +119,6 @@ int main(int argc, char** argv) {
     std::printf("teller %s\n", TELLER_VERSION);
     return 0;
   }
-  std::fprintf(stderr, "teller: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  std::fprintf(stderr, "teller: unknown command '%s'\n\n%s", argv[1], kUsage);
   return 2;
 }

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "src/cli/commands.h"
+#include "src/cli/collect_commands.h"
 #include "teller/collect/launcher.h"
 
 namespace teller::cli {

@@ -30,7 +30,8 @@
 
 namespace teller::collect {
 
-thread_local ThreadBuffer* tls_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local constinit ThreadBuffer* tls_buffer __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 std::atomic<bool> g_recorder_enabled{false};
 std::atomic<uint32_t> g_generation{1};
 uint8_t g_timestamp_flags = 0;

@@ -258,6 +258,138 @@ TEST_F(RunE2eTest, SignalSentToTellerReachesTheCommand) {
   EXPECT_EQ(WEXITSTATUS(status), 128 + 15) << ReadFile(tmp_ + "/e");
 }
 
+// The manifest keeps its fields, in their order, and lists every file of the trace
+// directory with its size: what `teller run` wrote before the launcher became a binary of
+// its own (src/cli/main.cc).
+TEST_F(RunE2eTest, ManifestHasEveryFieldAndListsEveryFileWithItsSize) {
+  const std::string dir = tmp_ + "/manifest";
+  const Outcome o = Teller("run --out '" + dir + "' -- '" + std::string(WORKLOAD_EXE) + "'");
+  ASSERT_EQ(o.exit_code, kExitCode) << o.err;
+  EXPECT_NE(o.err.find("trace written to " + dir), std::string::npos) << o.err;
+  const std::string manifest = ReadFile(dir + "/manifest.json");
+  size_t at = 0;
+  for (const char* key : {"format",
+                          "format_version",
+                          "teller_version",
+                          "command",
+                          "cwd",
+                          "host",
+                          "clock",
+                          "start_realtime_ns",
+                          "start_monotonic_ns",
+                          "flush_ms",
+                          "python_hooks",
+                          "nvtx_injection",
+                          "cuda_injection",
+                          "finished",
+                          "pid",
+                          "end_realtime_ns",
+                          "end_monotonic_ns",
+                          "exit_code",
+                          "signal",
+                          "stdout_lines",
+                          "stderr_lines",
+                          "files"}) {
+    const size_t next = manifest.find("\"" + std::string(key) + "\":", at);
+    EXPECT_NE(next, std::string::npos) << key << " missing or out of order in " << manifest;
+    if (next != std::string::npos) at = next;
+  }
+  EXPECT_EQ(manifest.rfind("{\"format\":\"teller-run-manifest\",\"format_version\":1,", 0), 0u)
+      << manifest;
+  EXPECT_NE(manifest.find("\"command\":[\"" + std::string(WORKLOAD_EXE) + "\"]"), std::string::npos)
+      << manifest;
+  EXPECT_NE(manifest.find("libteller_inject.so\""), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"exit_code\":7,\"signal\":0"), std::string::npos) << manifest;
+  // Every raw trace and both logs, with the sizes they have on disk, and nothing else.
+  auto files = raw::ListRawFiles(dir);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  std::vector<std::string> listed = {"logs/stderr.log", "logs/stdout.log"};
+  for (const std::string& f : files.value()) listed.push_back(f.substr(dir.size() + 1));
+  for (const std::string& rel : listed) {
+    struct stat st;
+    ASSERT_EQ(stat((dir + "/" + rel).c_str(), &st), 0) << rel;
+    EXPECT_NE(manifest.find("{\"path\":\"" + rel + "\",\"kind\":\"" +
+                            (rel[0] == 'l' ? "log" : "raw_trace") +
+                            "\",\"bytes\":" + std::to_string(st.st_size) + "}"),
+              std::string::npos)
+        << rel << " in " << manifest;
+  }
+  size_t entries = 0;
+  for (size_t p = manifest.find("{\"path\":"); p != std::string::npos;
+       p = manifest.find("{\"path\":", p + 1)) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, listed.size()) << manifest;
+  EXPECT_EQ(files.value().size(), 3u);
+}
+
+TEST_F(RunE2eTest, RunWithoutACommandIsAClearErrorAndCreatesNothing) {
+  for (const std::string& args : {std::string("run"), std::string("run --out '") + tmp_ + "/x'",
+                                  std::string("run --out '") + tmp_ + "/x' --"}) {
+    const Outcome o = Teller(args);
+    EXPECT_EQ(o.exit_code, 2) << args;
+    EXPECT_NE(o.err.find("teller run: no command given"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("usage: teller run"), std::string::npos) << o.err;
+    struct stat st;
+    EXPECT_NE(stat((tmp_ + "/x").c_str(), &st), 0) << "no trace directory for " << args;
+  }
+}
+
+// `teller run` starts the program from a small binary: none of the analysis libraries
+// (whose loading and static initialisers cost about 90 ms before every traced program)
+// is mapped into the launcher while the program runs. The program reads the launcher's
+// (its parent's) memory map.
+TEST_F(RunE2eTest, TheLauncherLoadsNoAnalysisLibrary) {
+  const Outcome o = Teller("run --out '" + tmp_ + "/maps' -- sh -c 'cat /proc/$PPID/maps'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  ASSERT_NE(o.out.find("libc"), std::string::npos) << o.out;
+  for (const char* heavy : {"xgboost", "blas", "torch", "libc10", "gomp", "simdjson", "libz.",
+                            "deflate", "teller-analyze"}) {
+    EXPECT_EQ(o.out.find(heavy), std::string::npos) << heavy << " is mapped:\n" << o.out;
+  }
+}
+
+// The analysis commands are exec'd in teller-analyze beside `teller`; the user's commands
+// and their outcomes are those of one executable. Without teller-analyze, run and dump
+// still work and the others say what is missing.
+TEST_F(RunE2eTest, TheFrontHandsAnalysisCommandsOnAndRunsAlone) {
+  Outcome o = Teller("inspect --help");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("usage: teller inspect"), std::string::npos) << o.out;
+  o = Teller("no-such-command");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("teller: unknown command 'no-such-command'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("usage: teller <command>"), std::string::npos) << o.err;
+  o = Teller("");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("usage: teller <command>"), std::string::npos) << o.err;
+  o = Teller("help");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("run [--out DIR]"), std::string::npos) << o.out;
+  o = Teller("version");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out.rfind("teller ", 0), 0u) << o.out;
+
+  // A copy of the front alone in a folder.
+  const std::string alone = tmp_ + "/alone";
+  ASSERT_EQ(std::system(("mkdir -p '" + alone + "/bin' && cp '" + std::string(TELLER_EXE) + "' '" +
+                         alone + "/bin/teller'")
+                            .c_str()),
+            0);
+  o = Shell("", alone + "/bin/teller", "inspect '" + tmp_ + "'");
+  EXPECT_EQ(o.exit_code, 127);
+  EXPECT_NE(o.err.find("cannot execute " + alone + "/bin/teller-analyze"), std::string::npos)
+      << o.err;
+  o = Shell("", alone + "/bin/teller", "run --out '" + tmp_ + "/alone-trace' -- sh -c 'exit 3'");
+  EXPECT_EQ(o.exit_code, 3) << o.err;
+  EXPECT_NE(o.err.find("libteller_inject.so not found; collecting logs only"), std::string::npos)
+      << o.err;
+  EXPECT_NE(ReadFile(tmp_ + "/alone-trace/manifest.json").find("\"exit_code\":3"),
+            std::string::npos);
+  o = Shell("", alone + "/bin/teller", "dump '" + tmp_ + "/alone-trace'");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
 TEST_F(RunE2eTest, PartialLastLineAndCarriageReturnsAreLogged) {
   const std::string dir = tmp_ + "/lines";
   const Outcome o = Teller("run --out '" + dir + "' -- printf 'one\\r\\ntwo\\nlast-no-newline'");
