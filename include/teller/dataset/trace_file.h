@@ -5,6 +5,7 @@
 #ifndef TELLER_DATASET_TRACE_FILE_H_
 #define TELLER_DATASET_TRACE_FILE_H_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,9 @@ std::string TraceFileIn(const std::string& request_dir);
 // the gzip magic. Errors name the file: "<path>: cannot read (...)" or the gunzip errors
 // of core/gzip.h ("<path>: not a gzip stream", "<path>: truncated gzip stream (input ends at byte N
 // inside a member starting at byte M)", "<path>: corrupt gzip data at byte N").
+// The string's capacity leaves at least kTraceTextPadding bytes after the text, so that
+// simdjson can parse it in place (parser.iterate(text.data(), text.size(), capacity)).
+inline constexpr size_t kTraceTextPadding = 64;
 Result<std::string> ReadTraceText(const std::string& path);
 
 }  // namespace teller::dataset
