@@ -28,8 +28,9 @@ namespace teller::dataset::internal {
 class FileSink {
  public:
   enum class Compression { kNone, kGzip };
-  // libdeflate's level for the members: at 6 the paper preset's traces compress about as
-  // well as at 9 in a third of the time (docs/dataset-format.md, "Size on disk").
+  // libdeflate's level for the members, gzip(1)'s default. On a 10 MB trace of the paper
+  // preset gzip(1) makes 1.13 MB at level 1, 0.80 MB at 6 and 0.76 MB at 9, taking 0.12,
+  // 0.37 and 0.46 s: 6 is most of the gain for little time.
   static constexpr int kGzipLevel = 6;
 
   explicit FileSink(std::string path, Compression compression = Compression::kNone)
