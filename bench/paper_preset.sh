@@ -13,7 +13,10 @@ t1=$(date +%s.%N)
 "$build/bin/teller" dataset build "$work/raw" --out "$work/ds" 2>/dev/null
 t2=$(date +%s.%N)
 "$build/bin/teller" dataset stats "$work/ds"
-echo "dataset on disk: $(du -sh "$work/ds" | cut -f1) (steps.jsonl: $(cat "$work"/ds/*/steps.jsonl | wc -c) bytes)"
+bytes() { find "$work/ds" -name "$1" -print0 | du -cb --files0-from=- | tail -1 | cut -f1; }
+echo "dataset on disk: $(du -sh "$work/ds" | cut -f1) (trace.json.gz: $(bytes trace.json.gz) bytes," \
+  "steps.jsonl: $(bytes steps.jsonl), annotation.json: $(bytes annotation.json)," \
+  "log.txt: $(bytes log.txt) bytes; target: at most 400 MB)"
 python3 - "$t0" "$t1" "$t2" <<'PY'
 import sys
 t0, t1, t2 = map(float, sys.argv[1:])

@@ -67,6 +67,10 @@ libdeflate_decompressor* Decompressor() {
   return d.get();
 }
 
+struct CompressorDeleter {
+  void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
+};
+
 class StringOutput : public GunzipOutput {
  public:
   explicit StringOutput(std::string* s) : s_(s) {}
@@ -195,6 +199,24 @@ Status GunzipToString(std::string_view in, const std::string& name, const Gunzip
                       std::string* out, GunzipInfo* info) {
   StringOutput sink(out);
   return Gunzip(in, name, options, sink, info);
+}
+
+bool AppendGzipMember(std::string_view in, int level, std::string* out) {
+  // One compressor per thread and level, reused: allocating one costs hundreds of KB.
+  thread_local int current_level = -1;
+  thread_local std::unique_ptr<libdeflate_compressor, CompressorDeleter> c;
+  if (c == nullptr || current_level != level) {
+    c.reset(libdeflate_alloc_compressor(level));
+    current_level = level;
+    if (c == nullptr) return false;
+  }
+  const size_t at = out->size();
+  const size_t bound = libdeflate_gzip_compress_bound(c.get(), in.size());
+  out->resize(at + bound);
+  const size_t written =
+      libdeflate_gzip_compress(c.get(), in.data(), in.size(), out->data() + at, bound);
+  out->resize(at + written);
+  return written != 0;
 }
 
 }  // namespace teller

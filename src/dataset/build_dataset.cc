@@ -113,6 +113,23 @@ Result<std::vector<std::string>> FindSettingDirs(const std::vector<std::string>&
 Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std::string& out_dir,
                                   const BuildOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  // A build adds to a dataset of its own format only: one of format 1 (plain trace.json
+  // files) is refused before any work, rather than left half in each format.
+  const std::string index_path = Join(out_dir, internal::kIndexFile);
+  if (IsRegularFile(index_path)) {
+    int version = 0;
+    auto old = internal::ReadIndexFile(index_path, &version);
+    if (!old.ok())
+      return Status::Error(old.status().message() + " (the existing index; remove it to rebuild)");
+    if (version < kDatasetFormatVersion) {
+      return Status::Error(index_path + ": dataset format version " + std::to_string(version) +
+                           " (plain trace.json files); this teller builds version " +
+                           std::to_string(kDatasetFormatVersion) +
+                           " (trace.json.gz): rebuild the whole dataset into a new --out "
+                           "directory (or remove " +
+                           out_dir + " first)");
+    }
+  }
   auto dirs = FindSettingDirs(raw);
   if (!dirs.ok()) return dirs.status();
 
@@ -224,7 +241,6 @@ Result<BuildSummary> BuildDataset(const std::vector<std::string>& raw, const std
     summary.settings.push_back(std::move(*job.result).value());
   }
   // Entries of settings built earlier into this directory stay, while their data does.
-  const std::string index_path = Join(out_dir, internal::kIndexFile);
   if (IsRegularFile(index_path)) {
     auto old = internal::ReadIndexFile(index_path);
     if (!old.ok())

@@ -115,6 +115,7 @@ class SettingBuilder {
   StepRecord rec_;
   std::vector<int32_t> local_of_node_;  // -1 outside the current record
   std::string rec_nodes_json_, rec_columns_json_, rec_shared_json_;
+  std::string rec_nodes_gz_;  // rec_nodes_json_ as a gzip member, once per record (FileSink)
 
   std::vector<std::string> escaped_names_;
   std::vector<uint8_t> escaped_done_;
@@ -215,6 +216,7 @@ void SettingBuilder::FormatRecord(const Group& group) {
   const EventTable& ev = trace_.events;
   std::string& out = rec_nodes_json_;
   out.clear();
+  rec_nodes_gz_.clear();
   JsonArrayWriter nodes(out);
   for (size_t i = 0; i < rec_.size(); ++i) {
     const uint32_t node = rec_.node[i];
@@ -433,7 +435,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     if (k) t += ',';
     JsonObjectWriter trace_step(t);
     trace_step.Field("step", static_cast<uint64_t>(k)).RawFields(rec_shared_json_).Key("nodes");
-    TELLER_RETURN_IF_ERROR(out.trace.Append(rec_nodes_json_));
+    TELLER_RETURN_IF_ERROR(out.trace.AppendShared(rec_nodes_json_, &rec_nodes_gz_));
     trace_step.Close();
 
     // annotation.json step.
@@ -611,7 +613,8 @@ Result<SettingSummary> SettingBuilder::Run() {
   for (RequestOut& out : requests_) {
     out.dir = root_ + "/" + dataset::RequestDirName(trace_.strings.Get(out.id));
     TELLER_RETURN_IF_ERROR(MakeDirs(out.dir));
-    out.trace = internal::FileSink(out.dir + "/trace.json");
+    out.trace =
+        internal::FileSink(out.dir + "/trace.json.gz", internal::FileSink::Compression::kGzip);
     AppendRequestHeader(out.trace.buffer(), out, false);
     ++summary_.requests;
     if (out.truth != nullptr && out.truth->is_fault) {

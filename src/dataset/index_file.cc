@@ -62,7 +62,10 @@ std::string IndexJson(const std::vector<IndexEntry>& entries) {
   const DatasetStats stats = StatsFromEntries(entries);
   std::string out;
   JsonObjectWriter w(out, JsonDoubles::kShortest);
-  w.Field("format", "teller-dataset-index").Field("version", 1).NewLine().Key("settings");
+  w.Field("format", "teller-dataset-index")
+      .Field("version", kDatasetFormatVersion)
+      .NewLine()
+      .Key("settings");
   JsonArrayWriter settings(out);
   for (const IndexEntry& entry : entries) settings.NewLine().ElementRaw(entry.json);
   settings.Close();
@@ -82,7 +85,7 @@ std::string IndexJson(const std::vector<IndexEntry>& entries) {
   return out;
 }
 
-Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
+Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path, int* version) {
   Result<simdjson::padded_string> loaded = LoadJsonFile(path);
   if (!loaded.ok()) return loaded.status();
   const simdjson::padded_string& json = loaded.value();
@@ -97,6 +100,7 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
     return p.Error(e, "expected a dataset index object");
   }
   std::vector<IndexEntry> entries;
+  if (version != nullptr) *version = 1;
   bool have_format = false, have_settings = false;
   for (auto field_result : root) {
     od::field field;
@@ -114,6 +118,17 @@ Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path) {
                              "\", expected \"teller-dataset-index\"");
       }
       have_format = true;
+    } else if (key == "version") {
+      int64_t v = 0;
+      TELLER_RETURN_IF_ERROR(p.Get(field.value(), "version", &v));
+      if (v > kDatasetFormatVersion) {
+        return Status::Error(path + ": dataset format version " + std::to_string(v) +
+                             ", newer than this teller reads (" +
+                             std::to_string(kDatasetFormatVersion) +
+                             "): use the teller that built it, or rebuild the dataset with "
+                             "`teller dataset build`");
+      }
+      if (version != nullptr) *version = static_cast<int>(v);
     } else if (key == "settings") {
       have_settings = true;
       od::array settings;

@@ -12,6 +12,7 @@
 #include "teller/core/status.h"
 #include "teller/dataset/build.h"
 #include "teller/dataset/stats.h"
+#include "teller/dataset/trace_file.h"
 
 namespace teller::dataset::internal {
 
@@ -25,8 +26,10 @@ struct IndexEntry {
   std::string json;
 };
 
-// Errors name the file and the byte offset or the missing field.
-Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path);
+// Errors name the file and the byte offset or the missing field; a version newer than
+// kDatasetFormatVersion is an error. `version` (when given) receives the file's version
+// (1 when it has none).
+Result<std::vector<IndexEntry>> ReadIndexFile(const std::string& path, int* version = nullptr);
 
 // The entry of a freshly built setting.
 IndexEntry EntryFor(const SettingSummary& s);

@@ -15,6 +15,7 @@
 #include "teller/core/json_reader.h"
 #include "teller/core/json_writer.h"
 #include "teller/core/vocabulary.h"
+#include "teller/dataset/trace_file.h"
 #include "teller/format/ground_truth.h"
 
 namespace teller::dataset {
@@ -36,8 +37,8 @@ std::vector<std::string> SubDirectories(const std::string& dir) {
   return names;
 }
 
-Status JsonError(const std::string& path, od::document& doc, const simdjson::padded_string& json,
-                 error_code e, const std::string& expected) {
+Status JsonError(const std::string& path, od::document& doc, std::string_view json, error_code e,
+                 const std::string& expected) {
   return JsonContext(path, json, doc).Error(e, "expected " + expected);
 }
 
@@ -97,14 +98,15 @@ Status CountAnnotation(const std::string& path, od::parser& parser, SettingStats
   return Status::Ok();
 }
 
-// trace.json: the number of nodes over all steps.
+// trace.json.gz (or a plain trace.json): the number of nodes over all steps.
 Status CountNodes(const std::string& path, od::parser& parser, SettingStats* s) {
-  simdjson::padded_string json;
-  if (const error_code e = simdjson::padded_string::load(path).get(json); e != simdjson::SUCCESS) {
-    return Status::Error("cannot read " + path + ": " + simdjson::error_message(e));
-  }
+  Result<std::string> text = ReadTraceText(path);
+  if (!text.ok()) return text.status();
+  // Parsed in place: ReadTraceText leaves simdjson's padding in the spare capacity.
+  const std::string& json = text.value();
   od::document doc;
-  if (const error_code e = parser.iterate(json).get(doc); e != simdjson::SUCCESS) {
+  if (const error_code e = parser.iterate(json.data(), json.size(), json.capacity()).get(doc);
+      e != simdjson::SUCCESS) {
     return Status::Error(path + ": not JSON (" + simdjson::error_message(e) + ")");
   }
   od::value steps;
@@ -151,10 +153,11 @@ Result<DatasetStats> Recount(const std::string& dir) {
       if (!IsRegularFile(rdir + "/annotation.json")) continue;
       any = true;
       TELLER_RETURN_IF_ERROR(CountAnnotation(rdir + "/annotation.json", parser, &s));
-      if (!IsRegularFile(rdir + "/trace.json")) {
-        return Status::Error(rdir + ": annotation.json without trace.json");
+      const std::string trace = TraceFileIn(rdir);
+      if (trace.empty()) {
+        return Status::Error(rdir + ": annotation.json without trace.json.gz (or trace.json)");
       }
-      TELLER_RETURN_IF_ERROR(CountNodes(rdir + "/trace.json", parser, &s));
+      TELLER_RETURN_IF_ERROR(CountNodes(trace, parser, &s));
     }
     if (!any) continue;
     internal::IndexEntry e;

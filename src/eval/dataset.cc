@@ -22,6 +22,7 @@
 #include "teller/core/trace.h"
 #include "teller/dataset/dataset_export.h"
 #include "teller/dataset/log_text.h"
+#include "teller/dataset/trace_file.h"
 #include "teller/format/dataset_node_reader.h"
 #include "teller/logs/log_evidence.h"
 #include "teller/logs/signatures.h"
@@ -112,6 +113,16 @@ Result<std::vector<SettingEntry>> ReadIndex(const std::string& dir) {
   const std::string_view json(text.value().data(), text.value().size());
   const JsonContext ctx(path, json, doc);
   if (error_code e = parser.iterate(text.value()).get(doc)) return ctx.Error(e, "not JSON");
+  // Formats 1 and 2 differ only in the trace files, which evaluation does not read.
+  int64_t version = 1;
+  if (doc["version"].get_int64().get(version) == simdjson::SUCCESS &&
+      version > dataset::kDatasetFormatVersion) {
+    return Status::Error(path + ": dataset format version " + std::to_string(version) +
+                         ", newer than this teller reads (" +
+                         std::to_string(dataset::kDatasetFormatVersion) +
+                         "): use the teller that built it, or rebuild the dataset with "
+                         "`teller dataset build`");
+  }
   od::array settings;
   TELLER_RETURN_IF_ERROR(ctx.Field(doc, "settings", &settings));
   size_t k = 0;

@@ -17,6 +17,7 @@
 #include "teller/dataset/dataset_export.h"
 #include "teller/dataset/log_text.h"
 #include "teller/dataset/stats.h"
+#include "teller/dataset/trace_file.h"
 #include "teller/format/dataset_node_reader.h"
 #include "teller/logs/template_miner.h"
 
@@ -25,7 +26,13 @@ namespace {
 
 using format::NodeLocator;
 
+// A file's text; a dataset's trace.json.gz gunzipped.
 std::string ReadText(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    Result<std::string> text = ReadTraceText(path);
+    EXPECT_TRUE(text.ok()) << text.status().message();
+    return text.ok() ? text.value() : std::string();
+  }
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -274,7 +281,7 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
   EXPECT_EQ(summary->fault_mix.at("communication"), 1u);
 
   const std::string root = dir_ + "/synthetic";
-  auto trace_a = Json(root + "/a/trace.json");
+  auto trace_a = Json(root + "/a/trace.json.gz");
   EXPECT_EQ(std::string_view(trace_a["format"]), "teller-dataset-trace");
   EXPECT_TRUE(bool(trace_a["is_fault"]));
   EXPECT_EQ(std::string_view(trace_a["fault_type"]), "communication");
@@ -312,11 +319,11 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
   EXPECT_EQ(node_rank[12], 1);
   {
     // The same nodes through the schema's reader.
-    const simdjson::padded_string text(ReadText(root + "/a/trace.json"));
+    const simdjson::padded_string text(ReadText(root + "/a/trace.json.gz"));
     simdjson::ondemand::parser od_parser;
     simdjson::ondemand::document doc;
     ASSERT_EQ(od_parser.iterate(text).get(doc), simdjson::SUCCESS);
-    const JsonContext ctx(root + "/a/trace.json", text, doc);
+    const JsonContext ctx(root + "/a/trace.json.gz", text, doc);
     simdjson::ondemand::array od_steps, od_nodes;
     ASSERT_EQ(doc["steps"].get_array().get(od_steps), simdjson::SUCCESS);
     for (auto od_step : od_steps) {
@@ -506,7 +513,7 @@ TEST_F(DatasetBuildTest, ClockAlignmentMovesTimesNotRows) {
     ASSERT_EQ(t.events.start_ns[i], starts[i] + shift) << i;
   }
   EXPECT_EQ(built->Counter("locators_unresolved"), 0u);
-  auto trace_a = Json(dir_ + "/aligned/a/trace.json");
+  auto trace_a = Json(dir_ + "/aligned/a/trace.json.gz");
   auto step = trace_a["steps"].get_array().at(0);
   EXPECT_EQ(int64_t(step["start_ns"]), 1000);
   EXPECT_EQ(int64_t(step["end_ns"]), 2000);  // both ranks on one clock
@@ -555,7 +562,7 @@ TEST_F(DatasetBuildTest, LabelsOutsideTheStepAndTruncationAreCounted) {
   // Outside: the thread-101 range, and rank 1's two horizontal nodes (cut away).
   EXPECT_EQ(built->Counter("locators_outside_step"), 3u);
   EXPECT_EQ(built->Counter("truncated_steps"), 2u);  // seq 5 and seq 6 records
-  auto trace_a = Json(dir_ + "/synthetic/a/trace.json");
+  auto trace_a = Json(dir_ + "/synthetic/a/trace.json.gz");
   auto step = trace_a["steps"].get_array().at(0);
   EXPECT_TRUE(bool(step["truncated"]));
   EXPECT_EQ(step["nodes"].get_array().size(), 10u);

@@ -23,6 +23,7 @@
 
 #include "simdjson.h"
 #include "teller/core/trace.h"
+#include "teller/dataset/trace_file.h"
 #include "teller/format/ground_truth.h"
 #include "teller/ingest/ingest.h"
 #include "teller/reconstruct/reconstruct.h"
@@ -35,7 +36,13 @@ struct Outcome {
   std::string out, err;
 };
 
+// A file's text; a dataset's trace.json.gz gunzipped.
 std::string ReadText(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    Result<std::string> text = dataset::ReadTraceText(path);
+    EXPECT_TRUE(text.ok()) << text.status().message();
+    return text.ok() ? text.value() : std::string();
+  }
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -235,7 +242,7 @@ TEST_F(DatasetCliTest, DemoCollectionLabelledByHand) {
   EXPECT_EQ(dirs.size(), 6u);
   for (const std::string& q : facts.requests) {
     const std::string dir = ds + "/demo/" + q;
-    auto trace = JsonFile(dir + "/trace.json");
+    auto trace = JsonFile(dir + "/trace.json.gz");
     auto ann = JsonFile(dir + "/annotation.json");
     const bool in_batch = std::find(batch.begin(), batch.end(), q) != batch.end();
     EXPECT_EQ(bool(ann["is_fault"]), in_batch) << q;
@@ -521,7 +528,7 @@ TEST_F(DatasetCliTest, SimulatedSettingEndToEnd) {
       ++mix[q.fault_type];
       EXPECT_EQ(std::string_view(ann["fault_type"]), q.fault_type) << id;
     }
-    auto trace = JsonFile(dir + "/trace.json");
+    auto trace = JsonFile(dir + "/trace.json.gz");
     auto trace_steps = trace["steps"].get_array();
     auto ann_steps = ann["steps"].get_array();
     ASSERT_EQ(trace_steps.size(), ann_steps.size());

@@ -1,6 +1,7 @@
 // Gunzip of whole in-memory files (.json.gz traces, .log.gz logs): every member of a
 // multi-member file, in one shot with libdeflate; errors name the file and the byte of
-// the compressed input where the data stops making sense.
+// the compressed input where the data stops making sense. And the other way: one gzip
+// member of a piece of memory (the dataset's trace.json.gz is a run of such members).
 #ifndef TELLER_CORE_GZIP_H_
 #define TELLER_CORE_GZIP_H_
 
@@ -69,6 +70,12 @@ Status Gunzip(std::string_view in, const std::string& name, const GunzipOptions&
 // The same into a std::string (resized to the output).
 Status GunzipToString(std::string_view in, const std::string& name, const GunzipOptions& options,
                       std::string* out, GunzipInfo* info = nullptr);
+
+// Appends one whole gzip member (header, deflate data, CRC-32 and size) holding `in` to
+// `out`, compressed by libdeflate at `level` (1 fastest .. 12 smallest; 6 is gzip(1)'s
+// default). Members concatenate: gzip(1), Python's gzip and Gunzip above read a run of
+// them as the concatenation of their contents. Returns false only when memory runs out.
+bool AppendGzipMember(std::string_view in, int level, std::string* out);
 
 }  // namespace teller
 
