@@ -544,7 +544,8 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     }
     int64_t top_root = 0;
     for (const Evidence& e : all) top_root = std::max(top_root, e.excess_ns);
-    if (idle != nullptr && idle->gap_ns > top_root) {
+    const bool idle_first = idle != nullptr && idle->gap_ns > top_root;
+    if (idle_first) {
       sd.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
       why = "rank " + std::to_string(trace.processes[idle->process].rank) +
             " reached the collective late with no slower work of its own: its host did not run "
@@ -593,7 +594,6 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
         }
       }
     }
-    const bool idle_first = idle != nullptr && idle->gap_ns > top_root;
     x << (idle_first ? late_text.str() + work_text.str() : work_text.str() + late_text.str());
     x << ". Likely " << sd.fault_type << ": " << why << ".";
     if (!sd.requests.empty()) {

@@ -22,28 +22,11 @@
 #include <vector>
 
 #include "real_data.h"
+#include "temp_dir.h"
 #include "zlib_gzip.h"
 
 namespace teller::ingest {
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ingest_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // Three kernels and two runtime calls, one event a line (5 events).
 std::string SmallTrace() {

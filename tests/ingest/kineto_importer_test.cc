@@ -26,6 +26,7 @@
 
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
+#include "temp_dir.h"
 #include "zlib_gzip.h"
 
 namespace teller::ingest {
@@ -71,23 +72,6 @@ const Trace& ImportOk(const std::string& path) {
   EXPECT_TRUE(s.ok()) << s.message();
   return t;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/kineto_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-
- private:
-  std::string path_;
-};
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

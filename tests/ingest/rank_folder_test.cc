@@ -15,28 +15,11 @@
 
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
+#include "temp_dir.h"
 #include "zlib_gzip.h"
 
 namespace teller::ingest {
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/rank_folder_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Rank `rank` of `world`: a host op, a runtime launch, its kernel, an instant, an event of
 // a category that is skipped (a counter of its own per file), strings shared by every rank
