@@ -120,6 +120,18 @@ void PlanFaultWindow(const std::vector<Run::StepWindow>& steps,
   spec.duration_ns = std::max<int64_t>(kUs, to - from);
 }
 
+// " decode 1.2%, prefill 3.4%": the healthy spread by step kind, for progress lines.
+std::string SpreadText(const std::map<std::string, double>& spread) {
+  std::string out;
+  for (const auto& [kind, sigma] : spread) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %s %.1f%%", out.empty() ? "" : ",", kind.c_str(),
+                  100.0 * sigma);
+    out += buf;
+  }
+  return out.empty() ? " -" : out;
+}
+
 }  // namespace
 
 Run::Run(const SimConfig& config, const EngineProfile& profile)
@@ -1047,7 +1059,7 @@ Result<std::vector<SimSummary>> SimulatePreset(
         report("simulated " + configs[i].setting + ": " + std::to_string(results[i]->requests) +
                " requests (" + std::to_string(results[i]->faulty_requests) + " faulty), " +
                std::to_string(results[i]->steps) + " steps, " + std::to_string(results[i]->events) +
-               " events");
+               " events; healthy step-to-step spread" + SpreadText(results[i]->healthy_spread));
       }
     }
   };

@@ -560,9 +560,10 @@ TEST(Materiality, AFaultLabelsExactlyTheStepsItSlowedMaterially) {
   // same steps whatever their times. The healthy run is the same run with the fault at
   // magnitude 1 (the same set-up and random draws; a slow link draws nothing of its own,
   // and at 1x it adds nothing): step k's extra time is the difference of the two runs'
-  // step k. A 3x slower cross-node send/recv adds up to 2 x 22 us (the link latency) plus
-  // twice the activations' transfer: 1.5% of a decode step, 6-9% of a step with a
-  // prefill chunk (measured with this seed); material in the latter only.
+  // step k. A 3x slower cross-node send/recv adds 2 x 22 us (the link latency) plus twice
+  // the activations' transfer: under 5% of a decode step, 6-9% of a step with a prefill
+  // chunk (measured with this seed), and nothing where the receiving stage waits for its
+  // host anyway; material in steps of the second kind only.
   SimConfig c = Small("vllm-v1-offline", 21);
   c.requests = 24;
   c.output_median = 16;
