@@ -397,8 +397,7 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
 void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ranks, bool graph,
                                 int structural) {
   if (k0.cost == Cost::kAllReduce && run_.shape_kernels_ && run_.vendor_ == Vendor::kBlackwell &&
-      !wrapping_ &&
-      (run_.neutral_ || run_.Active(Mechanism::kNcclFallback, step_start_) == nullptr)) {
+      !wrapping_ && run_.Active(Mechanism::kNcclFallback, step_start_) == nullptr) {
     // vLLM on B200: torch symmetric memory's multimem all-reduce, its input copied into
     // the symmetric buffer and its output back (docs/serving-notes.md §2.5).
     wrapping_ = true;
@@ -964,8 +963,7 @@ int64_t Executor::Go(int64_t start) {
     }
     if (stage == pp - 1 || p_.fsdp) {
       EmitOps(p_.tail, ranks, false, -1);
-      const ActiveFault* fallback =
-          run_.neutral_ ? nullptr : run_.Active(Mechanism::kFallbackKernel, start);
+      const ActiveFault* fallback = run_.Active(Mechanism::kFallbackKernel, start);
       for (int r : ranks)
         run_.ranks_[static_cast<size_t>(r)].Push(p_.sampler_range,
                                                  run_.ranks_[static_cast<size_t>(r)].host);
