@@ -867,9 +867,8 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
   // pool never ran out, starvation with no arrival), or nothing it slowed materially
   // (LabelSteps), is resampled: its window doubles around its centre, KV pressure takes a
   // fifth more of the pool; a fault that slowed steps, all immaterially, keeps its window
-  // and gets half as much magnitude again. After kMaxResamples it is an error. A silent fault the
-  // user placed
-  // (--fault with onset/duration) is reported in the summary.
+  // and gets half as much magnitude again. After kMaxResamples it is an error. A silent
+  // fault the user placed (--fault with onset/duration) is reported in the summary.
   constexpr int kMaxResamples = 4;
   std::unique_ptr<Run> run;
   std::string silent_note;
@@ -940,7 +939,7 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
     if (progress) {
       progress("simulate " + c.setting +
                ": a planted fault acted on no step materially; resampling its "
-               "window (attempt " +
+               "window or magnitude (attempt " +
                std::to_string(attempt + 2) + ")");
     }
   }
