@@ -23,7 +23,9 @@ namespace {
 namespace od = simdjson::ondemand;
 using simdjson::error_code;
 
-constexpr uint64_t kVersion = 1;
+// Version 2 added a fault's "ranks" and material-only labels; version 1 files still read.
+constexpr uint64_t kVersion = 2;
+constexpr uint64_t kOldestVersion = 1;
 
 // One parse of one file. Every Parse* returns false after recording the first error;
 // callers return false straight away, so the first error is the one reported.
@@ -276,6 +278,12 @@ bool Reader::ParseFault(od::value& v, const std::string& where, FaultRecord* fr)
     if (key == "magnitude") return GetDouble(f, at, &fr->magnitude);
     if (key == "target") return GetString(f, at, &fr->target, true);
     if (key == "description") return GetString(f, at, &fr->description, true);
+    if (key == "ranks") {
+      return ForEach(f, at, "an array of ranks", [&](od::value& item, size_t i) {
+        fr->ranks.emplace_back();
+        return GetIntAs(item, at + "[" + std::to_string(i) + "]", &fr->ranks.back());
+      });
+    }
     return true;
   });
   if (!ok) return false;
@@ -469,10 +477,10 @@ Result<GroundTruth> Reader::Run() {
     return Status::Error(error_);
   }
   if (!seen.Has(1)) return Status::Error(path_ + ": missing field \"version\"");
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     Fail(version_offset, "version",
-         "unsupported version " + std::to_string(version) + " (this Teller reads version " +
-             std::to_string(kVersion) + ")");
+         "unsupported version " + std::to_string(version) + " (this Teller reads versions " +
+             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
     return Status::Error(error_);
   }
   if (!seen.Has(2)) return Status::Error(path_ + ": missing field \"requests\"");

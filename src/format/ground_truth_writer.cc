@@ -82,7 +82,7 @@ void AppendStrings(std::string& out, const std::vector<std::string>& list) {
 std::string GroundTruthToJson(const GroundTruth& t) {
   std::string out;
   out.reserve(1 << 16);
-  out += "{\"format\":\"teller-ground-truth\",\"version\":1,\"setting\":";
+  out += "{\"format\":\"teller-ground-truth\",\"version\":2,\"setting\":";
   AppendJsonString(out, t.setting);
   out += ",\"profile\":";
   AppendJsonString(out, t.profile);
@@ -132,7 +132,12 @@ std::string GroundTruthToJson(const GroundTruth& t) {
     AppendJsonString(out, f.target);
     out += ",\"description\":";
     AppendJsonString(out, f.description);
-    out += '}';
+    out += ",\"ranks\":[";
+    for (size_t k = 0; k < f.ranks.size(); ++k) {
+      if (k) out += ',';
+      AppendInt(out, f.ranks[k]);
+    }
+    out += "]}";
   }
   out += "],\n\"requests\":[";
   for (size_t i = 0; i < t.requests.size(); ++i) {

@@ -235,6 +235,8 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
   std::set<int> ranks;
   for (const uint32_t i : ctx.modified) ranks.insert(ctx.RankOf(ev.process[i]));
   std::string on_ranks;
+  // The culprit rank of a mechanism that acts on one process (FaultRecord::ranks).
+  if (ctx.rank_process >= 0) f.ranks = {ctx.RankOf(static_cast<uint32_t>(ctx.rank_process))};
   if (ranks.size() == 1) {
     on_ranks = "on rank " + std::to_string(*ranks.begin());
   } else if (ranks.size() == ctx.gpu_processes.size() && ranks.size() > 1) {

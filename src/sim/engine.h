@@ -35,6 +35,40 @@ struct ActiveFault {
   bool Active(int64_t t) const { return t >= onset && t < end; }
 };
 
+// Whether a fault is labelled by the time it adds to a step (the materiality test in
+// simulate.cc). KV-pressure preemption, misroute and starvation are request-scoped;
+// operator reordering and the fallback sampler are structural (the step runs other
+// operators, or the same ones in another order, whatever the time): they are labelled
+// where they act, by their own rules.
+inline bool ActsOnTime(const ActiveFault& f) {
+  switch (f.info->mechanism) {
+    case Mechanism::kKvPressure:
+    case Mechanism::kMisroute:
+    case Mechanism::kStarvation:
+    case Mechanism::kOpReorder:
+    case Mechanism::kFallbackKernel:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// What one step's execution left for its labels, decided once the whole run is known
+// (Run::LabelSteps): the step-wide fault the executor recorded with the time it added,
+// and the request-scoped fault the scheduler saw.
+struct PendingStep {
+  int wide = -1;  // step-wide fault (first to act), -1 = none
+  std::vector<NodeLocator> vertical, horizontal;
+  int64_t extra_ns = 0, healthy_ns = 0;  // added time; the step without the faults' time
+  bool measured = false;                 // healthy_ns comes from the counterfactual
+  bool clean = true;                     // no fault was active at the step's start
+  int scoped = -1;                       // request-scoped fault, -1 = none
+  std::vector<int> scoped_requests;
+  std::vector<NodeLocator> scoped_vertical;
+  std::vector<int> requests;  // every request of the step
+  int tokens = 0;             // tokens scheduled (with requests: the step's shape)
+};
+
 struct LogLine {
   int64_t t = 0;  // true time the line was printed
   int node = 0;   // host whose clock the header shows
@@ -54,8 +88,14 @@ class Run {
   void FinishStep(const StepPlan& plan, int64_t end);
   int FreeBlocks(int64_t now) const;
 
-  // --- executor.cc: lays the step out; returns the time the engine is free again.
-  int64_t Execute(const StepPlan& plan, int64_t start, StepLabels* labels);
+  // --- executor.cc: lays the step out; returns the time the engine is free again. With
+  // `healthy_end`, a step during a fault that acts on time (ActsOnTime) is first laid out
+  // without the faults' added time and rolled back: *healthy_end is when that step would
+  // have ended (-1 when no such fault was active).
+  int64_t Execute(const StepPlan& plan, int64_t start, StepLabels* labels,
+                  int64_t* healthy_end = nullptr);
+  // Dry runs (fault-window planning) skip the counterfactual steps.
+  void set_measure_effects(bool on) { measure_effects_ = on; }
 
   // --- logs.cc
   void LogStartup(int64_t t);
@@ -69,14 +109,19 @@ class Run {
   const SimConfig& config() const { return config_; }
   GroundTruth Truth() const;
   size_t unfinished() const { return unfinished_; }
-  // Ids of the planted faults that acted on no step, e.g. KV pressure that never made
-  // the pool run out, or a cross-node fault in a one-node deployment.
+  // Ids of the planted faults that labelled no step: acted on none (KV pressure that never
+  // made the pool run out, a cross-node fault in a one-node deployment) or on none
+  // materially (a slowdown below the step's noise; LabelSteps).
   std::vector<int> SilentFaults() const {
     std::vector<int> out;
     for (const ActiveFault& f : faults_) {
       if (!f.used) out.push_back(f.id);
     }
     return out;
+  }
+  // Steps that fault `id` slowed by less than the materiality threshold (LabelSteps).
+  int ImmaterialSteps(int id) const {
+    return static_cast<size_t>(id) < immaterial_.size() ? immaterial_[static_cast<size_t>(id)] : 0;
   }
   struct StepWindow {
     int64_t start = 0, end = 0;  // true time
@@ -98,6 +143,9 @@ class Run {
   bool TargetMatches(const ActiveFault& f, const KernelSpec& k) const;
   const ActiveFault* Active(Mechanism m, int64_t t) const;
   std::string StepMessage(const StepPlan& plan, const std::vector<int>& reqs) const;
+  // Labels every step from pending_ once the run is over: a fault that acts on time
+  // labels a step only where the time it added is material.
+  void LabelSteps();
   // The host stack of one operator (host_stack.h), built once per distinct operator.
   const HostOp& HostOpOf(const OpSpec& op);
   const std::vector<HostNode>& RunnerPrologueNodes();  // parsed RunnerPrologue, once
@@ -117,6 +165,11 @@ class Run {
   std::vector<ActiveFault> faults_;
   std::vector<LogLine> logs_;
   std::vector<StepTruth> steps_;
+  std::vector<PendingStep> pending_;  // by step, until LabelSteps
+  bool measure_effects_ = true;
+  std::vector<int> immaterial_;           // per fault: steps it slowed immaterially
+  std::map<std::string, double> spread_;  // healthy step-to-step spread by kind (LabelSteps)
+  bool neutral_ = false;                  // laying out the counterfactual step: faults add no time
   uint64_t next_seq_ = 1;
   int64_t engine_free_ = 0;
   int64_t end_time_ = 0;

@@ -384,7 +384,10 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
   }
   const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, step_start_);
   const bool slowed = lat != nullptr && lat->rank == r.rank;
-  if (slowed) dur *= lat->spec.magnitude * rng_.LogNormal(1.0, 0.3);
+  if (slowed) {
+    const double x = lat->spec.magnitude * rng_.LogNormal(1.0, 0.3);
+    if (!run_.neutral_) dur *= x;
+  }
   const int64_t end = at + static_cast<int64_t>(Micro(dur));
   *corr = r.Call(api, at, end, api.rfind("cu", 0) == 0 && api.rfind("cuda", 0) != 0);
   if (slowed) AddVertical(r.CallLocator(*corr), lat->id, r.rank);
@@ -431,7 +434,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   if (comm && k.cost == Cost::kAllReduce) {
     if (const ActiveFault* f = run_.Active(Mechanism::kNcclFallback, step_start_)) {
       k.name = p_.nccl_allreduce;  // custom all-reduce disabled: NCCL's ring kernel
-      comm_factor *= f->spec.magnitude;
+      if (!run_.neutral_) comm_factor *= f->spec.magnitude;
       rename_fault = f->id;
     }
   }
@@ -439,7 +442,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
   int slow_link = -1;
   if (cross) {
     if (const ActiveFault* f = run_.Active(Mechanism::kSlowLink, step_start_)) {
-      comm_factor *= f->spec.magnitude;
+      if (!run_.neutral_) comm_factor *= f->spec.magnitude;
       slow_link = f->id;
     }
   }
@@ -494,7 +497,7 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
     for (size_t i = 0; i < ranks.size(); ++i) {
       const RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
       int fault = -1;
-      const double factor = run_.KernelFactor(k, r.rank, step_start_, &fault);
+      const double factor = run_.neutral_ ? 1.0 : run_.KernelFactor(k, r.rank, step_start_, &fault);
       const double own = realistic_ ? IdioNoise(k.cost, lead_shape.prefill) *
                                           run_.drift_[static_cast<size_t>(r.rank)]
                                     : Noise(k.cost, lead_shape.prefill);
@@ -619,14 +622,16 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
           r.host += static_cast<int64_t>(rng_.Uniform(0.4, 2.5) * kMs);
         if (straggler != nullptr && straggler->rank == r.rank && op.comm && rng_.Chance(0.45)) {
           // Host jitter on one rank right before it joins a collective.
-          r.host += static_cast<int64_t>(
+          const int64_t late = static_cast<int64_t>(
               Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerUs, 0.5)));
+          if (!run_.neutral_) r.host += late;
           if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank);
         }
         if (alloc != nullptr && alloc->rank == r.rank && !op.comm && rng_.Chance(0.25)) {
           // A caching-allocator miss: cudaMalloc synchronizes and blocks the host.
           const int64_t dur = static_cast<int64_t>(Micro(
               rng_.LogNormal(alloc->spec.magnitude * MagnitudeUnits::kAllocatorStallUs, 0.45)));
+          if (run_.neutral_) continue;  // the draws above keep the stream aligned
           const int64_t at = std::max(r.host, r.gpu);
           const uint64_t c = r.Call("cudaMalloc", r.host, at + dur);
           r.host = at + dur;
@@ -847,8 +852,9 @@ int64_t Executor::Go(int64_t start) {
     if (r != 0)
       ts += static_cast<int64_t>(Micro(rng_.LogNormal(ro.node == lead.node ? 22.0 : 85.0, 0.3)));
     if (static_cast<int>(r) == stalled) {
-      ts += static_cast<int64_t>(
+      const int64_t late = static_cast<int64_t>(
           rng_.LogNormal(stall->spec.magnitude * MagnitudeUnits::kWorkerStallMs, 0.35) * kMs);
+      if (!run_.neutral_) ts += late;
       culprit_flag_[r] = true;  // its peers will wait for it in the first collective
       if (labels_->fault < 0) labels_->fault = stall->id;
     }
@@ -880,8 +886,10 @@ int64_t Executor::Go(int64_t start) {
       const int64_t ge = gs + static_cast<int64_t>(bytes / 24.0);  // ~24 GB/s over PCIe
       const NodeLocator mem = ro.Gpu(raw::EventKind::kMemcpy, "Memcpy DtoH (Device -> Pinned)", gs,
                                      ge, c, kComputeStream, false, static_cast<uint64_t>(bytes));
-      ro.gpu = ge;
-      ro.host = at + static_cast<int64_t>(Micro(20));
+      if (!run_.neutral_) {
+        ro.gpu = ge;
+        ro.host = at + static_cast<int64_t>(Micro(20));
+      }
       ro.Pop(ro.host);
       AddVertical(range, swap->id, -1);
       AddVertical(ro.CallLocator(c), swap->id, -1);
@@ -929,14 +937,15 @@ int64_t Executor::Go(int64_t start) {
       for (int r : ranks) {
         RankOut& ro = run_.ranks_[static_cast<size_t>(r)];
         if (straggler != nullptr && straggler->rank == r) {
-          ro.host += static_cast<int64_t>(Micro(
+          const int64_t late = static_cast<int64_t>(Micro(
               rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerGraphUs, 0.4)));
+          if (!run_.neutral_) ro.host += late;
         }
         const int kernels = stage_layers * 14;
         const int64_t call_start = ro.host;
         double dur = rng_.LogNormal(18.0 + 0.9 * kernels, 0.15);
         const ActiveFault* lat = run_.Active(Mechanism::kLaunchLatency, start);
-        const bool slowed = lat != nullptr && lat->rank == r;
+        const bool slowed = lat != nullptr && lat->rank == r && !run_.neutral_;
         if (slowed) dur *= lat->spec.magnitude;
         const uint64_t c =
             ro.Call("cudaGraphLaunch", call_start, call_start + static_cast<int64_t>(Micro(dur)));
@@ -1030,9 +1039,11 @@ int64_t Executor::Go(int64_t start) {
     int64_t sync_end =
         std::max(ro.host, ro.gpu) + static_cast<int64_t>(Micro(rng_.LogNormal(3.0, 0.3)));
     const bool stalled_sync = sync != nullptr && sync->rank == ro.rank;
-    if (stalled_sync)
-      sync_end += static_cast<int64_t>(
+    if (stalled_sync) {
+      const int64_t stall_ns = static_cast<int64_t>(
           rng_.LogNormal(sync->spec.magnitude * MagnitudeUnits::kSyncStallMs, 0.4) * kMs);
+      if (!run_.neutral_) sync_end += stall_ns;
+    }
     const uint64_t c = ro.Call("cudaStreamSynchronize", ro.host, sync_end);
     if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank);
     ro.host = sync_end;
@@ -1081,7 +1092,8 @@ const HostOp& Run::HostOpOf(const OpSpec& op) {
   return it->second;
 }
 
-int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels) {
+int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels,
+                     int64_t* healthy_end) {
   // Slow drift of every GPU's speed (clocks, temperature, memory placement): an AR(1)
   // in log space per step, a common part for the node's GPUs and a per-GPU part;
   // stationary spread about 1.5% (common) and 0.7% (own).
@@ -1092,6 +1104,51 @@ int64_t Run::Execute(const StepPlan& plan, int64_t start, StepLabels* labels) {
     for (size_t r = 0; r < ranks_.size(); ++r) {
       own_drift_[r] = 0.98 * own_drift_[r] + 0.0014 * rng_.Normal();
       drift_[r] = std::exp(common_drift_ + own_drift_[r]);
+    }
+  }
+  // The step's healthy counterfactual: the same step from the same state with every fault's
+  // timing effect off (neutral_: the same random draws, the same structure, no added
+  // time), then the state rolled back. Its end is what the step would have taken without
+  // the faults (the materiality test in simulate.cc).
+  if (healthy_end != nullptr) *healthy_end = -1;
+  if (healthy_end != nullptr && measure_effects_) {
+    bool timing = false;
+    for (const ActiveFault& f : faults_) timing = timing || (f.Active(start) && ActsOnTime(f));
+    if (timing) {
+      struct Saved {
+        size_t events, strings;
+        std::unordered_map<uint64_t, uint32_t> occurrence;
+        uint64_t last_gpu_correlation, next_correlation;
+        uint32_t last_gpu_count;
+        std::vector<int64_t> open_ranges;
+        int64_t host, gpu, comm;
+      };
+      std::vector<Saved> saved;
+      saved.reserve(ranks_.size());
+      for (const RankOut& r : ranks_) {
+        saved.push_back({r.events.size(), r.strings.size(), r.range_occurrence,
+                         r.last_gpu_correlation, r.next_correlation, r.last_gpu_count,
+                         r.open_ranges, r.host, r.gpu, r.comm});
+      }
+      const Rng rng = rng_;
+      StepLabels scratch;
+      neutral_ = true;
+      *healthy_end = Executor(*this, plan, &scratch).Go(start);
+      neutral_ = false;
+      rng_ = rng;
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        RankOut& r = ranks_[i];
+        Saved& s = saved[i];
+        r.events.resize(s.events);
+        for (size_t k = s.strings; k < r.strings.size(); ++k) r.string_ids.erase(r.strings[k]);
+        r.strings.resize(s.strings);
+        r.range_occurrence = std::move(s.occurrence);
+        r.last_gpu_correlation = s.last_gpu_correlation;
+        r.next_correlation = s.next_correlation;
+        r.last_gpu_count = s.last_gpu_count;
+        r.open_ranges = std::move(s.open_ranges);
+        r.host = s.host, r.gpu = s.gpu, r.comm = s.comm;
+      }
     }
   }
   Executor e(*this, plan, labels);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -117,6 +118,18 @@ void PlanFaultWindow(const std::vector<Run::StepWindow>& steps,
   spec.onset_request = -1;
   spec.onset_ns = from - serve_start;
   spec.duration_ns = std::max<int64_t>(kUs, to - from);
+}
+
+// " decode 1.2%, prefill 3.4%": the healthy spread by step kind, for progress lines.
+std::string SpreadText(const std::map<std::string, double>& spread) {
+  std::string out;
+  for (const auto& [kind, sigma] : spread) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %s %.1f%%", out.empty() ? "" : ",", kind.c_str(),
+                  100.0 * sigma);
+    out += buf;
+  }
+  return out.empty() ? " -" : out;
 }
 
 }  // namespace
@@ -382,63 +395,57 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
       for (int v : plan.preempted) preempted_by_[v] = kv->id;
     }
     StepLabels labels;
-    const int64_t end = Execute(plan, t, &labels);
+    int64_t healthy_end = -1;
+    const int64_t end = Execute(plan, t, &labels, &healthy_end);
     StepTruth st;
     st.seq = plan.seq;
     st.kind = plan.kind;
     st.start_ns = clocks_[0].Real(t);
     st.end_ns = clocks_[0].Real(end);
     for (int idx : plan.reqs) st.requests.push_back(requests_[static_cast<size_t>(idx)].id);
-    // Request-scoped faults, when no step-wide fault acted in this step.
-    std::vector<int> affected;
-    if (labels.fault < 0) {
-      if (!plan.misrouted.empty()) {
-        if (const ActiveFault* f = Active(Mechanism::kMisroute, t)) {
-          labels.fault = f->id;
-          affected = plan.misrouted;
-          labels.vertical = labels.attention;
-        }
-      }
-      for (int idx : plan.recompute) {
-        const auto it = preempted_by_.find(idx);
-        if (it == preempted_by_.end() || (labels.fault >= 0 && labels.fault != it->second))
-          continue;
-        labels.fault = it->second;
-        affected.push_back(idx);
-        labels.vertical = labels.attention;
-      }
-      if (labels.fault < 0) {
-        for (size_t i = 0; i < plan.reqs.size(); ++i) {
-          const Request& r = requests_[static_cast<size_t>(plan.reqs[i])];
-          if (r.hold_until > 0 && r.first_step < 0) {
-            const ActiveFault* f = Active(Mechanism::kStarvation, r.arrival);
-            if (f == nullptr) continue;
-            labels.fault = f->id;
-            affected.push_back(plan.reqs[i]);
-          }
-        }
-      }
-    } else {
-      affected = plan.reqs;
-    }
+    PendingStep p;
+    p.requests = plan.reqs;
+    p.tokens = plan.total_tokens;
+    for (const ActiveFault& f : faults_) p.clean = p.clean && !f.Active(t);
     if (labels.fault >= 0) {
-      ActiveFault& f = faults_[static_cast<size_t>(labels.fault)];
-      f.used = true;
-      st.fault = f.id;
-      for (int idx : affected) {
-        Request& r = requests_[static_cast<size_t>(idx)];
-        st.affected_requests.push_back(r.id);
-        if (r.fault < 0) r.fault = f.id;
-      }
-      st.vertical.nodes = std::move(labels.vertical);
-      st.horizontal.nodes = std::move(labels.horizontal);
-      // Starvation shows in time and logs only: the step is anomalous with no operator.
-      st.vertical.is_anomaly = !st.vertical.nodes.empty() ||
-                               f.info->mechanism == Mechanism::kStarvation ||
-                               f.info->mechanism == Mechanism::kMisroute;
-      st.horizontal.is_anomaly = !st.horizontal.nodes.empty();
-      st.explanation = "";  // filled in Truth(), where the whole run is known
+      p.wide = labels.fault;
+      p.vertical = std::move(labels.vertical);
+      p.horizontal = std::move(labels.horizontal);
     }
+    if (healthy_end >= 0) {
+      p.measured = true;
+      p.healthy_ns = healthy_end - t;
+      p.extra_ns = end - healthy_end;
+    } else {
+      p.healthy_ns = end - t;
+    }
+    // Request-scoped faults: they label the step where no step-wide fault does (LabelSteps).
+    if (!plan.misrouted.empty()) {
+      if (const ActiveFault* f = Active(Mechanism::kMisroute, t)) {
+        p.scoped = f->id;
+        p.scoped_requests = plan.misrouted;
+        p.scoped_vertical = labels.attention;
+      }
+    }
+    for (int idx : plan.recompute) {
+      const auto it = preempted_by_.find(idx);
+      if (it == preempted_by_.end() || (p.scoped >= 0 && p.scoped != it->second)) continue;
+      p.scoped = it->second;
+      p.scoped_requests.push_back(idx);
+      p.scoped_vertical = labels.attention;
+    }
+    if (p.scoped < 0) {
+      for (size_t i = 0; i < plan.reqs.size(); ++i) {
+        const Request& r = requests_[static_cast<size_t>(plan.reqs[i])];
+        if (r.hold_until > 0 && r.first_step < 0) {
+          const ActiveFault* f = Active(Mechanism::kStarvation, r.arrival);
+          if (f == nullptr) continue;
+          p.scoped = f->id;
+          p.scoped_requests.push_back(plan.reqs[i]);
+        }
+      }
+    }
+    pending_.push_back(std::move(p));
     steps_.push_back(std::move(st));
     step_windows_.push_back(StepWindow{t, end, plan.reqs});
     FinishStep(plan, end);
@@ -452,8 +459,89 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
     }
   }
   end_time_ = t;
+  LabelSteps();
   unfinished_ = 0;
   for (const Request& r : requests_) unfinished_ += r.state != Request::State::kFinished;
+}
+
+void Run::LabelSteps() {
+  // The healthy step-to-step spread of each step kind: adjacent steps that no fault was
+  // active in, of one kind and shape (requests and tokens; steps of other shapes differ by
+  // their work, not by noise), the robust sigma of ln(d_i / d_i-1) (for two independent
+  // N(0, s^2) values the median absolute difference is 0.954 s). Fewer than kMinPairs
+  // pairs of a kind: every kind's pairs together; fewer still: no spread test, the share
+  // alone.
+  constexpr size_t kMinPairs = 8;
+  std::map<std::string, std::vector<double>> by_kind;
+  std::vector<double> every;
+  for (size_t i = 1; i < pending_.size() && i < steps_.size(); ++i) {
+    const PendingStep& a = pending_[i - 1];
+    const PendingStep& b = pending_[i];
+    if (!a.clean || !b.clean || steps_[i].kind != steps_[i - 1].kind || a.tokens != b.tokens ||
+        a.requests.size() != b.requests.size())
+      continue;
+    const double before = static_cast<double>(steps_[i - 1].end_ns - steps_[i - 1].start_ns);
+    const double after = static_cast<double>(steps_[i].end_ns - steps_[i].start_ns);
+    if (before <= 0 || after <= 0) continue;
+    const double d = std::fabs(std::log(after / before));
+    by_kind[steps_[i].kind].push_back(d);
+    every.push_back(d);
+  }
+  auto sigma = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2] / 0.954;
+  };
+  const double pooled = every.size() >= kMinPairs ? sigma(every) : 0.0;
+  immaterial_.assign(faults_.size(), 0);
+  std::map<std::string, double>& spread = spread_;
+  spread.clear();
+  for (const StepTruth& st : steps_) spread[st.kind] = pooled;
+  for (const auto& [kind, v] : by_kind) spread[kind] = v.size() >= kMinPairs ? sigma(v) : pooled;
+  for (size_t i = 0; i < pending_.size() && i < steps_.size(); ++i) {
+    PendingStep& p = pending_[i];
+    StepTruth& st = steps_[i];
+    int fault = -1;
+    std::vector<int> affected;
+    if (p.wide >= 0) {
+      const ActiveFault& f = faults_[static_cast<size_t>(p.wide)];
+      bool material = true;
+      if (ActsOnTime(f) && p.measured) {
+        const double kind_spread = spread[st.kind];
+        const double healthy = static_cast<double>(std::max<int64_t>(1, p.healthy_ns));
+        const double extra = static_cast<double>(p.extra_ns);
+        material =
+            extra >= kMaterialShare * healthy && extra >= kMaterialSpreadZ * kind_spread * healthy;
+      }
+      if (!material) ++immaterial_[static_cast<size_t>(p.wide)];
+      if (material) {
+        fault = p.wide;
+        affected = p.requests;
+        st.vertical.nodes = std::move(p.vertical);
+        st.horizontal.nodes = std::move(p.horizontal);
+      }
+    }
+    if (fault < 0 && p.scoped >= 0) {
+      fault = p.scoped;
+      affected = p.scoped_requests;
+      st.vertical.nodes = std::move(p.scoped_vertical);
+    }
+    if (fault < 0) continue;
+    ActiveFault& f = faults_[static_cast<size_t>(fault)];
+    f.used = true;
+    st.fault = f.id;
+    for (int idx : affected) {
+      Request& r = requests_[static_cast<size_t>(idx)];
+      st.affected_requests.push_back(r.id);
+      if (r.fault < 0) r.fault = f.id;
+    }
+    // Starvation shows in time and logs only: the step is anomalous with no operator.
+    st.vertical.is_anomaly = !st.vertical.nodes.empty() ||
+                             f.info->mechanism == Mechanism::kStarvation ||
+                             f.info->mechanism == Mechanism::kMisroute;
+    st.horizontal.is_anomaly = !st.horizontal.nodes.empty();
+    st.explanation = "";  // filled in Truth(), where the whole run is known
+  }
+  pending_.clear();
 }
 
 GroundTruth Run::Truth() const {
@@ -483,6 +571,7 @@ GroundTruth Run::Truth() const {
                              f.info->mechanism == Mechanism::kAllocatorStall ||
                              f.info->mechanism == Mechanism::kWorkerStall;
     rec.target = rank_scoped ? "rank " + std::to_string(f.rank) : "";
+    if (rank_scoped && f.rank >= 0) rec.ranks.push_back(f.rank);
     if (!f.target.empty())
       rec.target += (rec.target.empty() ? "" : ", ") + std::string("kernels ~ ") + f.target;
     if (rec.target.empty()) rec.target = "all ranks";
@@ -740,6 +829,7 @@ Status Run::WriteFiles(const std::string& out_dir, SimSummary* summary) {
   for (const RequestTruth& r : truth.requests) summary->faulty_requests += r.is_fault;
   summary->steps = steps_.size();
   summary->processes = ranks_.size();
+  summary->healthy_spread = spread_;
   summary->simulated_ns = end_time_ - requests_.front().arrival;
   return Status::Ok();
 }
@@ -766,15 +856,18 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       dry.faults.resize(f);
       Run d(dry, *profile);
       TELLER_RETURN_IF_ERROR(d.Prepare());
+      d.set_measure_effects(false);  // only its steps' times and requests are used
       d.Simulate({});
       PlanFaultWindow(d.step_windows(), d.arrivals(), d.serve_start(), c.requests,
                       c.faulty_fraction, f, &c.faults);
     }
   }
-  // Every planted fault must manifest. A fault the simulator placed (preset, random)
-  // whose window left it nothing to act on (KV pressure while the pool never ran out,
-  // starvation with no arrival) is resampled: its window doubles around its centre, KV
-  // pressure takes a fifth more of the pool; after kMaxResamples it is an error. A silent
+  // Every planted fault must manifest: label at least one step. A fault the simulator
+  // placed (preset, random) whose window left it nothing to act on (KV pressure while the
+  // pool never ran out, starvation with no arrival), or nothing it slowed materially
+  // (LabelSteps), is resampled: its window doubles around its centre, KV pressure takes a
+  // fifth more of the pool; a fault that slowed steps, all immaterially, keeps its window
+  // and gets half as much magnitude again. After kMaxResamples it is an error. A silent
   // fault the user placed (--fault with onset/duration) is reported in the summary.
   constexpr int kMaxResamples = 4;
   std::unique_ptr<Run> run;
@@ -796,11 +889,15 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
     bool placed = c.plan_fault_windows;
     for (const int id : silent)
       placed = placed || c.faults[static_cast<size_t>(id)].onset_request >= 0;
-    auto names = [&c, &silent] {
+    auto names = [&c, &silent, &run] {
       std::string list;
       for (const int id : silent) {
         list += (list.empty() ? "" : ", ") + std::to_string(id) + " " +
                 std::string(Info(c.faults[static_cast<size_t>(id)].mechanism).name);
+        if (const int n = run->ImmaterialSteps(id); n > 0) {
+          list += " (slowed " + std::to_string(n) + " step" + (n == 1 ? "" : "s") +
+                  " by less than the materiality threshold)";
+        }
       }
       return list;
     };
@@ -808,17 +905,27 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       // The user's window: the run is written, and the summary says loudly that its
       // ground truth lists a fault with no affected step.
       silent_note = "planted fault(s) " + names() +
-                    " acted on no step (window, magnitude or topology leaves nothing to act "
-                    "on); the ground truth lists them with no affected step";
+                    " acted on no step materially (window, magnitude or topology leaves nothing "
+                    "to act on, or too little time added); the ground truth lists them with no "
+                    "affected step";
       break;
     }
     if (attempt == kMaxResamples) {
       return Status::Error("setting " + c.setting + ": planted fault(s) " + names() +
-                           " acted on no step after " + std::to_string(kMaxResamples) +
-                           " resamplings of their windows");
+                           " acted on no step materially after " + std::to_string(kMaxResamples) +
+                           " resamplings of their windows (a fault that acts on time must add at "
+                           "least 5% of a step's healthy duration and twice the healthy "
+                           "step-to-step spread of its kind; docs/simulator.md)");
     }
     for (const int id : silent) {
       FaultSpec& spec = c.faults[static_cast<size_t>(id)];
+      const double m = spec.magnitude > 0 ? spec.magnitude : Info(spec.mechanism).default_magnitude;
+      if (run->ImmaterialSteps(id) > 0 && spec.mechanism != Mechanism::kKvPressure) {
+        // It acted, too weakly to matter anywhere: a longer window would find more of the
+        // same steps (and more faulty requests), so only its magnitude grows, by half.
+        spec.magnitude = 1.5 * m;
+        continue;
+      }
       if (spec.onset_request >= 0) {
         const int span = std::max(1, spec.span_requests);
         spec.onset_request = std::max(0, spec.onset_request - span / 2);
@@ -827,16 +934,12 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
         spec.onset_ns = std::max<int64_t>(0, spec.onset_ns - spec.duration_ns / 2);
         spec.duration_ns *= 2;
       }
-      if (spec.mechanism == Mechanism::kKvPressure) {
-        const double m =
-            spec.magnitude > 0 ? spec.magnitude : Info(spec.mechanism).default_magnitude;
-        spec.magnitude = std::min(0.9, m + 0.2);
-      }
+      if (spec.mechanism == Mechanism::kKvPressure) spec.magnitude = std::min(0.9, m + 0.2);
     }
     if (progress) {
       progress("simulate " + c.setting +
-               ": a planted fault acted on no step; resampling its "
-               "window (attempt " +
+               ": a planted fault acted on no step materially; resampling its "
+               "window or magnitude (attempt " +
                std::to_string(attempt + 2) + ")");
     }
   }
@@ -896,6 +999,34 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
           f.mechanism == Mechanism::kKernelSlowOneGpu) {
         f.target = targets[rng.Below(5)];
       }
+      if (c.profile == "torch-fsdp") {
+        // Every FSDP step waits for its layers' parameters, gathered across the two nodes
+        // (~5.6 ms a layer against a few hundred us of compute): a fault on compute,
+        // launches, the KV swap copy or one rank's lateness hides under the gathers and
+        // adds under 1% to any step (seeds 1-3), so it could never label one. The preset
+        // plants its category's mechanism that can matter there instead (after the draws
+        // above, so the other settings are unchanged). docs/simulator.md, "The paper preset".
+        const Mechanism planted = f.mechanism;
+        switch (planted) {
+          case Mechanism::kKernelThrottle:
+          case Mechanism::kKernelSlowOneGpu:
+            f.mechanism = Mechanism::kFallbackKernel;
+            break;
+          case Mechanism::kGpuThrottle:
+          case Mechanism::kLaunchLatency:
+            f.mechanism = Mechanism::kSyncStall;
+            break;
+          case Mechanism::kKvSwap:
+            f.mechanism = Mechanism::kAllocatorStall;
+            break;
+          case Mechanism::kStragglerRank:
+            f.mechanism = Mechanism::kSlowLink;
+            break;
+          default:
+            break;
+        }
+        if (f.mechanism != planted) f.target.clear();
+      }
       c.faults.push_back(f);
     }
     c.plan_fault_windows = true;
@@ -927,7 +1058,7 @@ Result<std::vector<SimSummary>> SimulatePreset(
         report("simulated " + configs[i].setting + ": " + std::to_string(results[i]->requests) +
                " requests (" + std::to_string(results[i]->faulty_requests) + " faulty), " +
                std::to_string(results[i]->steps) + " steps, " + std::to_string(results[i]->events) +
-               " events");
+               " events; healthy step-to-step spread" + SpreadText(results[i]->healthy_spread));
       }
     }
   };

@@ -82,7 +82,13 @@ GroundTruth Sample() {
   f.magnitude = 3.5;
   f.target = "rank 4";
   f.description = "rank 4 \"arrives\" late\n\tat collectives \xC3\xA9";
+  f.ranks = {4};
   t.faults.push_back(f);
+  FaultRecord g;  // acts on every rank: no culprit rank
+  g.id = 1;
+  g.mechanism = "kernel_throttle";
+  g.category = "cuda_kernel";
+  t.faults.push_back(g);
   RequestTruth bad;
   bad.id = "chatcmpl-a,1 %";
   bad.is_fault = true;
@@ -143,7 +149,9 @@ TEST_F(GroundTruthReaderTest, RoundTripsWhatTheSimulatorWrites) {
   EXPECT_EQ(u.processes[1].pid, 41003);
   EXPECT_EQ(u.processes[1].rank, 3);
   EXPECT_EQ(u.processes[1].pp_rank, 1);
-  ASSERT_EQ(u.faults.size(), 1u);
+  ASSERT_EQ(u.faults.size(), 2u);
+  EXPECT_EQ(u.faults[0].ranks, std::vector<int>{4});
+  EXPECT_TRUE(u.faults[1].ranks.empty());
   EXPECT_EQ(u.faults[0].mechanism, "straggler_rank");
   EXPECT_EQ(u.faults[0].category, "communication");
   EXPECT_EQ(u.faults[0].onset_ns, 1795940421182842280);
@@ -252,8 +260,12 @@ TEST_F(GroundTruthReaderTest, MissingFieldsAreNamed) {
   EXPECT_NE(e.find("missing field \"format\""), std::string::npos) << e;
   e = without("\"teller-ground-truth\"", "\"teller-raw\"");
   EXPECT_NE(e.find("expected \"teller-ground-truth\""), std::string::npos) << e;
-  e = without("\"version\":1", "\"version\":2");
-  EXPECT_NE(e.find("unsupported version 2"), std::string::npos) << e;
+  e = without("\"version\":2", "\"version\":3");
+  EXPECT_NE(e.find("unsupported version 3"), std::string::npos) << e;
+  e = without("\"version\":2", "\"version\":0");
+  EXPECT_NE(e.find("unsupported version 0"), std::string::npos) << e;
+  e = without("\"ranks\":[4]", "\"ranks\":[\"4\"]");
+  EXPECT_NE(e.find("faults[0].ranks[0]"), std::string::npos) << e;
   // A step naming a fault that does not exist.
   e = without("\"fault\":0,\"affected", "\"fault\":4,\"affected");
   EXPECT_NE(e.find("steps[0].fault: fault 4 is not in \"faults\""), std::string::npos) << e;
@@ -265,6 +277,7 @@ TEST_F(GroundTruthReaderTest, MissingFieldsAreNamed) {
 TEST_F(GroundTruthReaderTest, NullNoneStringsAndUnknownKeysAreAccepted) {
   const std::string text =
       "{\"format\":\"teller-ground-truth\",\"version\":1,\"future\":{\"x\":[1,2]},"
+      "\"faults\":[{\"id\":0,\"mechanism\":\"sync_stall\",\"category\":\"runtime_driver\"}],"
       "\"requests\":[{\"id\":\"r\",\"is_fault\":false,\"fault_type\":null,\"mechanism\":null}],"
       "\"steps\":[{\"seq\":0,\"requests\":[\"r\"],\"fault\":-1,\"affected_requests\":[],"
       "\"vertical\":{\"is_anomaly\":false,\"nodes\":[]},\"horizontal\":{\"is_anomaly\":false,"
@@ -276,6 +289,9 @@ TEST_F(GroundTruthReaderTest, NullNoneStringsAndUnknownKeysAreAccepted) {
   EXPECT_EQ(r->requests[0].fault_type, "");
   EXPECT_EQ(r->steps.size(), 1u);
   EXPECT_EQ(r->steps[0].explanation, "");
+  // Version 1 had no culprit ranks: they read as empty.
+  ASSERT_EQ(r->faults.size(), 1u);
+  EXPECT_TRUE(r->faults[0].ranks.empty());
 }
 
 }  // namespace

@@ -336,6 +336,8 @@ TEST(InjectTest, StragglerDelaysTheCollectiveOnEveryRank) {
   EXPECT_TRUE(st.horizontal.is_anomaly);
   EXPECT_EQ(st.horizontal.nodes.size(), 2u);  // the collective on both ranks
   EXPECT_EQ(r->effect.rank, 1);
+  ASSERT_EQ(r->truth.faults.size(), 1u);
+  EXPECT_EQ(r->truth.faults[0].ranks, std::vector<int>{1});  // the culprit, not its peer
 }
 
 TEST(InjectTest, KernelSlowOneGpuMakesThePeerWait) {
@@ -551,6 +553,7 @@ TEST(InjectRealTest, KernelThrottleOnSglangDecode) {
   ASSERT_EQ(truth->faults.size(), 1u);
   EXPECT_EQ(truth->faults[0].mechanism, "kernel_throttle");
   EXPECT_EQ(truth->faults[0].category, "cuda_kernel");
+  EXPECT_TRUE(truth->faults[0].ranks.empty());  // every rank alike
   ASSERT_EQ(truth->steps.size(), 1u);
   EXPECT_EQ(truth->steps[0].kind, "decode");
   EXPECT_EQ(truth->steps[0].fault, 0);
@@ -762,6 +765,7 @@ TEST(InjectRealTest, StragglerAcrossEightRanks) {
   ASSERT_TRUE(truth.ok());
   EXPECT_EQ(truth->processes.size(), 8u);
   EXPECT_EQ(truth->faults[0].category, "communication");
+  EXPECT_EQ(truth->faults[0].ranks, std::vector<int>{3});  // read back from the file
 }
 
 TEST(InjectRealTest, OutputChecksOfTheCommand) {

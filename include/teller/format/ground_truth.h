@@ -11,14 +11,14 @@
 //   gpu:   (host, pid, correlation, occurrence) - the k-th GPU record (kernel, memcpy,
 //          memset) carrying that correlation id in file order (graph launches own many).
 //
-// JSON layout (format "teller-ground-truth", version 1):
-// {"format":"teller-ground-truth","version":1,"setting":"vllm-v1-online",
+// JSON layout (format "teller-ground-truth", version 2; version 1 is read too):
+// {"format":"teller-ground-truth","version":2,"setting":"vllm-v1-online",
 //  "profile":"vllm-v1-online","seed":7,
 //  "topology":{"nodes":2,"gpus_per_node":3,"tp":3,"pp":2},
 //  "processes":[{"host":"node-0","pid":41000,"rank":0,"tp_rank":0,"pp_rank":0}],
 //  "faults":[{"id":0,"mechanism":"straggler_rank","category":"communication",
 //             "onset_ns":..., "duration_ns":..., "magnitude":3.0, "target":"rank 4",
-//             "description":"..."}],
+//             "description":"...","ranks":[4]}],
 //  "requests":[{"id":"chatcmpl-...","is_fault":true,"fault_type":"communication",
 //               "mechanism":"straggler_rank","fault":0,"steps":[12,13,14]}],
 //  "steps":[{"seq":12,"kind":"decode","start_ns":...,"end_ns":...,
@@ -31,10 +31,12 @@
 // LOCATOR = {"kind":"range","host":"node-0","pid":41000,"tid":41000,"name":"...","occurrence":3}
 //         | {"kind":"call","host":..,"pid":..,"correlation":812}
 //         | {"kind":"gpu","host":..,"pid":..,"correlation":812,"occurrence":17}
-// Times are UTC ns on the reference (first) host's clock. Steps are the engine's
-// scheduler steps; `seq` is the `seq=` value of the `teller.step` ranges that every rank
-// records for it. Healthy steps have "fault":-1, empty affected_requests and both views
-// false with no nodes.
+// Version 2 adds a fault's "ranks" and labels a step anomalous for a fault that acts on
+// time only where the time it added is material (docs/simulator.md); version 1 labelled
+// every step the fault touched. Times are UTC ns on the reference (first) host's clock. Steps are
+// the engine's scheduler steps; `seq` is the `seq=` value of the `teller.step` ranges that every
+// rank records for it. Healthy steps have "fault":-1, empty affected_requests and both views false
+// with no nodes.
 #ifndef TELLER_FORMAT_GROUND_TRUTH_H_
 #define TELLER_FORMAT_GROUND_TRUTH_H_
 
@@ -71,6 +73,10 @@ struct FaultRecord {
   double magnitude = 1.0;
   std::string target;  // human-readable: "rank 4", "kernels ~ attention", "request X"
   std::string description;
+  // The culprit rank(s) of a rank-specific fault (the slowed GPU, the stalled worker);
+  // empty when the fault acts on every rank alike or on requests. Version 2; a version 1
+  // file reads as empty.
+  std::vector<int> ranks;
 };
 
 struct RequestTruth {

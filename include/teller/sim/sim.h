@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,14 @@ struct SimConfig {
   double max_clock_offset_ms = 5.0, max_drift_ppm = 30.0;
 };
 
+// Materiality of a fault that acts on time (docs/simulator.md "Ground truth"): it labels a
+// step only where the time it added there (the step laid out with and without the faults'
+// added time) is at least kMaterialShare of the step's healthy duration and at least
+// kMaterialSpreadZ times the healthy step-to-step spread of the step's kind (robust sigma
+// of the log-ratio of adjacent fault-free steps of that kind).
+inline constexpr double kMaterialShare = 0.05;
+inline constexpr double kMaterialSpreadZ = 2.0;
+
 struct SimSummary {
   uint64_t requests = 0, faulty_requests = 0, steps = 0, events = 0, log_lines = 0;
   uint64_t processes = 0, bytes = 0;
@@ -76,6 +85,9 @@ struct SimSummary {
   // Non-empty when a fault given with an explicit window acted on no step (it says which);
   // `teller simulate` prints it as a warning.
   std::string silent_faults;
+  // The healthy step-to-step spread of each step kind that the materiality test used
+  // (robust sigma of the log-ratio of adjacent fault-free steps of one kind and shape).
+  std::map<std::string, double> healthy_spread;
 };
 
 // Simulates into `out_dir` (created; must not hold a trace). Progress lines go to
