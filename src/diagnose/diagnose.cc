@@ -146,14 +146,25 @@ std::vector<uint8_t> RootFlags(const localize::Result& loc) {
   return root;
 }
 
+// How the top operators group families: name pattern, layer, measure, the operator that
+// makes host calls, and a copy's size class (every copy of a direction has one name; its
+// size tells the operations apart).
+using OperatorGroup = std::tuple<std::string, Layer, localize::Measure, std::string, uint32_t>;
+OperatorGroup GroupOf(const localize::Family& f) {
+  return {f.pattern, f.layer, f.measure, f.within, f.bytes_class};
+}
+OperatorGroup GroupOf(const TopOperator& t) {
+  return {t.family, t.layer, t.measure, t.within, t.bytes_class};
+}
+
 // Top operators: the root evidence of the whole trace, grouped by family pattern, layer,
-// measure and the operator that makes host calls, most suspicious first (docs/diagnose.md,
-// "Top operators").
+// measure, the operator that makes host calls and a copy's size, most suspicious first
+// (docs/diagnose.md, "Top operators").
 std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Reconstruction& r,
                                       const localize::Result& loc, const localize::Options& options,
                                       const localize::Model* baseline) {
   const reconstruct::Nodes& n = r.nodes;
-  using Key = std::tuple<std::string, Layer, localize::Measure, std::string>;
+  using Key = OperatorGroup;
   struct Agg {
     TopOperator op;
     int64_t best = -1;
@@ -169,8 +180,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
   };
   std::map<Key, Agg> agg;
   std::map<Key, uint32_t> instances;
-  for (const localize::Family& f : loc.families)
-    instances[{f.pattern, f.layer, f.measure, f.within}] += f.count;
+  for (const localize::Family& f : loc.families) instances[GroupOf(f)] += f.count;
   // A late rank's work before the collective the others waited for is where the lateness
   // comes from: (engine step, process) -> the late collective's start.
   // (start of the late collective, the straggler's suspicion)
@@ -188,7 +198,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     const localize::Instance& in = loc.instances[k];
     if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
     const localize::Family& f = loc.families[in.family];
-    const Key key{f.pattern, f.layer, f.measure, f.within};
+    const Key key = GroupOf(f);
     const uint32_t cls = DeviationClass(trace, r, in, f);
     const double ratio =
         root[k] && in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0.0;
@@ -206,6 +216,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     a->op.within = f.within;
     a->op.layer = f.layer;
     a->op.measure = f.measure;
+    a->op.bytes_class = f.bytes_class;
     a->op.excess_ns += in.excess_ns;
     // Each excess weighed by the share of the instance's time it is (1 - 1/ratio): a long
     // range that grew by a fifth (it waited inside) weighs less than a kernel that took
@@ -225,6 +236,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     if (in.excess_ns > a->best) {
       a->best = in.excess_ns;
       a->op.name = std::string(trace.strings.Get(trace.events.name[n.event[in.node]]));
+      if (f.bytes_class != 0) a->op.bytes = trace.events.bytes[n.event[in.node]];
     }
   }
   for (auto& [cls, c] : classes) c.Finish();
@@ -331,11 +343,10 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
                                          const std::vector<TopOperator>& top, size_t steps,
                                          size_t abnormal_steps) {
   const reconstruct::Nodes& n = r.nodes;
-  using Key = std::tuple<std::string, Layer, Measure, std::string>;
+  using Key = OperatorGroup;
   std::set<Key> suspicious;
   for (const TopOperator& t : top) {
-    if (t.suspicion >= kPersistentMinSuspicion)
-      suspicious.insert({t.family, t.layer, t.measure, t.within});
+    if (t.suspicion >= kPersistentMinSuspicion) suspicious.insert(GroupOf(t));
   }
   const std::vector<uint8_t> root = RootFlags(loc);
   // Per (family key, process): the scored instances in time order, evidence or not.
@@ -343,8 +354,7 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
   for (uint32_t k = 0; k < loc.instances.size(); ++k) {
     const localize::Instance& in = loc.instances[k];
     if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
-    const localize::Family& f = loc.families[in.family];
-    const Key key{f.pattern, f.layer, f.measure, f.within};
+    const Key key = GroupOf(loc.families[in.family]);
     if (suspicious.count(key) == 0) continue;
     scored[{key, n.process[in.node]}].push_back({n.start_ns[in.node], k});
   }

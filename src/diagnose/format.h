@@ -27,6 +27,17 @@ inline std::string Duration(int64_t ns) {
   return buf;
 }
 
+// A size for people, exact to the byte with thousands separated: "589,824 B" (a copy's
+// identity is its size, so the terminal shows the figure the trace has).
+inline std::string Bytes(uint64_t bytes) {
+  std::string digits = std::to_string(bytes), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out + " B";
+}
+
 inline std::string Fixed(double v, int digits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);

@@ -172,6 +172,7 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
     else
       w.Field("within", o.within);
     w.Field("layer", LayerName(o.layer)).Field("measure", localize::MeasureName(o.measure));
+    if (o.bytes_class != 0) w.Field("bytes", o.bytes);
     w.Field("suspicion", o.suspicion).Field("straggling_ns", o.straggling_ns);
     w.Field("score", static_cast<double>(o.score)).Field("excess_ns", o.excess_ns);
     w.Field("count", static_cast<uint64_t>(o.count));
@@ -297,9 +298,10 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
       ranks += (i ? "," : "") + std::to_string(t.ranks[i]);
     if (t.ranks.size() > 4) ranks += ",...";
     std::snprintf(line, sizeof line,
-                  "  %6.1f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s\n", t.suspicion,
+                  "  %6.1f  %-8s +%-10s %5u of %-7u up to %5.2fx  rank %-6s %s%s%s\n", t.suspicion,
                   std::string(LayerName(t.layer)).c_str(), Duration(t.excess_ns).c_str(), t.count,
                   t.instances, t.max_ratio, ranks.c_str(), ShortName(t.name).c_str(),
+                  t.bytes_class == 0 ? "" : (", " + Bytes(t.bytes)).c_str(),
                   t.within.empty() ? "" : (" in " + ShortName(t.within, 48)).c_str());
     o << line;
   }

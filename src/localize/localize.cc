@@ -193,6 +193,7 @@ class Keys {
   }
   const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
   uint32_t WithinOf(uint32_t key) const { return tuples_[key].within; }
+  uint32_t BytesClassOf(uint32_t key) const { return tuples_[key].bytes; }
   std::string KeyText(const Trace& t, uint32_t key) const {
     const Tuple& x = tuples_[key];
     std::string out = patterns_[x.pattern];
@@ -411,6 +412,20 @@ StringId EventSignature(const EventTable& ev, uint32_t e) { return ev.signature[
 uint32_t CopySizeClass(uint64_t bytes) {
   if (bytes == 0) return 0;
   return 1 + static_cast<uint32_t>(std::lround(4.0 * std::log2(static_cast<double>(bytes))));
+}
+
+// The resolution the trace's times are recorded in: the greatest common divisor of its GPU
+// times (1 us in Kineto files that write whole microseconds), at most kCoarsestTickNs:
+// trace formats record at 1 us or finer, so a larger common divisor is a coincidence of
+// round times (a hand-made trace), not a tick. 0 without GPU times.
+constexpr int64_t kCoarsestTickNs = 1000;
+int64_t TraceTick(const std::vector<Raw>& raw) {
+  int64_t tick = 0;
+  for (const Raw& x : raw) {
+    if (x.measure == Measure::kGpuTime) tick = std::gcd(tick, x.time_ns);
+    if (tick == 1) break;
+  }
+  return std::min(tick, kCoarsestTickNs);
 }
 
 // Extracts the instances of every unit.
@@ -868,18 +883,13 @@ double RunScale(size_t n, size_t begin, size_t end) {
   return n - length >= kMinRestForRun ? std::sqrt(static_cast<double>(length)) : 1.0;
 }
 
-// The least excess of each instance of a sustained run. A run repeats one slowdown, so
-// its floor of min_excess_ns is on the run's total excess; each instance still needs the
-// noise floor, and at least the resolution the trace's times are recorded in (the greatest
-// common divisor of its GPU times: 1 us in Kineto files that write whole microseconds),
-// where one tick more is rounding, not a slowdown.
+// The excess each instance of a sustained run must exceed. A run repeats one slowdown, so
+// its floor of min_excess_ns is on the run's total excess; each instance still needs more
+// than the noise floor, and more than the resolution the trace's times are recorded in
+// (Result::tick_ns), where one tick more is rounding, not a slowdown: a 1 us memset
+// written as 2 us may have taken 1.49 and 1.50 us.
 double RunFloor(const Result& out, const Options& o) {
-  int64_t tick = 0;
-  for (const Instance& in : out.instances) {
-    if (out.families[in.family].measure == Measure::kGpuTime) tick = std::gcd(tick, in.time_ns);
-    if (tick == 1) break;
-  }
-  return static_cast<double>(std::max(tick, o.noise_abs_floor_ns));
+  return static_cast<double>(std::max(out.tick_ns, o.noise_abs_floor_ns));
 }
 
 // A family key (Keys::KeyText) without its context field, the operator before it: one
@@ -954,7 +964,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         Spread sr;
         sr.median = MedianInPlace(rest);
         const double run = static_cast<double>(e - b);
-        if (m_in < o.min_ratio * sr.median || m_in - sr.median < floor ||
+        if (m_in < o.min_ratio * sr.median || m_in - sr.median <= floor ||
             (m_in - sr.median) * run < o.min_excess_ns)
           continue;
         size_t slow = 0;
@@ -1009,7 +1019,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     for (size_t i = f.begin; i < f.end; ++i) {
       Instance& in = out->instances[seq[i]];
       const double excess = static_cast<double>(in.time_ns) - f.median;
-      if (excess < floor || in.time_ns < o.min_ratio * f.median ||
+      if (excess <= floor || in.time_ns < o.min_ratio * f.median ||
           excess < o.min_z * f.noise / RunScale(seq.size(), f.begin, f.end))
         continue;
       in.source = PeerSource::kRest;
@@ -1140,7 +1150,8 @@ void FindSlowCallers(const Options& o, Result* out) {
 }  // namespace
 
 namespace {
-// Operators as the top operators group families: pattern, layer, measure, maker.
+// Operators as the top operators group families: pattern, layer, measure, maker, and a
+// copy's size class.
 std::string OperatorKey(const Family& f) {
   std::string k = f.pattern;
   k += '\x1f';
@@ -1149,6 +1160,7 @@ std::string OperatorKey(const Family& f) {
   k += MeasureName(f.measure);
   k += '\x1f';
   k += f.within;
+  if (f.bytes_class != 0) k += '\x1f' + std::to_string(f.bytes_class);
   return k;
 }
 }  // namespace
@@ -1266,9 +1278,11 @@ void MarkShared(const Reconstruction& r, Result* out) {
   }
 }
 
-Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
+Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& options,
              const Model* baseline) {
   Result& out = p.res;
+  out.tick_ns = TraceTick(p.raw);
+  const Options& o = options;
   // Families of this trace, in order of first appearance.
   std::vector<int32_t> family_of(p.keys.size(), -1);
   std::vector<const FamilyPeers*> base_peers(p.keys.size(), nullptr);
@@ -1286,6 +1300,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       family.measure = p.raw[i].measure;
       const uint32_t within = p.keys.WithinOf(p.key[i]);
       if (within != Keys::kNone) family.within = p.keys.PatternText(within);
+      family.bytes_class = p.keys.BytesClassOf(p.key[i]);
+      if (family.bytes_class != 0) family.bytes = trace.events.bytes[r.nodes.event[node]];
       if (baseline != nullptr) {
         const auto it = baseline->impl().families.find(family.key);
         if (it != baseline->impl().families.end()) {

@@ -176,6 +176,7 @@ class HtmlWriter {
         JsonObjectWriter w(out, JsonDoubles::kDigits6);
         w.Field("name", t.name).Field("family", t.family).Field("within", t.within);
         w.Field("layer", LayerName(t.layer)).Field("measure", localize::MeasureName(t.measure));
+        w.Field("bytes", t.bytes);  // copies: their size (0 for other operators)
         w.Field("suspicion", t.suspicion).Field("excess_ns", t.excess_ns);
         w.Field("count", static_cast<uint64_t>(t.count));
         w.Field("instances", static_cast<uint64_t>(t.instances));
@@ -704,6 +705,7 @@ class HtmlWriter {
       JsonObjectWriter w(out, JsonDoubles::kDigits6);
       w.Field("name", t.name).Field("family", t.family).Field("within", t.within);
       w.Field("layer", LayerName(t.layer)).Field("measure", localize::MeasureName(t.measure));
+      w.Field("bytes", t.bytes);  // copies: their size (0 for other operators)
       w.Field("suspicion", t.suspicion).Field("score", static_cast<double>(t.score));
       w.Field("excess_ns", t.excess_ns).Field("straggling_ns", t.straggling_ns);
       w.Field("count", static_cast<uint64_t>(t.count));

@@ -253,6 +253,67 @@ TEST(Diagnose, AnOperatorSlowOnItsOwnOutranksATimeWhenEverythingWasSlow) {
   EXPECT_GT(shared, 0u);
 }
 
+// Every copy of a direction has one name; its size tells the operations apart. A few
+// large copies slowed among many small ones of the same name are an operator of their
+// own: judged as 3 of their 16, not 3 of all 256 copies, where they would look like the
+// natural tail of a busy family.
+TEST(Diagnose, CopiesOfOneSizeAreAnOperatorOfTheirOwn) {
+  Trace t;
+  const uint32_t p = t.ProcessIndex("h", 1);
+  const StringId copy = t.strings.Intern("Memcpy HtoD (Pageable -> Device)");
+  auto add = [&](EventType type, StringId name, int64_t start, int64_t end, uint64_t bytes) {
+    EventRow r;
+    r.type = type;
+    r.name = name;
+    r.category = t.strings.Intern(type == EventType::kRange ? "cpu_op" : "gpu_memcpy");
+    r.process = p;
+    r.thread = type == EventType::kRange ? 1 : 7;
+    r.stream = type == EventType::kRange ? 0 : 7;
+    r.start_ns = start;
+    r.end_ns = end;
+    r.bytes = bytes;
+    t.events.Append(r);
+  };
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  constexpr uint64_t kSmall = 4096, kLarge = 1 << 20;
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 4'000'000;
+    add(EventType::kRange, t.strings.Intern("teller.step kind=decode seq=" + std::to_string(s)), at,
+        at + 3'900'000, 0);
+    int64_t c_at = at + 10'000;
+    for (int j = 0; j < 30; ++j) {
+      add(EventType::kMemcpy, copy, c_at, c_at + 2'000, kSmall);
+      c_at += 20'000;
+    }
+    // Two large copies a step, 100 us each; 3x in steps 5 (both) and 6 (the first).
+    for (int j = 0; j < 2; ++j) {
+      const int64_t times = (s == 5 || (s == 6 && j == 0)) ? 3 : 1;
+      add(EventType::kMemcpy, copy, c_at, c_at + times * 100'000, kLarge);
+      c_at += 400'000;
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(t);
+  const auto d = diagnose::Diagnose(t, rec, {});
+  ASSERT_FALSE(d.top_operators.empty());
+  const diagnose::TopOperator& top = d.top_operators.front();
+  EXPECT_EQ(top.name, "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(top.bytes, kLarge);
+  EXPECT_NE(top.bytes_class, 0u);
+  EXPECT_EQ(top.count, 3u);
+  EXPECT_EQ(top.instances, 16u);  // the large copies only (8 steps x 2)
+  EXPECT_DOUBLE_EQ(top.max_ratio, 3.0);
+  EXPECT_EQ(top.excess_ns, 3 * 200'000);
+  // No entry mixes the sizes: the small copies, if listed, are 240 of their own.
+  for (const diagnose::TopOperator& op : d.top_operators) {
+    if (op.bytes == kSmall) {
+      EXPECT_EQ(op.instances, 240u);
+    }
+  }
+  // The JSON names the size.
+  const std::string json = diagnose::ToJson(t, d, {});
+  EXPECT_NE(json.find("\"bytes\":1048576"), std::string::npos);
+}
+
 TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
   Loaded l;
   sim::SimConfig c = Config(6);

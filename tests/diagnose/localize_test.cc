@@ -148,7 +148,8 @@ TEST(Localize, AFewStrongOutliersInALargeFamilyCount) {
   // One process, no step markers: 244 kernels of one name on one stream, 10 us each every
   // 20 us, except instances 100, 101 and 102 at 20 us. Family peers (no repeating steps):
   // median 10 us, MAD 0, noise = max(0, 2% of 10 us, 0.25 us) = 0.25 us; each slow one has
-  // excess 10 us, z = 40: three pieces of evidence, 30 us in all.
+  // excess 10 us, z = 40: three pieces of evidence, 30 us in all. Every time is whole
+  // microseconds: the trace's tick is 1 us (the 10 us common divisor is capped).
   Builder b;
   const uint32_t p = b.Process("h", 1);
   for (int k = 0; k < 244; ++k) {
@@ -171,6 +172,7 @@ TEST(Localize, AFewStrongOutliersInALargeFamilyCount) {
     EXPECT_EQ(in.noise_ns, 250);
     EXPECT_FLOAT_EQ(in.z, 40.0f);
   }
+  EXPECT_EQ(r.tick_ns, 1000);
   EXPECT_EQ(evidence, 3u);
   EXPECT_EQ(excess, 30'000);
   // The trace lasts 243 * 20 + 10 = 4870 us; its spread is the 5% floor, 243.5 us:
@@ -456,6 +458,38 @@ TEST(Localize, ASustainedRunIsJudgedAsARunAboveTheTracesResolution) {
   }
   EXPECT_EQ(evidence["long_rest"], 10u);
   EXPECT_EQ(evidence["short_rest"], 0u);
+}
+
+// In a trace written in whole microseconds (every time a multiple of 1 us: the resolution
+// is 1 us), one tick more is rounding. Two kernels of 30 instances at 1 us on one process,
+// instances 12-14 slowed: "one_tick" to 2 us (a run 1 us above the rest: what a 1.49 us
+// and a 1.50 us kernel can both show; z = 1000 / 250 = 4 per instance, under min_z, so
+// only the run rule could count it), "two_ticks" to 3 us (2 us above: ratio 3, z = 2000 /
+// 250 = 8 per instance). Only the second is evidence.
+// (Round times coarser than 1 us are no resolution: ASustainedSlowdownAcrossStepsIsFound-
+// AgainstTheRest's 10 us and 20 us kernels.)
+TEST(Localize, OneTickMoreIsRoundingNotASlowdown) {
+  auto evidence_of = [](const std::vector<std::pair<std::string, int64_t>>& kernels) {
+    Builder b;
+    const uint32_t p = b.Process("h", 1);
+    int64_t at = kT0;
+    for (const auto& [name, slowed_ns] : kernels) {
+      for (int i = 0; i < 30; ++i) {
+        b.Kernel(p, name, at, at + (i >= 12 && i < 15 ? slowed_ns : 1'000));
+        at += 20'000;
+      }
+    }
+    const auto rec = reconstruct::Reconstruct(b.t);
+    std::map<std::string, size_t> evidence;
+    for (const localize::Instance& in : localize::Localize(b.t, rec).instances) {
+      if (in.evidence)
+        ++evidence[std::string(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]))];
+    }
+    return evidence;
+  };
+  const auto us = evidence_of({{"one_tick", 2'000}, {"two_ticks", 3'000}});
+  EXPECT_EQ(us.count("one_tick"), 0u);
+  EXPECT_EQ(us.count("two_ticks") ? us.at("two_ticks") : 0u, 3u);
 }
 
 // Six decode steps, each running five instances of every kernel in `kernels` on one
@@ -803,7 +837,8 @@ TEST(Localize, TwoStepsCompareEachPositionWithTheOtherStep) {
 // on (a slowdown that lasts). The positions' median is 20 us, so no instance stands out
 // from its positions; the slower run of five against the first three is the deviation:
 // the rest's median 10 us, MAD 0, noise max(0, 2% x 10 us, 250 ns) = 250 ns; each 20 us
-// instance has excess 10 us, 2x, z = 40: evidence against the rest, 3 peers.
+// instance has excess 10 us, 2x, z = 40: evidence against the rest, 3 peers. (Its times'
+// common divisor, 10 us, is no tick: the run is more than the 1 us cap above the rest.)
 TEST(Localize, ASustainedSlowdownAcrossStepsIsFoundAgainstTheRest) {
   Builder b;
   const uint32_t p = b.Process("h", 1, 0);

@@ -112,6 +112,10 @@ struct TopOperator {
   std::string within;  // host calls: the operator that makes them
   Layer layer = Layer::kFrontend;
   localize::Measure measure = localize::Measure::kOwnTime;
+  // Copies and memsets: their size class (localize::Family::bytes_class; copies of other
+  // sizes are other operators) and the size of the instance with the most excess; else 0.
+  uint32_t bytes_class = 0;
+  uint64_t bytes = 0;
   // -log10 of the chance that its evidence is natural variation (src/diagnose/suspicion.h):
   // that this many of its instances, or this long a run of them in a row, deviate this much
   // at the rate the other instances of their kind in the trace do. The ranking's key.

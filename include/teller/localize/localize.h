@@ -105,7 +105,13 @@ struct Family {
   std::string pattern;  // the name with layer indices and addresses replaced by '#'
   Layer layer = Layer::kFrontend;
   Measure measure = Measure::kOwnTime;
-  std::string within;    // host calls: the operator range that makes them ("" at top level)
+  std::string within;  // host calls: the operator range that makes them ("" at top level)
+  // Copies and memsets: the size class of their identity (copies are peers only within a
+  // quarter of an octave of size), else 0; `bytes` is the size of the family's first
+  // instance. Every copy of a direction has one name, so the size is what tells a model's
+  // weight upload from a small index copy.
+  uint32_t bytes_class = 0;
+  uint64_t bytes = 0;
   uint32_t count = 0;    // instances in the trace
   double median_ns = 0;  // the family's median time in the trace
   bool from_baseline = false;
@@ -162,6 +168,10 @@ struct Straggler {
 };
 
 struct Result {
+  // The resolution of the trace's times: the greatest common divisor of its GPU times, at
+  // most 1 us (whole-microsecond Kineto files: 1000; nanosecond traces: 1 or a few). A
+  // sustained run must be more than one tick above its peers (docs/localization.md).
+  int64_t tick_ns = 0;
   std::vector<Family> families;
   std::vector<Instance> instances;  // by unit, then in visiting order
   std::vector<Unit> units;

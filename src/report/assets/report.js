@@ -161,7 +161,7 @@
       v.roots.forEach(function (r) {
         var li = el('li');
         add(li, el('span', { 'class': 'mono' }, r.name));
-        li.appendChild(document.createTextNode(' — ' + r.layer + ' ' + r.measure +
+        li.appendChild(document.createTextNode((r.bytes ? ', ' + r.bytes + ' B' : '') + ' — ' + r.layer + ' ' + r.measure +
             (r.within ? ' in ' + r.within : '') + ', rank ' + r.ranks.join(',') + ': ' + r.count + ' of ' +
             r.instances + ' instances slower, up to ' + fixed(r.max_ratio, 2) + 'x, +' + ns(r.excess_ns) +
             ' (suspicion ' + fixed(r.suspicion, 1) + ')'));
@@ -451,6 +451,7 @@
       table(s, 'top-operators-table', [
         { key: 'name', title: 'operator', cls: 'name mono' }, { key: 'layer', title: 'layer' },
         { key: 'measure', title: 'measure' },
+        { key: 'bytes', title: 'size', num: true, fmt: function (v) { return v ? v + ' B' : ''; } },
         { key: 'suspicion', title: 'suspicion', num: true, fmt: function (v) { return fixed(v, 1); } },
         { key: 'count', title: 'slower', num: true },
         { key: 'instances', title: 'instances', num: true },
