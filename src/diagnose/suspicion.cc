@@ -379,6 +379,8 @@ double OtherTimesSuspicion(const FamilyDeviations& family, const ClassRate& q, d
       if (seq[i] > 0) at.push_back(i);
     }
     if (at.empty()) continue;
+    // Mostly deviating: no habit of its own (suspicion.h).
+    if (2 * at.size() > seq.size()) return std::numeric_limits<double>::infinity();
     // Ends evenly chosen among the deviations when there are many (a denser stretch never
     // starts or ends with an instance within its peers).
     std::vector<size_t> ends;

@@ -207,6 +207,11 @@ double OtherRanksSuspicion(const FamilyDeviations& family, const ClassRate& q, d
 // the cleanest habit). A
 // family that deviates outside its densest stretch as it does inside is no news; one whose
 // deviations are all in the stretch keeps about the class suspicion (a clean record).
+// A process on which most of the family's instances deviate has no habit of its own to
+// judge them by: its instances are slower than peers found elsewhere (the other
+// operators' launches of the same call, the other ranks), so its other times are the
+// same slowdown, not its natural variation. The result is then +infinity (no bound: the
+// class rate judges it, and the other ranks where there are enough).
 inline constexpr size_t kMaxStretchEnds = 512;
 double OtherTimesSuspicion(const FamilyDeviations& family, const ClassRate& q, double min_ratio);
 

@@ -314,6 +314,65 @@ TEST(Diagnose, CopiesOfOneSizeAreAnOperatorOfTheirOwn) {
   EXPECT_NE(json.find("\"bytes\":1048576"), std::string::npos);
 }
 
+// Every launch of one operator slower all through the trace (a slow path in its launch
+// code, a hook): its own instances have no faster peers, the other operators' launches of
+// the same call are its peers. 8 steps, each with 40 operators of 4 kinds, one launch
+// each; "aten::mul"'s launches take 40 us against the others' 5-5.6 us, a 5 us kernel
+// each, but two at the usual time. Its other times are the same slowdown, not its habit
+// (without that rule, the stretch densest in deviations, after the first usual launch,
+// left a habit of deviations before it): the launch call in aten::mul is the top
+// operator, with its 77 slow launches as evidence (80, less the warm-up one and the two
+// usual ones), and a persistent slowdown, runtime_driver (a host runtime call).
+TEST(Diagnose, AnOperatorWhoseEveryLaunchIsSlowerIsAPersistentSlowdown) {
+  Trace t;
+  const uint32_t p = t.ProcessIndex("h", 1);
+  auto add = [&](EventType type, const std::string& name, int64_t start, int64_t end) {
+    EventRow r;
+    r.type = type;
+    r.name = t.strings.Intern(name);
+    r.category = t.strings.Intern(type == EventType::kKernel    ? "kernel"
+                                  : type == EventType::kRuntime ? "cuda_runtime"
+                                                                : "cpu_op");
+    r.process = p;
+    r.thread = type == EventType::kKernel ? 7 : 1;
+    r.stream = type == EventType::kKernel ? 7 : 0;
+    r.start_ns = start;
+    r.end_ns = end;
+    t.events.Append(r);
+  };
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  const char* ops[4] = {"aten::mul", "aten::add", "aten::copy_", "aten::relu"};
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 10'000'000;
+    add(EventType::kRange, "teller.step kind=decode seq=" + std::to_string(s), at, at + 8'000'000);
+    for (int j = 0; j < 40; ++j) {
+      const int64_t op_at = at + 10'000 + j * 150'000;
+      const int k = j % 4;
+      // The others' launches differ a little (5.0-5.6 us); mul's are 40 us, but for two
+      // that took the usual time (steps 3 and 6, their first).
+      const bool usual = k != 0 || (j == 0 && (s == 3 || s == 6));
+      const int64_t launch = usual ? 5'000 + 200 * ((j + s) % 4) : 40'000;
+      add(EventType::kRange, ops[k], op_at, op_at + 2'000 + launch + 3'000);
+      add(EventType::kRuntime, "cudaLaunchKernel", op_at + 2'000, op_at + 2'000 + launch);
+      add(EventType::kKernel, std::string("kernel_") + ops[k], op_at + 60'000, op_at + 65'000);
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(t);
+  const auto d = diagnose::Diagnose(t, rec, {});
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_EQ(d.top_operators.front().name, "cudaLaunchKernel");
+  EXPECT_EQ(d.top_operators.front().within, "aten::mul");
+  EXPECT_EQ(d.top_operators.front().count, 77u);
+  size_t persistent = 0;
+  for (const diagnose::Finding& f : d.findings) {
+    if (f.kind != "persistent_slowdown") continue;
+    ++persistent;
+    EXPECT_NE(f.title.find("cudaLaunchKernel"), std::string::npos) << f.title;
+    EXPECT_EQ(f.category, FaultCategory::kRuntimeDriver);
+  }
+  EXPECT_EQ(persistent, 1u);
+}
+
 TEST(Slice, KeepsSuspiciousNodesTheirAncestorsAndLittleElse) {
   Loaded l;
   sim::SimConfig c = Config(6);

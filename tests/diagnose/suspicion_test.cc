@@ -277,17 +277,42 @@ TEST(OtherTimesSuspicion, DeviatingAllThroughTheTraceIsAHabit) {
 }
 
 TEST(OtherTimesSuspicion, DeviatingEverywhereLeavesTheClassRate) {
-  // All five instances at 2x: no stretch is denser than the rest, the one from the first
-  // deviation to the last leaves no habit, so the rate is the class's q (the prior alone):
-  // five of five, q^5 (the run of five is the same), log10 = -18.789225, less log10(15)
-  // for the 5 x 6 / 2 stretches tried: 17.613289.
+  // All five instances at 2x: the family has no other times to call its habit, so this
+  // bound is +infinity and the class rate judges it: five of five at q = 1.746321e-4
+  // (AFaultOnOneRankByHand's class), q^5 (the run of five is the same), log10 =
+  // 5 log10 q = -18.789380.
   const FamilyDeviations f = Family(5, {0, 1, 2, 3, 4}, 2.0);
   const Deviations klass = With(Class(999, 9, 1.5), f);
   const ClassRate q(klass, f.total, kMin);
-  EXPECT_NEAR(OtherTimesSuspicion(f, q, kMin), 17.613289, 1e-5);
+  EXPECT_TRUE(std::isinf(OtherTimesSuspicion(f, q, kMin)));
+  EXPECT_NEAR(SuspicionAt(f, q), 18.789380, 1e-5);
   // Without a deviation nothing is suspicious.
   const FamilyDeviations none = Family(5, {}, 2.0);
   EXPECT_EQ(OtherTimesSuspicion(none, ClassRate(klass, none.total, kMin), kMin), 0.0);
+}
+
+TEST(OtherTimesSuspicion, MostlyDeviatingHasNoHabitOfItsOwn) {
+  // 97 of 100 instances at 5x (every launch of one operator slower than the other
+  // operators' launches, three at their usual time): their other times are the same
+  // slowdown, not a habit, so no bound; before, the densest stretch (from the second
+  // usual instance on) left a habit of 49 deviations in 50 and the suspicion fell under 3.
+  std::vector<size_t> most;
+  for (size_t i = 0; i < 100; ++i) {
+    if (i != 10 && i != 50 && i != 90) most.push_back(i);
+  }
+  const FamilyDeviations f = Family(100, most, 5.0);
+  const Deviations klass = With(Class(999, 9, 1.5), f);
+  const ClassRate q(klass, f.total, kMin);
+  EXPECT_TRUE(std::isinf(OtherTimesSuspicion(f, q, kMin)));
+  EXPECT_GT(SuspicionAt(f, q), 100.0);
+  // Half of them (every other instance) is no majority: the family deviates all through
+  // the trace, its habit, and is no news.
+  std::vector<size_t> half;
+  for (size_t i = 0; i < 100; i += 2) half.push_back(i);
+  const FamilyDeviations g = Family(100, half, 5.0);
+  const Deviations klass_g = With(Class(999, 9, 1.5), g);
+  const ClassRate qg(klass_g, g.total, kMin);
+  EXPECT_LT(OtherTimesSuspicion(g, qg, kMin), 3.0);
 }
 
 // A family of n instances of which k deviate by `ratio`, spread out (no two in a row).
