@@ -187,20 +187,31 @@ TEST(Diagnose, BaselineModeSeesAWholeRunSlowdown) {
 // 2.1). But the operators around each of them deviate too (each other's instances): those
 // deviations are the time's (teller/localize/shared.h), and scale, the one operator
 // slower on its own, is first.
+// Appends one event of process p to a hand-built trace: host ranges ("cpu_op") and runtime
+// calls on thread 1, GPU work on stream 7.
+void Append(Trace& t, uint32_t p, EventType type, StringId name, int64_t start, int64_t end,
+            uint64_t bytes = 0) {
+  EventRow r;
+  r.type = type;
+  r.name = name;
+  r.category = t.strings.Intern(type == EventType::kKernel    ? "kernel"
+                                : type == EventType::kMemcpy  ? "gpu_memcpy"
+                                : type == EventType::kRuntime ? "cuda_runtime"
+                                                              : "cpu_op");
+  r.process = p;
+  r.thread = IsGpuWork(type) ? 7 : 1;
+  r.stream = IsGpuWork(type) ? 7 : 0;
+  r.start_ns = start;
+  r.end_ns = end;
+  r.bytes = bytes;
+  t.events.Append(r);
+}
+
 TEST(Diagnose, AnOperatorSlowOnItsOwnOutranksATimeWhenEverythingWasSlow) {
   Trace t;
   const uint32_t p = t.ProcessIndex("h", 1);
   auto add = [&](EventType type, const std::string& name, int64_t start, int64_t end) {
-    EventRow r;
-    r.type = type;
-    r.name = t.strings.Intern(name);
-    r.category = t.strings.Intern(type == EventType::kKernel ? "kernel" : "cpu_op");
-    r.process = p;
-    r.thread = type == EventType::kKernel ? 7 : 1;
-    r.stream = type == EventType::kKernel ? 7 : 0;
-    r.start_ns = start;
-    r.end_ns = end;
-    t.events.Append(r);
+    Append(t, p, type, t.strings.Intern(name), start, end);
   };
   constexpr int64_t kT0 = 1'700'000'000'000'000'000;
   for (int s = 0; s < 8; ++s) {
@@ -262,17 +273,7 @@ TEST(Diagnose, CopiesOfOneSizeAreAnOperatorOfTheirOwn) {
   const uint32_t p = t.ProcessIndex("h", 1);
   const StringId copy = t.strings.Intern("Memcpy HtoD (Pageable -> Device)");
   auto add = [&](EventType type, StringId name, int64_t start, int64_t end, uint64_t bytes) {
-    EventRow r;
-    r.type = type;
-    r.name = name;
-    r.category = t.strings.Intern(type == EventType::kRange ? "cpu_op" : "gpu_memcpy");
-    r.process = p;
-    r.thread = type == EventType::kRange ? 1 : 7;
-    r.stream = type == EventType::kRange ? 0 : 7;
-    r.start_ns = start;
-    r.end_ns = end;
-    r.bytes = bytes;
-    t.events.Append(r);
+    Append(t, p, type, name, start, end, bytes);
   };
   constexpr int64_t kT0 = 1'700'000'000'000'000'000;
   constexpr uint64_t kSmall = 4096, kLarge = 1 << 20;
@@ -327,18 +328,7 @@ TEST(Diagnose, AnOperatorWhoseEveryLaunchIsSlowerIsAPersistentSlowdown) {
   Trace t;
   const uint32_t p = t.ProcessIndex("h", 1);
   auto add = [&](EventType type, const std::string& name, int64_t start, int64_t end) {
-    EventRow r;
-    r.type = type;
-    r.name = t.strings.Intern(name);
-    r.category = t.strings.Intern(type == EventType::kKernel    ? "kernel"
-                                  : type == EventType::kRuntime ? "cuda_runtime"
-                                                                : "cpu_op");
-    r.process = p;
-    r.thread = type == EventType::kKernel ? 7 : 1;
-    r.stream = type == EventType::kKernel ? 7 : 0;
-    r.start_ns = start;
-    r.end_ns = end;
-    t.events.Append(r);
+    Append(t, p, type, t.strings.Intern(name), start, end);
   };
   constexpr int64_t kT0 = 1'700'000'000'000'000'000;
   const char* ops[4] = {"aten::mul", "aten::add", "aten::copy_", "aten::relu"};
