@@ -258,7 +258,6 @@ Status Run::Prepare() {
           burst = confounders_.size();
           Confounder c;
           c.record.kind = "arrival_burst";
-          c.record.detail = std::to_string(burst_left + 1) + " requests within ms";
           c.t = serve_start_ + static_cast<int64_t>(t * 1e9);
           c.reqs.push_back(i);
           c.first_steps = true;
@@ -266,7 +265,7 @@ Status Run::Prepare() {
         }
       }
     }
-    if (confound) {
+    if (confound && config_.arrival != Arrival::kReplay) {  // a replayed file is kept as is
       // Long prompts (a pasted document, a long system prompt): 4-8x the usual tokens, so
       // that request's prefill step is several times longer. Prefix-cache hits (a shared
       // system prompt, a multi-turn conversation): whole 16-token blocks of the prompt,
@@ -805,6 +804,8 @@ GroundTruth Run::Truth() const {
   for (const Confounder& c : confounders_) {
     ConfounderRecord rec = c.record;
     rec.time_ns = clocks_[0].Real(c.t);
+    if (rec.kind == "arrival_burst")
+      rec.detail = std::to_string(c.reqs.size()) + " requests within a few ms";
     for (int idx : c.reqs) {
       const Request& r = requests_[static_cast<size_t>(idx)];
       rec.requests.push_back(r.id);
