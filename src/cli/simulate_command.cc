@@ -51,6 +51,12 @@ constexpr const char* kHelp =
     "  --fault SPEC          add a fault: MECHANISM[:target=..,magnitude=..,onset=2s,\n"
     "                        duration=5s,rank=N]; repeatable (see --list)\n"
     "  --random-faults N     add N faults with mechanisms, times and targets from the seed\n"
+    "  --fault-windows W     where --preset and --random-faults place fault windows:\n"
+    "                        arrivals (default: anchored to the requests they serve) or\n"
+    "                        uniform (anywhere in the serving period)\n"
+    "  --confounders         healthy confounders: long prompts, prefix-cache hits, arrival\n"
+    "                        bursts, GC pauses, preemption bursts (never labelled; on for\n"
+    "                        --preset and --realistic); --no-confounders turns them off\n"
     "  --preset paper        the paper-shaped dataset: 5 settings, 300 requests, ~42% faulty\n"
     "  --jobs N              settings simulated in parallel for --preset (default: CPUs)\n"
     "  --compare REAL        realism report: kernel sequences and duration distributions of\n"
@@ -83,6 +89,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
   std::string out, preset, compare;
   bool json = false;
   long random_faults = 0;
+  int confounders = -1;  // -1: the default (on for --preset and --realistic), 0 off, 1 on
   int jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -143,6 +150,19 @@ int SimulateCommand(const std::vector<std::string>& args) {
       config.shape_kernels = true;
     } else if (a == "--realistic") {
       config.shape_kernels = config.realistic_timing = config.host_stack = true;
+      if (confounders < 0) confounders = 1;
+    } else if (a == "--confounders") {
+      confounders = 1;
+    } else if (a == "--no-confounders") {
+      confounders = 0;
+    } else if (a == "--fault-windows") {
+      if (!value(&s)) return 2;
+      if (s != "arrivals" && s != "uniform") {
+        std::fprintf(stderr, "teller simulate: --fault-windows is arrivals or uniform, got '%s'\n",
+                     s.c_str());
+        return 2;
+      }
+      config.uniform_fault_windows = s == "uniform";
     } else if (a == "--host-stack") {
       config.host_stack = true;
     } else if (a == "--expert-parallel") {
@@ -227,6 +247,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
   auto progress = [](std::string_view line) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   };
+  if (confounders >= 0) config.confounders = confounders == 1;
   if (!compare.empty()) {
     return RunRealismCompare(config, compare, json);
   }
@@ -241,6 +262,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       c.shape_kernels = config.shape_kernels;
       c.realistic_timing = config.realistic_timing;
       c.host_stack = config.host_stack;
+      c.uniform_fault_windows = config.uniform_fault_windows;
+      if (confounders >= 0) c.confounders = confounders == 1;
     }
     auto result = sim::SimulatePreset(configs, out, jobs, progress);
     if (!result.ok()) {

@@ -108,6 +108,7 @@ class Reader {
   bool ParseFault(od::value& v, const std::string& where, FaultRecord* f);
   bool ParseRequest(od::value& v, const std::string& where, RequestTruth* r);
   bool ParseStep(od::value& v, const std::string& where, StepTruth* s);
+  bool ParseConfounder(od::value& v, const std::string& where, ConfounderRecord* c);
   bool ParseView(od::value& v, const std::string& where, ViewLabel* view);
   bool ParseLocator(od::value& v, const std::string& where, NodeLocator* n);
 
@@ -293,6 +294,23 @@ bool Reader::ParseFault(od::value& v, const std::string& where, FaultRecord* fr)
   return true;
 }
 
+bool Reader::ParseConfounder(od::value& v, const std::string& where, ConfounderRecord* c) {
+  const size_t offset = OffsetOf(v);
+  Seen seen;
+  const bool ok = ForFields(v, where, [&](std::string_view key, od::value& f) {
+    const std::string at = where + "." + std::string(key);
+    if (key == "kind") return seen.Set(0) && GetString(f, at, &c->kind);
+    if (key == "time_ns") return GetIntAs(f, at, &c->time_ns);
+    if (key == "steps") return GetUints(f, at, &c->steps);
+    if (key == "requests") return GetStrings(f, at, &c->requests);
+    if (key == "detail") return GetString(f, at, &c->detail, true);
+    return true;
+  });
+  if (!ok) return false;
+  if (!seen.Has(0)) return Missing(offset, where, "kind");
+  return true;
+}
+
 bool Reader::ParseRequest(od::value& v, const std::string& where, RequestTruth* r) {
   const size_t offset = OffsetOf(v);
   Seen seen;
@@ -458,6 +476,12 @@ Result<GroundTruth> Reader::Run() {
       return ForEach(f, at, "an array of requests", [&](od::value& item, size_t i) {
         t.requests.emplace_back();
         return ParseRequest(item, at + "[" + std::to_string(i) + "]", &t.requests.back());
+      });
+    }
+    if (key == "confounders") {
+      return ForEach(f, at, "an array of confounders", [&](od::value& item, size_t i) {
+        t.confounders.emplace_back();
+        return ParseConfounder(item, at + "[" + std::to_string(i) + "]", &t.confounders.back());
       });
     }
     if (key == "steps") {

@@ -186,7 +186,32 @@ std::string GroundTruthToJson(const GroundTruth& t) {
     AppendJsonString(out, s.explanation);
     out += '}';
   }
-  out += "]}\n";
+  out += ']';
+  // Healthy confounders, an added field of version 2: written only when there are some, so
+  // a run without them gives the same bytes as before.
+  if (!t.confounders.empty()) {
+    out += ",\n\"confounders\":[";
+    for (size_t i = 0; i < t.confounders.size(); ++i) {
+      const ConfounderRecord& c = t.confounders[i];
+      if (i) out += ",\n";
+      out += "{\"kind\":";
+      AppendJsonString(out, c.kind);
+      out += ",\"time_ns\":";
+      AppendInt(out, c.time_ns);
+      out += ",\"steps\":[";
+      for (size_t k = 0; k < c.steps.size(); ++k) {
+        if (k) out += ',';
+        out += std::to_string(c.steps[k]);
+      }
+      out += "],\"requests\":";
+      AppendStrings(out, c.requests);
+      out += ",\"detail\":";
+      AppendJsonString(out, c.detail);
+      out += '}';
+    }
+    out += ']';
+  }
+  out += "}\n";
   return out;
 }
 

@@ -186,8 +186,24 @@ class Run {
   std::vector<HostNode> prologue_;
   bool prologue_parsed_ = false;
   std::unordered_map<int, int> preempted_by_;  // request -> kv fault that preempted it
-  std::vector<int> running_;                   // request indices, in admission order
-  std::vector<int> waiting_;                   // FCFS queue (front = first)
+  // Healthy confounders (SimConfig::confounders), in the order they happened. A record
+  // with `first_steps` takes the first step of each of its requests when the truth is
+  // written (a long prompt's or a cache hit's prefill, a burst's admissions).
+  struct Confounder {
+    ConfounderRecord record;
+    std::vector<int> reqs;
+    int64_t t = 0;  // true time
+    bool first_steps = false;
+  };
+  std::vector<Confounder> confounders_;
+  Rng confounder_rng_{0};
+  std::unordered_map<int, size_t> burst_preempted_;  // request -> its preemption burst
+  bool squeeze_pending_ = false;  // the next Schedule preempts a burst (a KV shortage)
+  uint64_t prefix_queried_ = 0, prefix_hit_ = 0;  // prompt tokens looked up, found cached
+  int gc_rank_ = -1;  // this step: the worker that pauses for GC, -1 = none
+  int64_t gc_pause_ns_ = 0;
+  std::vector<int> running_;  // request indices, in admission order
+  std::vector<int> waiting_;  // FCFS queue (front = first)
   size_t next_arrival_ = 0;
 };
 

@@ -863,6 +863,8 @@ int64_t Executor::Go(int64_t start) {
     subset.reserve(rank_reqs[r].size());
     for (int i : rank_reqs[r]) subset.push_back(i);
     ro.Push(run_.StepMessage(plan_, subset), ro.host);
+    // A GC pause (a healthy confounder drawn by Run::Simulate) inside this worker's step.
+    if (static_cast<int>(r) == run_.gc_rank_) ro.host += run_.gc_pause_ns_;
     ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(4.0, 0.2)));
     for (const std::string& f : p_.forward_ranges) {
       ro.Push(f, ro.host);

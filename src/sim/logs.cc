@@ -381,10 +381,12 @@ void Run::LogPeriodic(int64_t t) {
   } else {
     logs_.push_back(
         {t, 0,
-         VllmLine(*this, style, real, "INFO", "APIServer", api_pid_, "loggers.py", 123,
-                  "Engine 000: " + head + "Waiting: " + std::to_string(waiting_.size()) +
-                      " reqs, GPU KV cache usage: " + Fmt("%.1f", usage) +
-                      "%, Prefix cache hit rate: 0.0%")});
+         VllmLine(
+             *this, style, real, "INFO", "APIServer", api_pid_, "loggers.py", 123,
+             "Engine 000: " + head + "Waiting: " + std::to_string(waiting_.size()) +
+                 " reqs, GPU KV cache usage: " + Fmt("%.1f", usage) + "%, Prefix cache hit rate: " +
+                 Fmt("%.1f", prefix_queried_ > 0 ? 100.0 * prefix_hit_ / prefix_queried_ : 0.0) +
+                 "%")});
   }
   tokens_prompt_since_stats_ = tokens_gen_since_stats_ = 0;
   while (next_stats_ <= t) next_stats_ += interval;

@@ -38,6 +38,9 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
   while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival <= now) {
     Request& r = requests_[next_arrival_++];
     r.state = Request::State::kWaiting;
+    r.computed = r.cached;  // a prefix-cache hit: its blocks are found, not computed
+    prefix_queried_ += static_cast<uint64_t>(r.prompt);
+    prefix_hit_ += static_cast<uint64_t>(r.cached);  // vLLM v1's stats line reports the rate
     waiting_.push_back(r.index);
     if (const ActiveFault* f = Active(Mechanism::kStarvation, r.arrival)) {
       // The scheduler's queue ordering skips this request (a priority or fairness bug):
@@ -94,6 +97,29 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
     for (size_t victims = running_.size() / 2; victims > 0 && running_.size() > 1; --victims) {
       preempt(running_.back());
     }
+  }
+
+  // A preemption burst (a healthy confounder; Run::Simulate draws it): the pool is short
+  // for a moment and the newest quarter of the running requests is preempted, to be
+  // recomputed later. Never labelled: the engine did what it should.
+  bool burst_now = false;
+  if (squeeze_pending_) {
+    squeeze_pending_ = false;
+    burst_now = true;
+    Confounder c;
+    c.record.kind = "preemption_burst";
+    c.t = now;
+    c.record.steps.push_back(plan->seq);
+    for (size_t victims = std::max<size_t>(1, running_.size() / 4);
+         victims > 0 && running_.size() > 1; --victims) {
+      const int victim = running_.back();
+      preempt(victim);
+      c.reqs.push_back(victim);
+      burst_preempted_[victim] = confounders_.size();
+      preempted_by_.erase(victim);  // this recomputation is the burst's, not a fault's
+    }
+    c.record.detail = std::to_string(c.reqs.size()) + " requests preempted and recomputed";
+    confounders_.push_back(std::move(c));
   }
 
   // Requests already running: decodes and unfinished prefill chunks.
@@ -173,7 +199,8 @@ bool Run::Schedule(int64_t now, StepPlan* plan) {
       const size_t before = running_.size();
       bool waiting_ready = false;
       for (int idx : waiting_) waiting_ready |= requests_[idx].hold_until <= now;
-      if (waiting_ready && static_cast<int>(before) < config_.max_running)
+      // Not in the step that preempted (its victims wait at the head of the queue).
+      if (waiting_ready && static_cast<int>(before) < config_.max_running && !burst_now)
         admit(config_.max_running);
       if (plan->reqs.empty()) schedule_running(true);
       break;

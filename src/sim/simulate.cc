@@ -214,6 +214,12 @@ Status Run::Prepare() {
     config_.requests = static_cast<int>(replay.size());
   }
   Rng req_rng = rng_.Fork(1);
+  // Confounders draw from their own stream, so that turning them off gives the same run.
+  confounder_rng_ = Rng(config_.seed * 0xC2B2AE3D27D4EB4Full + 23);
+  Rng& conf = confounder_rng_;
+  const bool confound = config_.confounders;
+  int burst_left = 0;
+  size_t burst = 0;  // confounders_ index of the burst under way
   double t = 0;
   for (int i = 0; i < config_.requests; ++i) {
     Request r;
@@ -239,6 +245,58 @@ Status Run::Prepare() {
                             config_.prompt_max);
       r.output = std::clamp(static_cast<int>(req_rng.LogNormal(config_.output_median, 0.45)), 1,
                             config_.output_max);
+      if (confound && profile_.log_style != LogStyle::kVllmV1Offline && i > 0) {
+        // Arrival bursts: a client fans out a batch of calls, so the next 4-8 requests
+        // arrive within a few ms and the batch grows at once (docs/simulator.md).
+        if (burst_left > 0) {
+          t = static_cast<double>(requests_.back().arrival - serve_start_) * 1e-9 +
+              conf.Exponential(0.005);
+          --burst_left;
+          confounders_[burst].reqs.push_back(i);
+        } else if (conf.Chance(kBurstShare)) {
+          burst_left = 4 + static_cast<int>(conf.Below(5));
+          burst = confounders_.size();
+          Confounder c;
+          c.record.kind = "arrival_burst";
+          c.t = serve_start_ + static_cast<int64_t>(t * 1e9);
+          c.reqs.push_back(i);
+          c.first_steps = true;
+          confounders_.push_back(std::move(c));
+        }
+      }
+    }
+    if (confound && config_.arrival != Arrival::kReplay) {  // a replayed file is kept as is
+      // Long prompts (a pasted document, a long system prompt): 4-8x the usual tokens, so
+      // that request's prefill step is several times longer. Prefix-cache hits (a shared
+      // system prompt, a multi-turn conversation): whole 16-token blocks of the prompt,
+      // 50-90% of it, found cached, so its prefill computes only the rest.
+      const double u = conf.Uniform();
+      const double scale = conf.Uniform(4.0, 8.0), share = conf.Uniform(0.5, 0.9);
+      const int longer = std::min(config_.prompt_max, static_cast<int>(r.prompt * scale));
+      if (u < kLongPromptShare && longer >= 3 * r.prompt) {
+        Confounder c;
+        c.record.kind = "long_prompt";
+        c.record.detail = "prompt " + std::to_string(longer) + " tokens (usually " +
+                          std::to_string(config_.prompt_median) + ")";
+        r.prompt = longer;
+        c.t = serve_start_ + static_cast<int64_t>(t * 1e9);
+        c.reqs.push_back(i);
+        c.first_steps = true;
+        confounders_.push_back(std::move(c));
+      } else if (u >= kLongPromptShare && u < kLongPromptShare + kPrefixHitShare) {
+        const int cached = static_cast<int>(r.prompt * share) / kBlockTokens * kBlockTokens;
+        if (cached >= kBlockTokens && cached <= r.prompt - kBlockTokens) {
+          r.cached = cached;
+          Confounder c;
+          c.record.kind = "prefix_hit";
+          c.record.detail =
+              std::to_string(cached) + " of " + std::to_string(r.prompt) + " prompt tokens cached";
+          c.t = serve_start_ + static_cast<int64_t>(t * 1e9);
+          c.reqs.push_back(i);
+          c.first_steps = true;
+          confounders_.push_back(std::move(c));
+        }
+      }
     }
     r.arrival = serve_start_ + static_cast<int64_t>(t * 1e9);
     requests_.push_back(std::move(r));
@@ -278,6 +336,16 @@ Status Run::Prepare() {
           std::min(requests_.size() - 1, a + static_cast<size_t>(std::max(1, spec.span_requests)));
       f.onset = requests_[a].arrival;
       f.end = std::max(requests_[b].arrival, f.onset + 300 * kMs);
+      if (config_.uniform_fault_windows && spec.mechanism != Mechanism::kStarvation) {
+        // The same length, anywhere in the arrival period, whatever arrives then (one draw
+        // per fault, so a resampled window keeps its place and grows around it).
+        const int64_t length = f.end - f.onset;
+        const int64_t lo = requests_.front().arrival;
+        const int64_t hi = std::max(lo, requests_.back().arrival - length);
+        Rng place(config_.seed * 0x9E3779B97F4A7C15ull + 0xA11 + i);
+        f.onset = lo + static_cast<int64_t>(place.Uniform() * static_cast<double>(hi - lo));
+        f.end = f.onset + length;
+      }
     } else {
       f.onset = serve_start_ + spec.onset_ns;
       f.end = spec.duration_ns > 0 ? f.onset + spec.duration_ns : INT64_MAX;
@@ -379,6 +447,13 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
   const int64_t limit = requests_.back().arrival + 4 * 3600 * kSec;  // a runaway guard
   while (t < limit) {
     StepPlan plan;
+    // Preemption bursts (a confounder): the KV pool runs short for a moment (a burst of
+    // long contexts; healthy engines preempt and recompute, and log it as vLLM v0's
+    // warning and SGLang's retraction lines do). Not while a KV-pressure fault acts, whose
+    // preemptions are its own.
+    squeeze_pending_ = config_.confounders && profile_.batch_policy != BatchPolicy::kStatic &&
+                       running_.size() >= 4 && Active(Mechanism::kKvPressure, t) == nullptr &&
+                       confounder_rng_.Chance(kPreemptBurstShare);
     if (!Schedule(t, &plan)) {
       if (next_arrival_ >= requests_.size() && running_.empty() && waiting_.empty()) break;
       // Idle until the next arrival or until a held request becomes schedulable.
@@ -393,6 +468,32 @@ void Run::Simulate(const std::function<void(std::string_view)>& progress) {
     // Preemptions under KV pressure: remember which fault caused them.
     if (const ActiveFault* kv = Active(Mechanism::kKvPressure, t)) {
       for (int v : plan.preempted) preempted_by_[v] = kv->id;
+    }
+    if (config_.confounders) {
+      for (int idx : plan.recompute) {
+        // A request preempted in a burst recomputes its prompt and output: a long prefill.
+        const auto it = burst_preempted_.find(idx);
+        if (it == burst_preempted_.end()) continue;
+        confounders_[it->second].record.steps.push_back(plan.seq);
+        burst_preempted_.erase(it);
+      }
+      // Python GC on one worker: a full collection pauses its process for a few ms inside
+      // the step; its peers wait for it in the next collective. Drawn here, so that the
+      // step's healthy counterfactual (Execute) pauses alike.
+      gc_rank_ = -1;
+      gc_pause_ns_ = 0;
+      if (confounder_rng_.Chance(kGcPauseShare)) {
+        gc_rank_ = static_cast<int>(confounder_rng_.Below(ranks_.size()));
+        gc_pause_ns_ = static_cast<int64_t>(confounder_rng_.Uniform(2.0, 8.0) * kMs);
+        Confounder c;
+        c.record.kind = "gc_pause";
+        char detail[64];
+        std::snprintf(detail, sizeof detail, "%.1f ms on rank %d", gc_pause_ns_ / 1e6, gc_rank_);
+        c.record.detail = detail;
+        c.record.steps.push_back(plan.seq);
+        c.t = t;
+        confounders_.push_back(std::move(c));
+      }
     }
     StepLabels labels;
     int64_t healthy_end = -1;
@@ -699,6 +800,25 @@ GroundTruth Run::Truth() const {
     }
     s.explanation = e.str();
   }
+  // Healthy confounders: the steps they made unusual, the requests involved.
+  for (const Confounder& c : confounders_) {
+    ConfounderRecord rec = c.record;
+    rec.time_ns = clocks_[0].Real(c.t);
+    if (rec.kind == "arrival_burst")
+      rec.detail = std::to_string(c.reqs.size()) + " requests within a few ms";
+    for (int idx : c.reqs) {
+      const Request& r = requests_[static_cast<size_t>(idx)];
+      rec.requests.push_back(r.id);
+      if (c.first_steps && r.first_step >= 0)
+        rec.steps.push_back(static_cast<uint64_t>(r.first_step));
+    }
+    std::sort(rec.steps.begin(), rec.steps.end());
+    rec.steps.erase(std::unique(rec.steps.begin(), rec.steps.end()), rec.steps.end());
+    g.confounders.push_back(std::move(rec));
+  }
+  std::stable_sort(
+      g.confounders.begin(), g.confounders.end(),
+      [](const ConfounderRecord& a, const ConfounderRecord& b) { return a.time_ns < b.time_ns; });
   return g;
 }
 
@@ -860,6 +980,20 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       d.Simulate({});
       PlanFaultWindow(d.step_windows(), d.arrivals(), d.serve_start(), c.requests,
                       c.faulty_fraction, f, &c.faults);
+      FaultSpec& spec = c.faults[f];
+      if (c.uniform_fault_windows && spec.mechanism != Mechanism::kStarvation &&
+          !d.step_windows().empty()) {
+        // Independent of arrivals and of the other faults: the planned length, placed
+        // uniformly over the serving period (first step to last) of the dry run. Windows
+        // may overlap; a step is labelled for the first fault that acts on it. Starvation
+        // acts on arrivals and keeps its planned window.
+        const int64_t lo = d.step_windows().front().start;
+        const int64_t hi = std::max(lo, d.step_windows().back().end - spec.duration_ns);
+        Rng place(c.seed * 0x9E3779B97F4A7C15ull + 0xA11 + f);
+        const int64_t onset =
+            lo + static_cast<int64_t>(place.Uniform() * static_cast<double>(hi - lo));
+        spec.onset_ns = onset - d.serve_start();
+      }
     }
   }
   // Every planted fault must manifest: label at least one step. A fault the simulator
@@ -870,6 +1004,7 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
   // and gets half as much magnitude again. After kMaxResamples it is an error. A silent
   // fault the user placed (--fault with onset/duration) is reported in the summary.
   constexpr int kMaxResamples = 4;
+  constexpr int kFewSteps = 3;
   std::unique_ptr<Run> run;
   std::string silent_note;
   for (int attempt = 0;; ++attempt) {
@@ -922,9 +1057,13 @@ Result<SimSummary> Simulate(const SimConfig& config, const std::string& out_dir,
       const double m = spec.magnitude > 0 ? spec.magnitude : Info(spec.mechanism).default_magnitude;
       if (run->ImmaterialSteps(id) > 0 && spec.mechanism != Mechanism::kKvPressure) {
         // It acted, too weakly to matter anywhere: a longer window would find more of the
-        // same steps (and more faulty requests), so only its magnitude grows, by half.
-        spec.magnitude = 1.5 * m;
-        continue;
+        // same steps (and more faulty requests), so only its magnitude grows, by half; a
+        // subtle one (the preset's 1.2-1.5x) at least to the mechanism's default.
+        spec.magnitude = std::max(1.5 * m, Info(spec.mechanism).default_magnitude);
+        // A window of one or two steps may hold only steps the fault cannot matter in (a
+        // stall hidden behind another pipeline stage, a family that is a sliver of the
+        // step): it doubles as well (paper preset seed 4, vllm-v1-offline).
+        if (run->ImmaterialSteps(id) >= kFewSteps) continue;
       }
       if (spec.onset_request >= 0) {
         const int span = std::max(1, spec.span_requests);
@@ -967,6 +1106,7 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
   const char* targets[] = {"attention", "gemm", "norm", "activation", "rotary"};
   std::vector<SimConfig> out;
   Rng rng(seed ^ 0x5EEDull);
+  Rng subtle(seed * 0xBF58476D1CE4E5B9ull + 0x5B7);
   for (int s = 0; s < 5; ++s) {
     SimConfig c;
     c.profile = profiles[s];
@@ -1027,8 +1167,24 @@ std::vector<SimConfig> PaperPreset(uint64_t seed) {
         }
         if (f.mechanism != planted) f.target.clear();
       }
+      // Subtle faults: a share of the multiplicative slowdowns gets 1.2-1.5x (from their
+      // own stream, so the draws above are unchanged). Materiality decides the labels; one
+      // that never matters is resampled with a larger magnitude (Simulate), or fails.
+      switch (f.mechanism) {
+        case Mechanism::kKernelThrottle:
+        case Mechanism::kKernelSlowOneGpu:
+        case Mechanism::kGpuThrottle:
+        case Mechanism::kLaunchLatency:
+        case Mechanism::kSlowLink:
+        case Mechanism::kNcclFallback:
+          if (subtle.Chance(kSubtleShare)) f.magnitude = subtle.Uniform(1.2, 1.5);
+          break;
+        default:
+          break;
+      }
       c.faults.push_back(f);
     }
+    c.confounders = true;
     c.plan_fault_windows = true;
     c.faulty_fraction = 0.44;
     out.push_back(c);

@@ -17,6 +17,7 @@
 namespace teller::sim {
 
 // The simulator writes the ground-truth format (format/ground_truth.h) throughout.
+using format::ConfounderRecord;
 using format::FaultRecord;
 using format::GroundTruth;
 using format::kGroundTruthFile;
@@ -42,6 +43,7 @@ struct Request {
   int computed = 0;   // tokens whose KV is computed
   int generated = 0;  // output tokens so far
   int blocks = 0;
+  int cached = 0;  // prefix-cache hit: prompt tokens whose KV is found cached on arrival
   enum class State : uint8_t { kPending, kWaiting, kRunning, kFinished } state = State::kPending;
   int preemptions = 0;
   bool needs_recompute = false;  // preempted: the next prefill recomputes

@@ -183,6 +183,47 @@ TEST_F(GroundTruthReaderTest, RoundTripsWhatTheSimulatorWrites) {
   EXPECT_EQ(GroundTruthToJson(u), json);
 }
 
+TEST_F(GroundTruthReaderTest, ConfoundersRoundTripAndAreOptional) {
+  GroundTruth t = Sample();
+  const std::string without = GroundTruthToJson(t);
+  EXPECT_EQ(without.find("\"confounders\""), std::string::npos);  // none: the old bytes
+  auto plain = ReadGroundTruth(Write(without));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_TRUE(plain->confounders.empty());
+  ConfounderRecord gc;
+  gc.kind = "gc_pause";
+  gc.time_ns = 1795940421182842280;
+  gc.steps = {13};
+  gc.detail = "4.1 ms on rank 2";
+  ConfounderRecord burst;
+  burst.kind = "preemption_burst";
+  burst.time_ns = 1795940421282842280;
+  burst.steps = {12, 14};
+  burst.requests = {"chatcmpl-a,1 %"};
+  burst.detail = "1 requests preempted and recomputed";
+  t.confounders = {gc, burst};
+  const std::string json = GroundTruthToJson(t);
+  auto r = ReadGroundTruth(Write(json));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->confounders.size(), 2u);
+  EXPECT_EQ(r->confounders[0].kind, "gc_pause");
+  EXPECT_EQ(r->confounders[0].time_ns, gc.time_ns);
+  EXPECT_EQ(r->confounders[0].steps, std::vector<uint64_t>{13});
+  EXPECT_TRUE(r->confounders[0].requests.empty());
+  EXPECT_EQ(r->confounders[0].detail, gc.detail);
+  EXPECT_EQ(r->confounders[1].steps, (std::vector<uint64_t>{12, 14}));
+  EXPECT_EQ(r->confounders[1].requests, burst.requests);
+  EXPECT_EQ(GroundTruthToJson(r.value()), json);
+  // The version stays 2; a confounder without its kind is refused by name.
+  EXPECT_NE(json.find("\"version\":2"), std::string::npos);
+  std::string bad = json;
+  bad.replace(bad.find("\"kind\":\"gc_pause\","), 18, "");
+  auto refused = ReadGroundTruth(Write(bad));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("confounders[0]"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST_F(GroundTruthReaderTest, MalformedJsonNamesFileAndOffset) {
   const std::string json = GroundTruthToJson(Sample());
   // Cut inside the steps array: the error is at (or after) the cut, never before the

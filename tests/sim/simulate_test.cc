@@ -533,6 +533,9 @@ TEST(Materiality, AnImmaterialSlowdownLabelsNoStep) {
   RunSim(c, &placed, false);
   ASSERT_EQ(placed.truth.faults.size(), 1u);
   EXPECT_GT(placed.truth.faults[0].magnitude, 1.02 * 1.5 - 1e-9);
+  // A magnitude under the mechanism's default (the preset's subtle 1.2-1.5x) goes at
+  // least to the default on its first resampling (1.02 x 1.5^4 would be 5.2, under 8).
+  EXPECT_GE(placed.truth.faults[0].magnitude, Info(Mechanism::kSlowLink).default_magnitude);
   size_t labelled = 0;
   for (const StepTruth& st : placed.truth.steps) labelled += st.fault == 0;
   EXPECT_GT(labelled, 0u);
@@ -723,6 +726,218 @@ TEST(Preset, PaperShape) {
   EXPECT_EQ(configs[0].requests, 100);
   ASSERT_EQ(categories.size(), 5u);
   for (const auto& [cat, n] : categories) EXPECT_EQ(n, 5) << cat;
+}
+
+// --- Healthy confounders (docs/simulator.md "Healthy confounders")
+
+SimConfig ConfounderRun(uint64_t seed = 3) {
+  SimConfig c;
+  c.profile = "vllm-v0";  // logs its preemptions as warnings
+  c.seed = seed;
+  c.nodes = c.gpus_per_node = c.tp = c.pp = 1;
+  c.requests = 300;
+  c.layers = 2;
+  c.rate = 40;
+  c.prompt_median = 256;
+  c.prompt_max = 2048;
+  c.output_median = 12;
+  c.output_max = 24;
+  c.confounders = true;
+  return c;
+}
+
+double StepMs(const StepTruth& st) { return static_cast<double>(st.end_ns - st.start_ns) / 1e6; }
+
+TEST(Confounders, EachKindAppearsAtAboutItsRateAndIsLabelledHealthy) {
+  Sim s;
+  RunSim(ConfounderRun(), &s, /*reconstruct=*/false);
+  ASSERT_FALSE(s.truth.steps.empty());
+  std::map<std::string, std::vector<const format::ConfounderRecord*>> by_kind;
+  for (const auto& c : s.truth.confounders) by_kind[c.kind].push_back(&c);
+  const double requests = 300, steps = static_cast<double>(s.truth.steps.size());
+  // Per-request kinds: within a factor of ~2.5 of their expected counts (deterministic
+  // seed; a rate off by an order of magnitude fails).
+  auto near = [](size_t n, double expected) {
+    return static_cast<double>(n) >= expected / 2.5 && static_cast<double>(n) <= expected * 2.5;
+  };
+  EXPECT_TRUE(near(by_kind["long_prompt"].size(), kLongPromptShare * requests))
+      << by_kind["long_prompt"].size();
+  EXPECT_TRUE(near(by_kind["prefix_hit"].size(), kPrefixHitShare * requests))
+      << by_kind["prefix_hit"].size();
+  // A burst takes the next 4-8 arrivals: one start per ~(1/share + 6) arrivals.
+  EXPECT_TRUE(near(by_kind["arrival_burst"].size(), requests / (1.0 / kBurstShare + 6.0)))
+      << by_kind["arrival_burst"].size();
+  EXPECT_TRUE(near(by_kind["gc_pause"].size(), kGcPauseShare * steps))
+      << by_kind["gc_pause"].size() << " in " << steps << " steps";
+  EXPECT_GE(by_kind["preemption_burst"].size(), 1u);
+  for (const auto* c : by_kind["arrival_burst"]) EXPECT_GE(c->requests.size(), 2u);
+  for (const auto* c : by_kind["preemption_burst"]) {
+    EXPECT_GE(c->requests.size(), 1u);
+    EXPECT_GE(c->steps.size(), 2u) << "the preemption step and a recomputation";
+  }
+  // Healthy: no step or request is labelled, and every listed step exists.
+  std::set<uint64_t> seqs;
+  for (const StepTruth& st : s.truth.steps) {
+    seqs.insert(st.seq);
+    EXPECT_EQ(st.fault, -1) << st.seq;
+    EXPECT_FALSE(st.vertical.is_anomaly || st.horizontal.is_anomaly) << st.seq;
+  }
+  for (const RequestTruth& r : s.truth.requests) EXPECT_FALSE(r.is_fault) << r.id;
+  for (const auto& c : s.truth.confounders) {
+    EXPECT_FALSE(c.steps.empty()) << c.kind;
+    for (uint64_t q : c.steps) EXPECT_TRUE(seqs.count(q)) << c.kind << " step " << q;
+  }
+  // The engine logged its healthy preemptions as vLLM v0 does.
+  std::ifstream log(s.dir + "/logs/stdout.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("is preempted by PreemptionMode.RECOMPUTE"), std::string::npos);
+}
+
+TEST(Confounders, LongPromptAndGcPauseStepsAreLongerThanTheirKindsMedian) {
+  Sim s;
+  RunSim(ConfounderRun(), &s, /*reconstruct=*/false);
+  std::map<uint64_t, const StepTruth*> by_seq;
+  std::map<std::string, std::vector<double>> by_kind;
+  for (const StepTruth& st : s.truth.steps) {
+    by_seq[st.seq] = &st;
+    by_kind[st.kind].push_back(StepMs(st));
+  }
+  std::map<std::string, double> median;
+  for (auto& [kind, v] : by_kind) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    median[kind] = v[v.size() / 2];
+  }
+  int checked = 0;
+  for (const auto& c : s.truth.confounders) {
+    if (c.kind != "long_prompt" && c.kind != "gc_pause") continue;
+    ASSERT_FALSE(c.steps.empty());
+    const StepTruth* st = by_seq.at(c.steps.front());
+    EXPECT_GT(StepMs(*st), (c.kind == "gc_pause" ? 1.3 : 1.5) * median[st->kind])
+        << c.kind << " " << c.detail << " in step " << st->seq << " (" << st->kind << ")";
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+  // A run without confounders lists none and writes no "confounders" field.
+  SimConfig off = ConfounderRun();
+  off.confounders = false;
+  off.requests = 40;
+  Sim plain;
+  RunSim(off, &plain, /*reconstruct=*/false);
+  EXPECT_TRUE(plain.truth.confounders.empty());
+  std::ifstream in(plain.dir + "/" + kGroundTruthFile);
+  std::stringstream json;
+  json << in.rdbuf();
+  EXPECT_EQ(json.str().find("\"confounders\""), std::string::npos);
+}
+
+TEST(Preset, SubtleMagnitudesForAShareOfSlowdowns) {
+  int multiplicative = 0, subtle = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    for (const SimConfig& c : PaperPreset(seed)) {
+      EXPECT_TRUE(c.confounders);
+      for (const FaultSpec& f : c.faults) {
+        const bool mult =
+            f.mechanism == Mechanism::kKernelThrottle ||
+            f.mechanism == Mechanism::kKernelSlowOneGpu || f.mechanism == Mechanism::kGpuThrottle ||
+            f.mechanism == Mechanism::kLaunchLatency || f.mechanism == Mechanism::kSlowLink ||
+            f.mechanism == Mechanism::kNcclFallback;
+        if (!mult) {
+          EXPECT_EQ(f.magnitude, 0.0) << Info(f.mechanism).name;  // the default
+          continue;
+        }
+        ++multiplicative;
+        if (f.magnitude > 0) {
+          ++subtle;
+          EXPECT_GE(f.magnitude, 1.2);
+          EXPECT_LE(f.magnitude, 1.5);
+        }
+      }
+    }
+  }
+  ASSERT_GT(multiplicative, 30);
+  const double share = static_cast<double>(subtle) / multiplicative;
+  EXPECT_NEAR(share, kSubtleShare, 0.12) << subtle << " of " << multiplicative;
+}
+
+TEST(Windows, UniformWindowsAreIndependentOfArrivals) {
+  // A fault anchored to the first request (as --random-faults anchors them): anchored, its
+  // window opens at that arrival in every seed; uniform, anywhere in the arrival period.
+  auto onset = [](uint64_t seed, bool uniform) {
+    SimConfig c = Small("vllm-v1-online", seed);
+    c.nodes = c.gpus_per_node = c.tp = c.pp = 1;
+    c.requests = 30;
+    c.layers = 2;
+    c.uniform_fault_windows = uniform;
+    FaultSpec f;
+    f.mechanism = Mechanism::kKernelThrottle;
+    f.target = "gemm";
+    f.magnitude = 3;
+    f.onset_request = 0;
+    f.span_requests = 3;
+    c.faults.push_back(f);
+    Sim s;
+    RunSim(c, &s, /*reconstruct=*/false);
+    if (s.truth.steps.empty() || s.truth.faults.empty()) return -1.0;
+    const int64_t lo = s.truth.steps.front().start_ns, hi = s.truth.steps.back().end_ns;
+    return static_cast<double>(s.truth.faults[0].onset_ns - lo) / static_cast<double>(hi - lo);
+  };
+  std::vector<double> uniform;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const double anchored = onset(seed, false);
+    EXPECT_GE(anchored, -0.01) << seed;
+    EXPECT_LT(anchored, 0.02) << seed;  // at the first arrival
+    uniform.push_back(onset(seed, true));
+    EXPECT_GE(uniform.back(), -0.01) << seed;
+    EXPECT_LE(uniform.back(), 1.0) << seed;
+  }
+  int early = 0, late = 0;
+  for (double p : uniform) early += p < 0.5, late += p >= 0.5;
+  EXPECT_GE(early, 1);
+  EXPECT_GE(late, 1);
+  EXPECT_GT(*std::max_element(uniform.begin(), uniform.end()) -
+                *std::min_element(uniform.begin(), uniform.end()),
+            0.3);
+}
+
+TEST(Windows, UniformPresetWindowsMoveOffTheirPlannedPlace) {
+  SimConfig c;
+  c.profile = c.setting = "vllm-v1-online";
+  c.seed = 4;
+  c.nodes = c.gpus_per_node = c.tp = c.pp = 1;
+  c.requests = 40;
+  c.layers = 2;
+  c.output_median = 8;
+  c.plan_fault_windows = true;
+  c.faulty_fraction = 0.4;
+  for (Mechanism m : {Mechanism::kKernelThrottle, Mechanism::kOpReorder, Mechanism::kSyncStall}) {
+    FaultSpec f;
+    f.mechanism = m;
+    if (m == Mechanism::kKernelThrottle) f.target = "gemm", f.magnitude = 3;
+    c.faults.push_back(f);
+  }
+  auto windows = [](const SimConfig& config) {
+    const std::string dir = TempDir("uniform-preset");
+    auto r = Simulate(config, dir);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    auto truth = ReadGroundTruth(dir + "/" + kGroundTruthFile);
+    std::vector<std::pair<int64_t, int64_t>> out;
+    if (truth.ok())
+      for (const FaultRecord& f : truth->faults) out.emplace_back(f.onset_ns, f.duration_ns);
+    return out;
+  };
+  const auto planned = windows(c);
+  c.uniform_fault_windows = true;
+  const auto moved = windows(c);
+  ASSERT_EQ(planned.size(), 3u);
+  ASSERT_EQ(moved.size(), 3u);
+  int differ = 0;
+  for (size_t i = 0; i < 3; ++i) differ += planned[i].first != moved[i].first;
+  EXPECT_GE(differ, 2);
+  // Anchored windows follow the run in order; the first uniform one is not the first
+  // planned one.
+  EXPECT_LT(planned[0].first, planned[1].first);
+  EXPECT_LT(planned[1].first, planned[2].first);
 }
 
 }  // namespace

@@ -27,7 +27,9 @@
 //            "affected_requests":["chatcmpl-.."],  // requests for which it is anomalous
 //            "vertical":{"is_anomaly":true,"nodes":[LOCATOR...]},
 //            "horizontal":{"is_anomaly":true,"nodes":[LOCATOR...]},
-//            "explanation":"..."}]}
+//            "explanation":"..."}],
+//  "confounders":[{"kind":"gc_pause","time_ns":...,"steps":[40],"requests":[],
+//                  "detail":"4.1 ms on rank 2"}]}
 // LOCATOR = {"kind":"range","host":"node-0","pid":41000,"tid":41000,"name":"...","occurrence":3}
 //         | {"kind":"call","host":..,"pid":..,"correlation":812}
 //         | {"kind":"gpu","host":..,"pid":..,"correlation":812,"occurrence":17}
@@ -105,6 +107,17 @@ struct ProcessTruth {
   int rank = 0, tp_rank = 0, pp_rank = 0;
 };
 
+// A healthy confounder the simulator planted (docs/simulator.md "Healthy confounders"):
+// an event that makes some steps unusual without being a fault. Never labelled abnormal.
+// An added field of version 2: a file without "confounders" reads with none.
+struct ConfounderRecord {
+  std::string kind;     // long_prompt, prefix_hit, arrival_burst, gc_pause, preemption_burst
+  int64_t time_ns = 0;  // UTC, when it happened (arrival, step start)
+  std::vector<uint64_t> steps;        // seq of the steps it made unusual
+  std::vector<std::string> requests;  // the requests involved (none for a GC pause)
+  std::string detail;                 // "prompt 2120 tokens", "4.1 ms on rank 2", ...
+};
+
 struct GroundTruth {
   std::string setting, profile;
   uint64_t seed = 0;
@@ -112,7 +125,8 @@ struct GroundTruth {
   std::vector<ProcessTruth> processes;
   std::vector<FaultRecord> faults;
   std::vector<RequestTruth> requests;
-  std::vector<StepTruth> steps;  // by seq
+  std::vector<StepTruth> steps;               // by seq
+  std::vector<ConfounderRecord> confounders;  // in time order
 };
 
 inline constexpr const char* kGroundTruthFile = "ground_truth.json";

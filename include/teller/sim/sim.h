@@ -61,7 +61,17 @@ struct SimConfig {
   // MoE profiles: experts sharded over the tensor-parallel group with all-to-all dispatch
   // and combine (EP = TP) instead of tensor-parallel experts and an all-reduce.
   bool expert_parallel = false;
+  // Healthy confounders (docs/simulator.md "Healthy confounders"): events that make some
+  // healthy steps unusual without being faults: long prompts, prefix-cache hits, arrival
+  // bursts, Python GC pauses on a worker, KV-shortage preemption bursts. Never labelled
+  // abnormal; ground_truth.json lists them. On in the paper preset and with --realistic.
+  bool confounders = false;
   std::vector<FaultSpec> faults;
+  // Where simulator-placed windows (presets, --random-faults) lie: false = anchored to the
+  // run (the steps that serve a share of the requests, or request arrivals); true =
+  // uniformly over the serving period, whatever arrives then (starvation, which acts on
+  // arrivals, keeps its anchored window). docs/simulator.md "Faults".
+  bool uniform_fault_windows = false;
   // Presets: place the faults' windows (in order, spread over the run) so that about
   // this fraction of requests is affected, from a fault-free dry run of the same seed.
   bool plan_fault_windows = false;
@@ -77,6 +87,18 @@ struct SimConfig {
 // of the log-ratio of adjacent fault-free steps of that kind).
 inline constexpr double kMaterialShare = 0.05;
 inline constexpr double kMaterialSpreadZ = 2.0;
+
+// Healthy confounders (SimConfig::confounders; docs/simulator.md "Healthy confounders").
+// Rates per request or per step, and sizes:
+inline constexpr double kLongPromptShare = 0.04;     // of requests: prompt x 4-8
+inline constexpr double kPrefixHitShare = 0.15;      // of requests: 50-90% of the prompt cached
+inline constexpr double kBurstShare = 0.03;          // of arrivals: the next 4-8 within ~5 ms
+inline constexpr double kGcPauseShare = 0.005;       // of steps: one worker pauses 2-8 ms
+inline constexpr double kPreemptBurstShare = 0.004;  // of steps with >= 4 running requests
+// The paper preset draws a subtle magnitude, uniform in 1.2-1.5x, for this share of its
+// faults with a multiplicative slowdown (kernel_throttle, kernel_slow_one_gpu,
+// gpu_throttle, launch_latency, slow_link, nccl_fallback).
+inline constexpr double kSubtleShare = 0.35;
 
 struct SimSummary {
   uint64_t requests = 0, faulty_requests = 0, steps = 0, events = 0, log_lines = 0;
