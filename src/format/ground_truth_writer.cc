@@ -77,6 +77,17 @@ void AppendStrings(std::string& out, const std::vector<std::string>& list) {
   out += ']';
 }
 
+// A JSON array of integers (ranks, step numbers).
+template <typename Int>
+void AppendIntegers(std::string& out, const std::vector<Int>& list) {
+  out += '[';
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(list[i]);
+  }
+  out += ']';
+}
+
 }  // namespace
 
 std::string GroundTruthToJson(const GroundTruth& t) {
@@ -132,12 +143,9 @@ std::string GroundTruthToJson(const GroundTruth& t) {
     AppendJsonString(out, f.target);
     out += ",\"description\":";
     AppendJsonString(out, f.description);
-    out += ",\"ranks\":[";
-    for (size_t k = 0; k < f.ranks.size(); ++k) {
-      if (k) out += ',';
-      AppendInt(out, f.ranks[k]);
-    }
-    out += "]}";
+    out += ",\"ranks\":";
+    AppendIntegers(out, f.ranks);
+    out += '}';
   }
   out += "],\n\"requests\":[";
   for (size_t i = 0; i < t.requests.size(); ++i) {
@@ -153,12 +161,9 @@ std::string GroundTruthToJson(const GroundTruth& t) {
     AppendJsonString(out, r.mechanism);
     out += ",\"fault\":";
     AppendInt(out, r.fault);
-    out += ",\"steps\":[";
-    for (size_t k = 0; k < r.steps.size(); ++k) {
-      if (k) out += ',';
-      out += std::to_string(r.steps[k]);
-    }
-    out += "]}";
+    out += ",\"steps\":";
+    AppendIntegers(out, r.steps);
+    out += '}';
   }
   out += "],\n\"steps\":[";
   for (size_t i = 0; i < t.steps.size(); ++i) {
@@ -198,12 +203,9 @@ std::string GroundTruthToJson(const GroundTruth& t) {
       AppendJsonString(out, c.kind);
       out += ",\"time_ns\":";
       AppendInt(out, c.time_ns);
-      out += ",\"steps\":[";
-      for (size_t k = 0; k < c.steps.size(); ++k) {
-        if (k) out += ',';
-        out += std::to_string(c.steps[k]);
-      }
-      out += "],\"requests\":";
+      out += ",\"steps\":";
+      AppendIntegers(out, c.steps);
+      out += ",\"requests\":";
       AppendStrings(out, c.requests);
       out += ",\"detail\":";
       AppendJsonString(out, c.detail);
