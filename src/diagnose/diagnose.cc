@@ -194,11 +194,18 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
   // The deviations of each class of instances: the background a family is judged against.
   std::map<uint32_t, Deviations> classes;
   const double min_ratio = options.min_ratio;
+  // Each family's group, looked up once per family (a group's key holds strings).
+  std::vector<Agg*> agg_of(loc.families.size(), nullptr);
+  std::vector<uint32_t> group_instances(loc.families.size(), 0);
   for (uint32_t k = 0; k < loc.instances.size(); ++k) {
     const localize::Instance& in = loc.instances[k];
     if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
     const localize::Family& f = loc.families[in.family];
-    const Key key = GroupOf(f);
+    if (agg_of[in.family] == nullptr) {
+      const Key key = GroupOf(f);
+      agg_of[in.family] = &agg[key];
+      group_instances[in.family] = instances[key];
+    }
     const uint32_t cls = DeviationClass(trace, r, in, f);
     const double ratio =
         root[k] && in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0.0;
@@ -206,7 +213,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     // was slow, not this operator (teller/localize/shared.h).
     const double judged = in.shared ? 0.0 : ratio;
     classes[cls].Add(judged, min_ratio);
-    Agg* a = &agg[key];
+    Agg* a = agg_of[in.family];
     a->cls = cls;
     a->deviations.Add(judged, min_ratio);
     a->family = &f;
@@ -229,7 +236,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       a->straggling += in.excess_ns;
       a->straggler_suspicion = std::max(a->straggler_suspicion, late->second.second);
     }
-    a->op.instances = instances[key];
+    a->op.instances = group_instances[in.family];
     a->op.median_ns = static_cast<int64_t>(f.median_ns);
     a->op.max_ratio = std::max(a->op.max_ratio, ratio);
     a->ranks.insert(trace.processes[n.process[in.node]].rank);
@@ -349,14 +356,24 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
     if (t.suspicion >= kPersistentMinSuspicion) suspicious.insert(GroupOf(t));
   }
   const std::vector<uint8_t> root = RootFlags(loc);
-  // Per (family key, process): the scored instances in time order, evidence or not.
-  std::map<std::pair<Key, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>> scored;
+  // Each family's place among the suspicious groups (in the set's order), or -1, found once
+  // per family (a group's key holds strings).
+  const std::vector<Key> groups(suspicious.begin(), suspicious.end());
+  std::vector<int32_t> group_of(loc.families.size(), -1);
+  for (size_t f = 0; f < loc.families.size(); ++f) {
+    const Key key = GroupOf(loc.families[f]);
+    const auto it = std::lower_bound(groups.begin(), groups.end(), key);
+    if (it != groups.end() && *it == key) group_of[f] = static_cast<int32_t>(it - groups.begin());
+  }
+  // Per (group, process), in the groups' order: the scored instances in time order,
+  // evidence or not.
+  std::map<std::pair<int32_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>> scored;
   for (uint32_t k = 0; k < loc.instances.size(); ++k) {
     const localize::Instance& in = loc.instances[k];
     if (in.source == localize::PeerSource::kNone || in.warmup || in.consequence) continue;
-    const Key key = GroupOf(loc.families[in.family]);
-    if (suspicious.count(key) == 0) continue;
-    scored[{key, n.process[in.node]}].push_back({n.start_ns[in.node], k});
+    const int32_t g = group_of[in.family];
+    if (g < 0) continue;
+    scored[{g, n.process[in.node]}].push_back({n.start_ns[in.node], k});
   }
   std::vector<Finding> out;
   for (auto& [where, seq] : scored) {

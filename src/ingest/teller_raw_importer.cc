@@ -162,7 +162,8 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
   // NVTX start/end ranges may end on another thread: pair them by id.
   std::unordered_map<uint64_t, size_t> open_ranges;
   std::string signature;  // reused by RecordSignature
-  trace.events.Reserve(trace.events.size() + t.events.size());
+  const size_t rows = trace.events.size() + t.events.size();
+  if (rows > trace.events.type.capacity()) trace.events.Reserve(rows);
   for (const raw::EventRecord& e : t.events) {
     EventRow row;
     row.process = proc;
@@ -261,6 +262,20 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
       }
       auto t = raw::ReadRawFile(file);
       if (!t.ok()) return t.status();
+      if (&file == files->data() && files->size() > 1 && t->stats.file_bytes > 0) {
+        // A run's files hold about as many events per byte as each other: room for all of
+        // them at the first file's density, so that the rows already imported are not
+        // moved once per file (ImportOneFile makes more room if it is short).
+        uint64_t bytes = 0;
+        for (const std::string& f : files.value()) {
+          struct stat st;
+          if (stat(f.c_str(), &st) == 0) bytes += static_cast<uint64_t>(st.st_size);
+        }
+        const double per_byte =
+            static_cast<double>(t->events.size()) / static_cast<double>(t->stats.file_bytes);
+        trace.events.Reserve(trace.events.size() +
+                             static_cast<size_t>(per_byte * static_cast<double>(bytes)));
+      }
       if (monotonic_to_utc == 0 && !t->anchors.empty()) {
         monotonic_to_utc = t->anchors.front().realtime_ns - t->anchors.front().monotonic_ns;
       }

@@ -462,7 +462,15 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
     const uint32_t e = n.event[node];
     return keys->Pattern(t, ev.name[e], IsGpuWork(ev.type[e]));
   };
+  // Whether a call's name is a synchronizing call, decided once per name.
+  std::vector<int8_t> synchronizing(t.strings.size(), -1);
+  auto is_synchronizing = [&](StringId name) {
+    if (name >= synchronizing.size()) return IsSynchronizingCall(t.strings.Get(name));
+    if (synchronizing[name] < 0) synchronizing[name] = IsSynchronizingCall(t.strings.Get(name));
+    return synchronizing[name] != 0;
+  };
   std::vector<Raw> out;
+  out.reserve(N);  // at most one instance per node
   for (uint32_t u = 0; u < res.units.size(); ++u) {
     const Unit& unit = res.units[u];
     const StringId kind = unit.step >= 0 ? r.steps[unit.step].kind : 0;
@@ -500,7 +508,7 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         keep = true;
         x.measure = Measure::kCallTime;
         x.time_ns = dur;
-        if (IsSynchronizingCall(t.strings.Get(ev.name[e]))) {
+        if (is_synchronizing(ev.name[e])) {
           // Its own cost: how long it blocks after the GPU work it waits for has finished;
           // the waiting belongs to that work.
           const auto& ends = gpu_ends[n.process[i]];
