@@ -84,12 +84,38 @@ std::vector<double> Sizes(const Deviations& f) {
   return sizes;
 }
 
-// Lengths of the habit's runs of deviations of x or more (maximal runs, per process).
-std::vector<uint64_t> RunLengths(const FamilyDeviations& habit, double x) {
-  std::vector<uint64_t> runs;
+// A habit's deviating stretches: each maximal stretch of deviations (ratio > 0) of a
+// process's sequence, and whether the sequence ends with it. Every count HabitualSuspicion
+// needs at a size x (deviations of x or more, those followed by another, their runs) lies
+// inside them, so each size costs the habit's deviations rather than all its instances.
+struct Stretch {
+  std::vector<double> ratios;
+  bool at_end = false;
+};
+std::vector<Stretch> DeviatingStretches(const FamilyDeviations& habit) {
+  std::vector<Stretch> out;
   for (const auto& seq : habit.sequences) {
+    for (size_t i = 0; i < seq.size();) {
+      if (seq[i] <= 0) {
+        ++i;
+        continue;
+      }
+      Stretch s;
+      while (i < seq.size() && seq[i] > 0) s.ratios.push_back(seq[i++]);
+      s.at_end = i == seq.size();
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+// Lengths of the habit's runs of deviations of x (> 0) or more (maximal runs, per process),
+// sorted.
+std::vector<uint64_t> RunLengths(const std::vector<Stretch>& habit, double x) {
+  std::vector<uint64_t> runs;
+  for (const Stretch& s : habit) {
     uint64_t run = 0;
-    for (double r : seq) {
+    for (double r : s.ratios) {
       if (r >= x) {
         ++run;
       } else if (run > 0) {
@@ -308,21 +334,29 @@ double SuspicionAt(const FamilyDeviations& tested, const ClassRate& q,
 double HabitualSuspicion(const FamilyDeviations& tested, const ClassRate& q,
                          const FamilyDeviations& habit) {
   if (tested.total.ratios.empty() || tested.total.scored == 0) return 0;
+  const std::vector<Stretch> stretches = DeviatingStretches(habit);
   double best = 0;
   for (double x : Sizes(tested.total)) {
     const double prior = kHabitPrior * q(x);
+    // Deviations of x or more that have a successor (firsts), and those whose successor
+    // deviated by x or more too (pairs); the instance after a stretch did not deviate.
     double firsts = 0, pairs = 0;
-    for (const auto& seq : habit.sequences) {
-      for (size_t i = 0; i + 1 < seq.size(); ++i) {
-        if (seq[i] < x) continue;
-        ++firsts;
-        pairs += seq[i + 1] >= x;
+    for (const Stretch& st : stretches) {
+      const std::vector<double>& r = st.ratios;
+      for (size_t j = 0; j < r.size(); ++j) {
+        if (r[j] < x) continue;
+        if (j + 1 < r.size()) {
+          ++firsts;
+          pairs += r[j + 1] >= x;
+        } else if (!st.at_end) {
+          ++firsts;
+        }
       }
     }
     const double p = std::min(1.0, (static_cast<double>(habit.total.AtLeast(x)) + prior) /
                                        (static_cast<double>(habit.total.scored) + kHabitPrior));
     const double c = std::min(1.0, (pairs + prior) / (firsts + kHabitPrior));
-    const std::vector<uint64_t> runs = RunLengths(habit, x);
+    const std::vector<uint64_t> runs = RunLengths(stretches, x);
     best = std::min(best, LeastChanceLog10(tested, x, p, c, &runs));
   }
   return -best;
