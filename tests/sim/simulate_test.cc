@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "teller/format/ground_truth.h"
@@ -654,6 +655,98 @@ TEST(Materiality, CulpritRanksAreInTheGroundTruth) {
   EXPECT_TRUE(s.truth.faults[1].ranks.empty());             // every rank alike
   // Both acted materially (a 3.6 ms stall; GEMMs 3x slower).
   EXPECT_TRUE(s.summary.silent_faults.empty()) << s.summary.silent_faults;
+}
+
+// The labelled locators of a run with their role, rank (by the locator's process) and,
+// for GPU work, the name of the record they name (the k-th GPU record with the
+// correlation id in the process, in table order as the dataset build resolves it).
+struct LabelledNode {
+  NodeLocator::Role role;
+  NodeLocator::Kind kind;
+  int rank;
+  std::string gpu_name;  // "" unless kind is kGpu
+};
+std::vector<LabelledNode> LabelledNodes(const Sim& s) {
+  std::map<std::pair<std::string, int64_t>, int> rank_of;
+  for (const ProcessTruth& p : s.truth.processes) rank_of[{p.host, p.pid}] = p.rank;
+  std::map<std::tuple<std::string, int64_t, uint64_t>, std::vector<std::string>> gpu;
+  const EventTable& ev = s.trace.events;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsGpuWork(ev.type[i])) continue;
+    const ProcessInfo& p = s.trace.processes[ev.process[i]];
+    gpu[{std::string(s.trace.strings.Get(p.host)), p.pid, ev.correlation[i]}].emplace_back(
+        s.trace.strings.Get(ev.name[i]));
+  }
+  std::vector<LabelledNode> out;
+  for (const StepTruth& st : s.truth.steps) {
+    for (const ViewLabel* v : {&st.vertical, &st.horizontal}) {
+      for (const NodeLocator& n : v->nodes) {
+        LabelledNode l{n.role, n.kind, rank_of.at({n.host, n.pid}), ""};
+        if (n.kind == NodeLocator::Kind::kGpu) {
+          const auto& names = gpu.at({n.host, n.pid, n.correlation});
+          l.gpu_name = n.occurrence < names.size() ? names[n.occurrence] : "?";
+        }
+        out.push_back(l);
+      }
+    }
+  }
+  return out;
+}
+
+// Roles in the ground truth (version 3), derived from what each mechanism does
+// (docs/simulator.md): a straggler's own delayed work on its rank is the root and the
+// collectives that waited for it are impact; a kernel slowed on one GPU is the root and
+// its peers' widened all-reduces are impact. The culprit rank is the fault's rank, so
+// every root sits on it.
+TEST(GroundTruth, RolesSeparateRootsFromImpact) {
+  struct Case {
+    const char* profile;
+    FaultSpec fault;
+    int culprit;
+    const char* root_gpu;  // a GPU root names this kernel; nullptr: roots are host nodes
+  };
+  const Case cases[] = {
+      // Rank 4 joins collectives late: host jitter in the operator range before them
+      // (eager steps) or a late graph launch (decode): ranges and calls, no GPU root.
+      {"vllm-v1-online", Whole(Mechanism::kStragglerRank, 4, "", 6.0), 4, nullptr},
+      // Rank 1's GEMMs 3x slower: the GEMM kernels are the roots.
+      {"sglang", Whole(Mechanism::kKernelSlowOneGpu, 1, "gemm", 3.0), 1, "gemm"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.profile);
+    SimConfig config = Small(c.profile, 21);
+    config.faults = {c.fault};
+    Sim s;
+    RunSim(config, &s, false);
+    ASSERT_EQ(s.truth.faults.size(), 1u);
+    EXPECT_EQ(s.truth.faults[0].ranks, std::vector<int>{c.culprit});
+    const std::vector<LabelledNode> nodes = LabelledNodes(s);
+    ASSERT_FALSE(nodes.empty());
+    size_t roots = 0, peer_impact = 0;
+    for (const LabelledNode& n : nodes) {
+      ASSERT_NE(n.role, NodeLocator::Role::kUnknown);
+      if (n.role == NodeLocator::Role::kRoot) {
+        ++roots;
+        EXPECT_EQ(n.rank, c.culprit);
+        if (c.root_gpu == nullptr) {
+          EXPECT_NE(n.kind, NodeLocator::Kind::kGpu) << n.gpu_name;
+        } else {
+          ASSERT_EQ(n.kind, NodeLocator::Kind::kGpu);
+          EXPECT_NE(n.gpu_name.find(c.root_gpu), std::string::npos) << n.gpu_name;
+        }
+      } else {
+        // Impact: a collective kernel that waited for the culprit (the custom all-reduce,
+        // or NCCL's all-gather or pipeline send/recv).
+        ASSERT_EQ(n.kind, NodeLocator::Kind::kGpu);
+        EXPECT_TRUE(n.gpu_name.find("reduce") != std::string::npos ||
+                    n.gpu_name.find("ncclDevKernel") != std::string::npos)
+            << n.gpu_name;
+        peer_impact += n.rank != c.culprit;
+      }
+    }
+    EXPECT_GT(roots, 0u);
+    EXPECT_GT(peer_impact, 0u);
+  }
 }
 
 TEST(FaultSpecs, ParseAndReject) {
