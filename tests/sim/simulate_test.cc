@@ -657,34 +657,39 @@ TEST(Materiality, CulpritRanksAreInTheGroundTruth) {
   EXPECT_TRUE(s.summary.silent_faults.empty()) << s.summary.silent_faults;
 }
 
-// The labelled locators of a run with their role, rank (by the locator's process) and,
-// for GPU work, the name of the record they name (the k-th GPU record with the
-// correlation id in the process, in table order as the dataset build resolves it).
+// The labelled locators of a run with their role, rank (by the locator's process) and the
+// name of the event they name: a range's own name; a call's, the runtime/driver call with
+// that correlation id in the process; GPU work's, the k-th GPU record with it, in table
+// order, as the dataset build resolves them.
 struct LabelledNode {
   NodeLocator::Role role;
   NodeLocator::Kind kind;
   int rank;
-  std::string gpu_name;  // "" unless kind is kGpu
+  std::string name;
 };
 std::vector<LabelledNode> LabelledNodes(const Sim& s) {
   std::map<std::pair<std::string, int64_t>, int> rank_of;
   for (const ProcessTruth& p : s.truth.processes) rank_of[{p.host, p.pid}] = p.rank;
-  std::map<std::tuple<std::string, int64_t, uint64_t>, std::vector<std::string>> gpu;
+  using Key = std::tuple<std::string, int64_t, uint64_t>;
+  std::map<Key, std::vector<std::string>> gpu;
+  std::map<Key, std::string> call;
   const EventTable& ev = s.trace.events;
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsGpuWork(ev.type[i])) continue;
     const ProcessInfo& p = s.trace.processes[ev.process[i]];
-    gpu[{std::string(s.trace.strings.Get(p.host)), p.pid, ev.correlation[i]}].emplace_back(
-        s.trace.strings.Get(ev.name[i]));
+    const Key key{std::string(s.trace.strings.Get(p.host)), p.pid, ev.correlation[i]};
+    if (IsGpuWork(ev.type[i])) gpu[key].emplace_back(s.trace.strings.Get(ev.name[i]));
+    if (IsHostCall(ev.type[i])) call.emplace(key, s.trace.strings.Get(ev.name[i]));
   }
   std::vector<LabelledNode> out;
   for (const StepTruth& st : s.truth.steps) {
     for (const ViewLabel* v : {&st.vertical, &st.horizontal}) {
       for (const NodeLocator& n : v->nodes) {
-        LabelledNode l{n.role, n.kind, rank_of.at({n.host, n.pid}), ""};
+        LabelledNode l{n.role, n.kind, rank_of.at({n.host, n.pid}), n.name};
+        const Key key{n.host, n.pid, n.correlation};
+        if (n.kind == NodeLocator::Kind::kCall) l.name = call.at(key);
         if (n.kind == NodeLocator::Kind::kGpu) {
-          const auto& names = gpu.at({n.host, n.pid, n.correlation});
-          l.gpu_name = n.occurrence < names.size() ? names[n.occurrence] : "?";
+          const auto& names = gpu.at(key);
+          l.name = n.occurrence < names.size() ? names[n.occurrence] : "?";
         }
         out.push_back(l);
       }
@@ -693,27 +698,69 @@ std::vector<LabelledNode> LabelledNodes(const Sim& s) {
   return out;
 }
 
+bool IsCollectiveKernel(const LabelledNode& n) {
+  // The custom all-reduce (vLLM, SGLang), or NCCL's kernels (all-gather, send/recv).
+  return n.kind == NodeLocator::Kind::kGpu && (n.name.find("reduce") != std::string::npos ||
+                                               n.name.find("ncclDevKernel") != std::string::npos);
+}
+
 // Roles in the ground truth (version 3), derived from what each mechanism does
-// (docs/simulator.md): a straggler's own delayed work on its rank is the root and the
-// collectives that waited for it are impact; a kernel slowed on one GPU is the root and
-// its peers' widened all-reduces are impact. The culprit rank is the fault's rank, so
-// every root sits on it.
+// (docs/simulator.md, "Ground truth"): the culprit's own delayed or slowed work is the
+// root and what waited for it is impact. The culprit rank is the fault's rank, so every
+// root sits on it, and a culprit with a root leaves no collective as root.
 TEST(GroundTruth, RolesSeparateRootsFromImpact) {
+  using Kind = NodeLocator::Kind;
   struct Case {
     const char* profile;
     FaultSpec fault;
     int culprit;
-    const char* root_gpu;  // a GPU root names this kernel; nullptr: roots are host nodes
+    // Roots: of these kinds, named with one of these substrings.
+    std::set<Kind> root_kinds;
+    std::vector<std::string> root_names;
+    // Impact besides peers' collective kernels: the culprit's own collective kernels
+    // (it waited too, least), its operator ranges (around a stalled call).
+    bool own_collective_impact, own_range_impact;
   };
   const Case cases[] = {
-      // Rank 4 joins collectives late: host jitter in the operator range before them
-      // (eager steps) or a late graph launch (decode): ranges and calls, no GPU root.
-      {"vllm-v1-online", Whole(Mechanism::kStragglerRank, 4, "", 6.0), 4, nullptr},
+      // Rank 4 joins collectives late: host jitter in the range of the collective's
+      // operator (eager steps) or a late graph launch (decode); every rank's all-reduce
+      // kernel waited.
+      {"vllm-v1-online",
+       Whole(Mechanism::kStragglerRank, 4, "", 6.0),
+       4,
+       {Kind::kRange, Kind::kCall},
+       {"all_reduce", "all_gather", "cudaGraphLaunch"},
+       true,
+       false},
       // Rank 1's GEMMs 3x slower: the GEMM kernels are the roots.
-      {"sglang", Whole(Mechanism::kKernelSlowOneGpu, 1, "gemm", 3.0), 1, "gemm"},
+      {"sglang",
+       Whole(Mechanism::kKernelSlowOneGpu, 1, "gemm", 3.0),
+       1,
+       {Kind::kGpu},
+       {"gemm"},
+       true,
+       false},
+      // Rank 3's cudaMalloc calls block: they are the roots; the operator range around
+      // each only grew by it.
+      {"vllm-v1-online",
+       Whole(Mechanism::kAllocatorStall, 3, "", 4.0),
+       3,
+       {Kind::kCall},
+       {"cudaMalloc"},
+       true,
+       true},
+      // Rank 2 picks steps up late, with no node of its own before its step: its own
+      // all-reduce, the first node its lateness shows in, is the root; its peers' waited.
+      {"vllm-v0",
+       Whole(Mechanism::kWorkerStall, 2, "", 2.0),
+       2,
+       {Kind::kGpu},
+       {"reduce"},
+       false,
+       false},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.profile);
+    SCOPED_TRACE(std::string(c.profile) + " " + Info(c.fault.mechanism).name);
     SimConfig config = Small(c.profile, 21);
     config.faults = {c.fault};
     Sim s;
@@ -727,21 +774,18 @@ TEST(GroundTruth, RolesSeparateRootsFromImpact) {
       ASSERT_NE(n.role, NodeLocator::Role::kUnknown);
       if (n.role == NodeLocator::Role::kRoot) {
         ++roots;
-        EXPECT_EQ(n.rank, c.culprit);
-        if (c.root_gpu == nullptr) {
-          EXPECT_NE(n.kind, NodeLocator::Kind::kGpu) << n.gpu_name;
-        } else {
-          ASSERT_EQ(n.kind, NodeLocator::Kind::kGpu);
-          EXPECT_NE(n.gpu_name.find(c.root_gpu), std::string::npos) << n.gpu_name;
-        }
+        EXPECT_EQ(n.rank, c.culprit) << n.name;
+        EXPECT_TRUE(c.root_kinds.count(n.kind)) << n.name;
+        bool named = false;
+        for (const std::string& want : c.root_names)
+          named |= n.name.find(want) != std::string::npos;
+        EXPECT_TRUE(named) << n.name;
+      } else if (n.rank != c.culprit) {
+        EXPECT_TRUE(IsCollectiveKernel(n)) << n.name;
+        ++peer_impact;
       } else {
-        // Impact: a collective kernel that waited for the culprit (the custom all-reduce,
-        // or NCCL's all-gather or pipeline send/recv).
-        ASSERT_EQ(n.kind, NodeLocator::Kind::kGpu);
-        EXPECT_TRUE(n.gpu_name.find("reduce") != std::string::npos ||
-                    n.gpu_name.find("ncclDevKernel") != std::string::npos)
-            << n.gpu_name;
-        peer_impact += n.rank != c.culprit;
+        const bool own_range = n.kind == Kind::kRange && c.own_range_impact;
+        EXPECT_TRUE(own_range || (IsCollectiveKernel(n) && c.own_collective_impact)) << n.name;
       }
     }
     EXPECT_GT(roots, 0u);
