@@ -121,7 +121,9 @@ std::vector<uint32_t> RootNodes(const StepColumns& record, const ViewLabel& labe
 // The rule for data without roles: the labelled nodes outside the COMM layer, or, when
 // all are COMM (a link or NCCL fault), all of them. It takes collectives that widened
 // because a peer was late for impact, but also the operator range around a stalled call
-// for a root, and finds no root on a rank that was late with no node of its own.
+// for a root, and where the late rank's own evidence is COMM too (a straggler's jitter in
+// its collective operator's range, a stalled worker's collective) it takes every rank's
+// collectives (docs/eval.md).
 std::vector<uint32_t> RootNodesByLayer(const StepColumns& record,
                                        const std::vector<uint32_t>& labelled);
 
