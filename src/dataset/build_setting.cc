@@ -80,13 +80,19 @@ class SettingBuilder {
   Status WriteGroup(uint32_t g);
   void BuildRecord(const Group& group);
   void FormatRecord(const Group& group);
-  void LabelView(const format::ViewLabel& view, size_t truth_step, int which,
-                 std::vector<uint32_t>* local);
+  // A view's labelled nodes in the current record, and its root nodes when the ground
+  // truth gives every locator of the view a role (version 3).
+  struct LocalView {
+    std::vector<uint32_t> nodes, roots;
+    bool roles = false;
+  };
+  void LabelView(const format::ViewLabel& view, size_t truth_step, int which, LocalView* local);
   Status FinishRequest(RequestOut& out);
   const std::string& EscapedName(StringId id);
   uint32_t NameId(StringId id);
   void AppendRequestHeader(std::string& out, const RequestOut& r, bool annotation) const;
-  void AppendView(std::string& out, bool anomalous, const std::vector<uint32_t>& nodes) const;
+  // `view` null: a view with no labels for this request (normal, no nodes).
+  void AppendView(std::string& out, bool anomalous, const LocalView* view) const;
 
   Trace& trace_;
   const format::GroundTruth& truth_;
@@ -305,30 +311,46 @@ void SettingBuilder::FormatRecord(const Group& group) {
 }
 
 // Local ids of one view's labelled nodes in the current record, sorted; a resolved
-// locator whose node is not in the record is counted (once per locator).
+// locator whose node is not in the record is counted (once per locator). The roots are
+// the nodes that a locator with the root role names (a node named twice is a root when
+// either locator says so); they are known only when every locator of the view has a role.
 void SettingBuilder::LabelView(const format::ViewLabel& view, size_t truth_step, int which,
-                               std::vector<uint32_t>* local) {
-  local->clear();
+                               LocalView* local) {
+  local->nodes.clear();
+  local->roots.clear();
+  local->roles = true;
   const uint32_t begin = view_begin_[2 * truth_step + which],
                  end = view_begin_[2 * truth_step + which + 1];
   for (uint32_t i = begin; i < end; ++i) {
+    const format::NodeLocator::Role role = view.nodes[i - begin].role;
+    local->roles = local->roles && role != format::NodeLocator::Role::kUnknown;
     if (locator_node_[i] == kNone) continue;  // unresolved: counted already
     const int32_t id = local_of_node_[locator_node_[i]];
     if (id < 0) {
       c_.Add(CounterId::kLocatorsOutsideStep);
       continue;
     }
-    local->push_back(static_cast<uint32_t>(id));
+    local->nodes.push_back(static_cast<uint32_t>(id));
+    if (role == format::NodeLocator::Role::kRoot) local->roots.push_back(static_cast<uint32_t>(id));
   }
-  std::sort(local->begin(), local->end());
-  local->erase(std::unique(local->begin(), local->end()), local->end());
+  for (std::vector<uint32_t>* list : {&local->nodes, &local->roots}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
 }
 
-void SettingBuilder::AppendView(std::string& out, bool anomalous,
-                                const std::vector<uint32_t>& nodes) const {
+void SettingBuilder::AppendView(std::string& out, bool anomalous, const LocalView* labels) const {
+  static const std::vector<uint32_t> kEmpty;
+  const std::vector<uint32_t>& nodes = labels != nullptr ? labels->nodes : kEmpty;
   JsonObjectWriter view(out);
   view.FieldBool("is_anomaly", anomalous).Key("affected_nodes");
   JsonArrayWriter(out).Integers(nodes).Close();
+  // The roots, only where there are labelled nodes to take them from and the ground
+  // truth tells their roles (docs/dataset-format.md): an absent list means "unknown".
+  if (!nodes.empty() && labels->roles) {
+    view.Key("root_nodes");
+    JsonArrayWriter(out).Integers(labels->roots).Close();
+  }
   view.Close();
 }
 
@@ -368,7 +390,7 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
   // Labels of the engine step, shared by the requests it names as affected.
   const auto truth_it = truth_step_.find(group.seq);
   const format::StepTruth* truth = nullptr;
-  std::vector<uint32_t> vertical, horizontal;
+  LocalView vertical, horizontal;
   std::string fault_type = "null", mechanism = "null";
   int64_t fault_id = -1;
   if (truth_it != truth_step_.end()) {
@@ -421,9 +443,8 @@ Status SettingBuilder::WriteGroup(uint32_t g) {
     const bool v_anomalous = anomalous && truth->vertical.is_anomaly;
     const bool h_anomalous = anomalous && truth->horizontal.is_anomaly;
     const bool is_anomaly = v_anomalous || h_anomalous;
-    static const std::vector<uint32_t> kEmpty;
-    const std::vector<uint32_t>& v_nodes = anomalous ? vertical : kEmpty;
-    const std::vector<uint32_t>& h_nodes = anomalous ? horizontal : kEmpty;
+    const LocalView* v_nodes = anomalous ? &vertical : nullptr;
+    const LocalView* h_nodes = anomalous ? &horizontal : nullptr;
     if (is_anomaly) {
       out.any_anomalous = true;
       ++summary_.anomalous_steps;

@@ -76,6 +76,16 @@ error_code ReadViewLabel(od::value v, ViewLabel* out) {
   if (error_code e = ReadIntArray(nodes, &out->nodes)) return e;
   std::sort(out->nodes.begin(), out->nodes.end());
   out->nodes.erase(std::unique(out->nodes.begin(), out->nodes.end()), out->nodes.end());
+  // Optional: datasets built from ground truth before version 3 have no roles.
+  od::value roots;
+  const error_code found = o["root_nodes"].get(roots);
+  out->roots.clear();
+  out->has_roots = found == simdjson::SUCCESS;
+  if (found == simdjson::NO_SUCH_FIELD) return simdjson::SUCCESS;
+  if (found != simdjson::SUCCESS) return found;
+  if (error_code e = ReadIntArray(roots, &out->roots)) return e;
+  std::sort(out->roots.begin(), out->roots.end());
+  out->roots.erase(std::unique(out->roots.begin(), out->roots.end()), out->roots.end());
   return simdjson::SUCCESS;
 }
 

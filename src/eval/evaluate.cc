@@ -433,7 +433,17 @@ uint64_t RootCauseKey(const StepColumns& record, uint32_t node) {
   return (family << 20) | static_cast<uint32_t>(record.rank[node] + 1) % (1u << 20);
 }
 
-std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uint32_t>& labelled) {
+std::vector<uint32_t> RootNodes(const StepColumns& record, const ViewLabel& label) {
+  if (!label.has_roots) return RootNodesByLayer(record, label.nodes);
+  std::vector<uint32_t> out;
+  for (uint32_t n : label.roots) {
+    if (n < record.size()) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<uint32_t> RootNodesByLayer(const StepColumns& record,
+                                       const std::vector<uint32_t>& labelled) {
   std::vector<uint32_t> out;
   for (uint32_t n : labelled) {
     if (n < record.size() && record.layer[n] != kLayerComm) out.push_back(n);
@@ -474,7 +484,7 @@ Scores ScoreUnits(const Dataset& ds, const Predictions& predictions,
         if (rec.size() > 0) {
           truth.clear();
           ranked.clear();
-          for (uint32_t n : RootNodes(rec, label.nodes)) truth.push_back(RootCauseKey(rec, n));
+          for (uint32_t n : RootNodes(rec, label)) truth.push_back(RootCauseKey(rec, n));
           for (uint32_t n : p.nodes) {
             if (n < rec.size()) ranked.push_back(RootCauseKey(rec, n));
           }
@@ -546,6 +556,11 @@ EngineStepUnits CollapseToEngineSteps(const Dataset& ds) {
       l.nodes.insert(l.nodes.end(), u.views[v].nodes.begin(), u.views[v].nodes.end());
       std::sort(l.nodes.begin(), l.nodes.end());
       l.nodes.erase(std::unique(l.nodes.begin(), l.nodes.end()), l.nodes.end());
+      // Roots likewise (requests that the step left normal have none to add).
+      l.has_roots |= u.views[v].has_roots;
+      l.roots.insert(l.roots.end(), u.views[v].roots.begin(), u.views[v].roots.end());
+      std::sort(l.roots.begin(), l.roots.end());
+      l.roots.erase(std::unique(l.roots.begin(), l.roots.end()), l.roots.end());
     }
   }
   return out;

@@ -23,8 +23,9 @@ namespace {
 namespace od = simdjson::ondemand;
 using simdjson::error_code;
 
-// Version 2 added a fault's "ranks" and material-only labels; version 1 files still read.
-constexpr uint64_t kVersion = 2;
+// Version 2 added a fault's "ranks" and material-only labels, version 3 each locator's
+// "root"; version 1 and 2 files still read (their locators' roles unknown).
+constexpr uint64_t kVersion = 3;
 constexpr uint64_t kOldestVersion = 1;
 
 // One parse of one file. Every Parse* returns false after recording the first error;
@@ -348,6 +349,11 @@ bool Reader::ParseLocator(od::value& v, const std::string& where, NodeLocator* n
     if (key == "name") return seen.Set(4) && GetString(f, at, &n->name);
     if (key == "correlation") return seen.Set(5) && GetUint(f, at, &n->correlation);
     if (key == "occurrence") return seen.Set(6) && GetIntAs(f, at, &n->occurrence);
+    if (key == "root") {
+      bool root = false;
+      if (!GetBool(f, at, &root)) return false;
+      n->role = root ? NodeLocator::Role::kRoot : NodeLocator::Role::kImpact;
+    }
     return true;
   });
   if (!ok) return false;

@@ -54,6 +54,9 @@ void AppendLocator(std::string& out, const NodeLocator& n) {
       AppendInt(out, n.occurrence);
       break;
   }
+  // Version 3: the role when the writer knows it; an unknown role leaves the key out.
+  if (n.role != NodeLocator::Role::kUnknown)
+    out += n.role == NodeLocator::Role::kRoot ? ",\"root\":true" : ",\"root\":false";
   out += '}';
 }
 
@@ -93,7 +96,7 @@ void AppendIntegers(std::string& out, const std::vector<Int>& list) {
 std::string GroundTruthToJson(const GroundTruth& t) {
   std::string out;
   out.reserve(1 << 16);
-  out += "{\"format\":\"teller-ground-truth\",\"version\":2,\"setting\":";
+  out += "{\"format\":\"teller-ground-truth\",\"version\":3,\"setting\":";
   AppendJsonString(out, t.setting);
   out += ",\"profile\":";
   AppendJsonString(out, t.profile);

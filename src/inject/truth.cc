@@ -1,4 +1,6 @@
 // The ground truth of an injection, built from the replayed trace.
+#include <algorithm>
+
 #include "src/inject/replay.h"
 
 namespace teller::inject::internal {
@@ -381,9 +383,16 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
       }
       st.vertical.is_anomaly = true;
       st.horizontal.is_anomaly = !horizontal.empty();
+      // Roles (ground truth version 3): the events the injection modified are roots; the
+      // unchanged context around them and the collectives that only waited are impact.
+      auto role = [&a](uint32_t i) {
+        return std::binary_search(a.direct.begin(), a.direct.end(), i) ? NodeLocator::Role::kRoot
+                                                                       : NodeLocator::Role::kImpact;
+      };
       for (const uint32_t i : vertical) {
         NodeLocator loc;
         if (MakeLocator(trace, occ, i, &loc)) {
+          loc.role = role(i);
           st.vertical.nodes.push_back(loc);
         } else {
           ++unlocatable;
@@ -391,7 +400,10 @@ void BuildTruth(Context& ctx, const Replay& replay, const std::vector<uint8_t>& 
       }
       for (const uint32_t i : horizontal) {
         NodeLocator loc;
-        if (MakeLocator(trace, occ, i, &loc)) st.horizontal.nodes.push_back(loc);
+        if (MakeLocator(trace, occ, i, &loc)) {
+          loc.role = role(i);
+          st.horizontal.nodes.push_back(loc);
+        }
       }
       const int64_t took = std::max(a.end, a.gpu_end) - a.start;
       const int64_t took0 = std::max(a.end0, a.gpu_end0) - a.start0;

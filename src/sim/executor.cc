@@ -15,6 +15,8 @@
 namespace teller::sim {
 namespace {
 
+constexpr NodeLocator::Role kRoot = NodeLocator::Role::kRoot;
+constexpr NodeLocator::Role kImpact = NodeLocator::Role::kImpact;
 constexpr uint32_t kComputeStream = 7;
 constexpr uint32_t kSideStream = 13;
 
@@ -287,7 +289,12 @@ class Executor {
                 const std::function<void()>& close_op);
   void SendRecv(const std::vector<int>& senders, const std::vector<int>& receivers);
   int64_t LaunchCall(RankOut& r, const std::string& api, int64_t at, uint64_t* corr);
-  void AddVertical(const NodeLocator& loc, int fault, int rank);
+  // Labels `loc` as the step's vertical evidence of `fault` with its part in the fault
+  // (NodeLocator::Role: kRoot where the fault acts, kImpact where a node only waits or
+  // grows because of a root); `rank` >= 0 also keeps it as that rank's culprit node,
+  // which the horizontal view takes when the rank's peers wait for it.
+  void AddVertical(NodeLocator loc, int fault, int rank, NodeLocator::Role role);
+  // Horizontal evidence, with the role the locator carries.
   void AddHorizontal(const NodeLocator& loc);
   bool CrossNode(const std::vector<int>& ranks) const;
   // Duration noise shared by the tensor-parallel ranks running the same kernel (the
@@ -349,9 +356,10 @@ class Executor {
   bool wrapping_ = false;  // inside the B200 all-reduce's copies
 };
 
-void Executor::AddVertical(const NodeLocator& loc, int fault, int rank) {
+void Executor::AddVertical(NodeLocator loc, int fault, int rank, NodeLocator::Role role) {
   if (labels_->fault < 0) labels_->fault = fault;
   if (labels_->fault != fault) return;  // one fault per step: the first one to act
+  loc.role = role;
   labels_->vertical.push_back(loc);
   if (rank >= 0) culprit_[static_cast<size_t>(rank)].push_back(loc);
 }
@@ -390,7 +398,7 @@ int64_t Executor::LaunchCall(RankOut& r, const std::string& api, int64_t at, uin
   }
   const int64_t end = at + static_cast<int64_t>(Micro(dur));
   *corr = r.Call(api, at, end, api.rfind("cu", 0) == 0 && api.rfind("cuda", 0) != 0);
-  if (slowed) AddVertical(r.CallLocator(*corr), lat->id, r.rank);
+  if (slowed) AddVertical(r.CallLocator(*corr), lat->id, r.rank, kRoot);
   return end;
 }
 
@@ -524,25 +532,38 @@ void Executor::EmitKernelAcross(const KernelSpec& k0, const std::vector<int>& ra
     } else {
       r.gpu = end[i];
     }
-    if (k.cost == Cost::kAttention) labels_->attention.push_back(loc);
+    if (k.cost == Cost::kAttention) {
+      // Request-scoped evidence (KV-pressure recompute, misroute): the attention the
+      // fault made the request run, a root.
+      labels_->attention.push_back(loc);
+      labels_->attention.back().role = kRoot;
+    }
     if (graph) {
       graph_ready_[static_cast<size_t>(r.rank)] = end[i] + DispatchGap(true) + graph_tail;
     }
     if (comm) {
-      if (rename_fault >= 0) {
-        AddVertical(loc, rename_fault, -1);
-        AddHorizontal(loc);
-      } else if (slow_link >= 0) {
-        AddVertical(loc, slow_link, -1);
-        AddHorizontal(loc);
+      NodeLocator labelled = loc;
+      if (rename_fault >= 0 || slow_link >= 0) {
+        // The NCCL or link fault acts on the collective itself: a root on every rank.
+        labelled.role = kRoot;
+        AddVertical(labelled, rename_fault >= 0 ? rename_fault : slow_link, -1, kRoot);
+        AddHorizontal(labelled);
       } else if (culprit_info_ >= 0 && labels_->fault >= 0) {
-        AddVertical(loc, labels_->fault, -1);
-        AddHorizontal(loc);
+        // The collectives waited for the late rank: impact. A rank late with no fault
+        // node of its own (a stalled worker: the delay is before its step range) shows
+        // its lateness first in its own collective, the one node of the culprit rank
+        // that carries it: that one is the root.
+        const bool own =
+            ranks[i] == culprit_info_ && culprit_[static_cast<size_t>(culprit_info_)].empty();
+        labelled.role = own ? kRoot : kImpact;
+        AddVertical(labelled, labels_->fault, -1, labelled.role);
+        AddHorizontal(labelled);
       }
     } else if (kernel_fault_[i] >= 0) {
-      AddVertical(loc, kernel_fault_[i], r.rank);
+      AddVertical(loc, kernel_fault_[i], r.rank, kRoot);
     } else if (structural >= 0) {
-      AddVertical(loc, structural, -1);
+      // Substituted or reordered operators: the structure is the fault.
+      AddVertical(loc, structural, -1, kRoot);
     }
   }
   if (comm) {
@@ -602,7 +623,7 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
         RankOut& r = run_.ranks_[static_cast<size_t>(ranks[i])];
         if (!op.range.empty()) {
           range_locs[i] = r.Push(op.range, r.host);
-          if (evidence >= 0) AddVertical(range_locs[i], evidence, -1);
+          if (evidence >= 0) AddVertical(range_locs[i], evidence, -1, kRoot);
         }
         if (stack) {
           const double self = op_self * rng_.LogNormal(1.0, kHostIdioShare * op_cost.sigma);
@@ -625,7 +646,8 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
           const int64_t late = static_cast<int64_t>(
               Micro(rng_.LogNormal(straggler->spec.magnitude * MagnitudeUnits::kStragglerUs, 0.5)));
           if (!run_.neutral_) r.host += late;
-          if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank);
+          // The late rank's delayed compute: the jitter is this range's own host time.
+          if (!op.range.empty()) AddVertical(range_locs[i], straggler->id, r.rank, kRoot);
         }
         if (alloc != nullptr && alloc->rank == r.rank && !op.comm && rng_.Chance(0.25)) {
           // A caching-allocator miss: cudaMalloc synchronizes and blocks the host.
@@ -635,8 +657,9 @@ void Executor::EmitOps(const std::vector<OpSpec>& ops_in, const std::vector<int>
           const int64_t at = std::max(r.host, r.gpu);
           const uint64_t c = r.Call("cudaMalloc", r.host, at + dur);
           r.host = at + dur;
-          AddVertical(r.CallLocator(c), alloc->id, r.rank);
-          if (!op.range.empty()) AddVertical(range_locs[i], alloc->id, r.rank);
+          AddVertical(r.CallLocator(c), alloc->id, r.rank, kRoot);
+          // The operator around the stalled cudaMalloc only grew by it.
+          if (!op.range.empty()) AddVertical(range_locs[i], alloc->id, r.rank, kImpact);
         }
       }
     };
@@ -893,9 +916,11 @@ int64_t Executor::Go(int64_t start) {
         ro.host = at + static_cast<int64_t>(Micro(20));
       }
       ro.Pop(ro.host);
-      AddVertical(range, swap->id, -1);
-      AddVertical(ro.CallLocator(c), swap->id, -1);
-      AddVertical(mem, swap->id, -1);
+      // The swap is an operation the fault adds: its range, call and copy are all roots
+      // (none of them waits for another node).
+      AddVertical(range, swap->id, -1, kRoot);
+      AddVertical(ro.CallLocator(c), swap->id, -1, kRoot);
+      AddVertical(mem, swap->id, -1, kRoot);
     }
     if (eager) {
       ro.Push(p_.model_module, ro.host);
@@ -951,9 +976,9 @@ int64_t Executor::Go(int64_t start) {
         if (slowed) dur *= lat->spec.magnitude;
         const uint64_t c =
             ro.Call("cudaGraphLaunch", call_start, call_start + static_cast<int64_t>(Micro(dur)));
-        if (slowed) AddVertical(ro.CallLocator(c), lat->id, r);
+        if (slowed) AddVertical(ro.CallLocator(c), lat->id, r, kRoot);
         if (straggler != nullptr && straggler->rank == r)
-          AddVertical(ro.CallLocator(c), straggler->id, r);
+          AddVertical(ro.CallLocator(c), straggler->id, r, kRoot);  // the late graph launch
         graph_corr_[static_cast<size_t>(r)] = c;
         graph_ready_[static_cast<size_t>(r)] =
             call_start + static_cast<int64_t>(Micro(rng_.LogNormal(9.0, 0.3))) +
@@ -1047,7 +1072,7 @@ int64_t Executor::Go(int64_t start) {
       if (!run_.neutral_) sync_end += stall_ns;
     }
     const uint64_t c = ro.Call("cudaStreamSynchronize", ro.host, sync_end);
-    if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank);
+    if (stalled_sync) AddVertical(ro.CallLocator(c), sync->id, ro.rank, kRoot);
     ro.host = sync_end;
     for (size_t f = 0; f < p_.forward_ranges.size(); ++f) {
       ro.host += static_cast<int64_t>(Micro(rng_.LogNormal(4.0, 0.3)));

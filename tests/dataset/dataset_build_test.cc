@@ -455,6 +455,74 @@ TEST_F(DatasetBuildTest, StepRecordsAcrossRanksWithLabels) {
   EXPECT_EQ(seen, (std::vector<std::string>{"a@5", "b@5", "b@6", "c@6"}));
 }
 
+// Ground truth version 3 roles become each view's root_nodes in annotation.json and
+// steps.jsonl. The local ids of Truth()'s locators are those of
+// StepRecordsAcrossRanksWithLabels: vertical attention range 5, launch call 2, kernel k2
+// 8; horizontal all_reduce range 20, NCCL kernel 22. Roles given: vertical call and
+// kernel root, range impact -> root_nodes [2, 8]; horizontal range impact, the kernel
+// named twice, impact then root -> root_nodes [22] (either locator's root counts).
+// A view with one locator of unknown role gets no root_nodes (roles unknown), nor do
+// requests whose views have no nodes.
+TEST_F(DatasetBuildTest, RolesBecomeRootNodes) {
+  using Role = NodeLocator::Role;
+  for (bool all_known : {true, false}) {
+    SCOPED_TRACE(all_known ? "every role known" : "one role unknown");
+    SyntheticTrace s;
+    format::GroundTruth truth = Truth();
+    format::StepTruth& s5 = truth.steps[0];
+    s5.vertical.nodes[0].role = Role::kImpact;
+    s5.vertical.nodes[1].role = Role::kRoot;
+    s5.vertical.nodes[2].role = all_known ? Role::kRoot : Role::kUnknown;
+    s5.horizontal.nodes[0].role = Role::kImpact;
+    s5.horizontal.nodes[1].role = Role::kImpact;
+    s5.horizontal.nodes.push_back(s5.horizontal.nodes[1]);
+    s5.horizontal.nodes[2].role = Role::kRoot;
+    const std::string out = dir_ + (all_known ? "/known" : "/unknown");
+    auto summary = BuildSetting(s.trace(), truth, "synthetic", out, BuildOptions{});
+    ASSERT_TRUE(summary.ok()) << summary.status().message();
+    const std::string root = out + "/synthetic";
+    auto roots = [](simdjson::dom::element view) {
+      std::vector<uint64_t> ids;
+      simdjson::dom::array list;
+      if (view["root_nodes"].get_array().get(list) != simdjson::SUCCESS) return ids;
+      for (auto v : list) ids.push_back(v.get_uint64().value());
+      return ids;
+    };
+    auto has_roots = [](simdjson::dom::element view) {
+      return view["root_nodes"].error() == simdjson::SUCCESS;
+    };
+    auto a0 = Json(root + "/a/annotation.json")["steps"].get_array().at(0);
+    EXPECT_EQ(Ids(a0["vertical"]), (std::vector<uint64_t>{2, 5, 8}));
+    EXPECT_EQ(Ids(a0["horizontal"]), (std::vector<uint64_t>{20, 22}));
+    EXPECT_EQ(has_roots(a0["vertical"]), all_known);
+    if (all_known) EXPECT_EQ(roots(a0["vertical"]), (std::vector<uint64_t>{2, 8}));
+    EXPECT_TRUE(has_roots(a0["horizontal"]));
+    EXPECT_EQ(roots(a0["horizontal"]), std::vector<uint64_t>{22});
+    // b shares step 5 without being affected: no nodes, no roots.
+    auto b0 = Json(root + "/b/annotation.json")["steps"].get_array().at(0);
+    EXPECT_FALSE(has_roots(b0["vertical"]));
+    EXPECT_FALSE(has_roots(b0["horizontal"]));
+    // steps.jsonl carries the same.
+    std::istringstream lines(ReadText(root + "/steps.jsonl"));
+    std::string line;
+    int checked = 0;
+    while (std::getline(lines, line)) {
+      simdjson::dom::parser p;
+      simdjson::dom::element e;
+      ASSERT_EQ(p.parse(line).get(e), simdjson::SUCCESS);
+      const bool is_a = std::string_view(e["request"]) == "a";
+      EXPECT_EQ(has_roots(e["vertical"]), is_a && all_known);
+      EXPECT_EQ(has_roots(e["horizontal"]), is_a);
+      if (is_a) {
+        if (all_known) EXPECT_EQ(roots(e["vertical"]), (std::vector<uint64_t>{2, 8}));
+        EXPECT_EQ(roots(e["horizontal"]), std::vector<uint64_t>{22});
+      }
+      ++checked;
+    }
+    EXPECT_EQ(checked, 4);
+  }
+}
+
 // Locators are resolved before reconstruction, whose clock alignment then moves node-1's
 // events by its offset: rows must keep their order so that the labels still hold.
 TEST_F(DatasetBuildTest, ExportWritesTemplateIdsOfItsTemplatesFile) {

@@ -112,6 +112,10 @@ GroundTruth Sample() {
   s12.horizontal.is_anomaly = true;
   s12.horizontal.nodes = {Range("node-1", 41003, 41007, "teller.comm op=all_reduce", 3),
                           Call("node-1", 41003, 812), Gpu("node-1", 41003, 812, 17)};
+  // Version 3 roles: the range waited (impact), the call was inflated (root); the GPU
+  // record's role is left unknown, which a writer may do.
+  s12.horizontal.nodes[0].role = NodeLocator::Role::kImpact;
+  s12.horizontal.nodes[1].role = NodeLocator::Role::kRoot;
   s12.explanation = "rank 4 waited 3.1 ms in all_reduce";
   StepTruth s13;
   s13.seq = 13;
@@ -129,6 +133,7 @@ void ExpectSameLocator(const NodeLocator& a, const NodeLocator& b) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.correlation, b.correlation);
   EXPECT_EQ(a.occurrence, b.occurrence);
+  EXPECT_EQ(a.role, b.role);
 }
 
 TEST_F(GroundTruthReaderTest, RoundTripsWhatTheSimulatorWrites) {
@@ -176,6 +181,14 @@ TEST_F(GroundTruthReaderTest, RoundTripsWhatTheSimulatorWrites) {
   ASSERT_EQ(u.steps[0].horizontal.nodes.size(), 3u);
   for (size_t i = 0; i < 3; ++i)
     ExpectSameLocator(u.steps[0].horizontal.nodes[i], t.steps[0].horizontal.nodes[i]);
+  // The roles as written: "root":false, "root":true, and no key for the unknown one.
+  EXPECT_EQ(u.steps[0].horizontal.nodes[0].role, NodeLocator::Role::kImpact);
+  EXPECT_EQ(u.steps[0].horizontal.nodes[1].role, NodeLocator::Role::kRoot);
+  EXPECT_EQ(u.steps[0].horizontal.nodes[2].role, NodeLocator::Role::kUnknown);
+  EXPECT_NE(json.find("\"occurrence\":3,\"root\":false}"), std::string::npos);
+  EXPECT_NE(json.find("\"correlation\":812,\"root\":true}"), std::string::npos);
+  EXPECT_NE(json.find("\"occurrence\":17}"), std::string::npos);
+  EXPECT_NE(json.find("\"version\":3,"), std::string::npos);
   EXPECT_EQ(u.steps[0].explanation, t.steps[0].explanation);
   EXPECT_EQ(u.steps[1].fault, -1);
   EXPECT_TRUE(u.steps[1].affected_requests.empty());
@@ -214,8 +227,9 @@ TEST_F(GroundTruthReaderTest, ConfoundersRoundTripAndAreOptional) {
   EXPECT_EQ(r->confounders[1].steps, (std::vector<uint64_t>{12, 14}));
   EXPECT_EQ(r->confounders[1].requests, burst.requests);
   EXPECT_EQ(GroundTruthToJson(r.value()), json);
-  // The version stays 2; a confounder without its kind is refused by name.
-  EXPECT_NE(json.find("\"version\":2"), std::string::npos);
+  // Confounders leave the version as it is; a confounder without its kind is refused by
+  // name.
+  EXPECT_NE(json.find("\"version\":3"), std::string::npos);
   std::string bad = json;
   bad.replace(bad.find("\"kind\":\"gc_pause\","), 18, "");
   auto refused = ReadGroundTruth(Write(bad));
@@ -301,10 +315,13 @@ TEST_F(GroundTruthReaderTest, MissingFieldsAreNamed) {
   EXPECT_NE(e.find("missing field \"format\""), std::string::npos) << e;
   e = without("\"teller-ground-truth\"", "\"teller-raw\"");
   EXPECT_NE(e.find("expected \"teller-ground-truth\""), std::string::npos) << e;
-  e = without("\"version\":2", "\"version\":3");
-  EXPECT_NE(e.find("unsupported version 3"), std::string::npos) << e;
-  e = without("\"version\":2", "\"version\":0");
+  e = without("\"version\":3", "\"version\":4");
+  EXPECT_NE(e.find("unsupported version 4 (this Teller reads versions 1 to 3)"), std::string::npos)
+      << e;
+  e = without("\"version\":3", "\"version\":0");
   EXPECT_NE(e.find("unsupported version 0"), std::string::npos) << e;
+  e = without("\"root\":true", "\"root\":1");
+  EXPECT_NE(e.find("steps[0].horizontal.nodes[1].root"), std::string::npos) << e;
   e = without("\"ranks\":[4]", "\"ranks\":[\"4\"]");
   EXPECT_NE(e.find("faults[0].ranks[0]"), std::string::npos) << e;
   // A step naming a fault that does not exist.
@@ -333,6 +350,32 @@ TEST_F(GroundTruthReaderTest, NullNoneStringsAndUnknownKeysAreAccepted) {
   // Version 1 had no culprit ranks: they read as empty.
   ASSERT_EQ(r->faults.size(), 1u);
   EXPECT_TRUE(r->faults[0].ranks.empty());
+}
+
+TEST_F(GroundTruthReaderTest, Version2LocatorsReadWithUnknownRoles) {
+  // A version 2 file as the simulator wrote it before roles: a straggler step whose
+  // horizontal view lists a waiting collective kernel and the late rank's range, no
+  // "root" key anywhere. Both read, with the role unknown (not impact), and a rewrite
+  // leaves the key out again.
+  const std::string text =
+      "{\"format\":\"teller-ground-truth\",\"version\":2,"
+      "\"faults\":[{\"id\":0,\"mechanism\":\"straggler_rank\",\"category\":"
+      "\"communication\",\"ranks\":[1]}],"
+      "\"requests\":[{\"id\":\"r\",\"is_fault\":true,\"fault\":0,\"steps\":[5]}],"
+      "\"steps\":[{\"seq\":5,\"requests\":[\"r\"],\"fault\":0,\"affected_requests\":[\"r\"],"
+      "\"vertical\":{\"is_anomaly\":false,\"nodes\":[]},\"horizontal\":{\"is_anomaly\":true,"
+      "\"nodes\":[{\"kind\":\"gpu\",\"host\":\"node-0\",\"pid\":40,\"correlation\":9,"
+      "\"occurrence\":0},{\"kind\":\"range\",\"host\":\"node-0\",\"pid\":41,\"tid\":41,"
+      "\"name\":\"aten::add\",\"occurrence\":2}]}}]}";
+  auto r = ReadGroundTruth(Write(text));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->steps.size(), 1u);
+  const std::vector<NodeLocator>& nodes = r->steps[0].horizontal.nodes;
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].role, NodeLocator::Role::kUnknown);
+  EXPECT_EQ(nodes[1].role, NodeLocator::Role::kUnknown);
+  EXPECT_EQ(r->faults[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(GroundTruthToJson(r.value()).find("\"root\""), std::string::npos);
 }
 
 }  // namespace

@@ -27,11 +27,11 @@ TEST(EngineStepsTest, CollapsesBatchesByHand) {
   ds.units = {unit("a", 0), unit("b", 0), unit("c", 0), unit("a", 1)};
   ds.units[1].is_anomaly = true;
   ds.units[1].fault_type = "communication";
-  ds.units[1].views[0] = {true, {2, 5}};
-  ds.units[1].views[1] = {true, {7}};
+  ds.units[1].views[0] = {true, {2, 5}, {}, false};
+  ds.units[1].views[1] = {true, {7}, {}, false};
   ds.units[2].is_anomaly = true;
   ds.units[2].fault_type = "communication";
-  ds.units[2].views[0] = {true, {1}};
+  ds.units[2].views[0] = {true, {1}, {}, false};
   const EngineStepUnits e = CollapseToEngineSteps(ds);
   ASSERT_EQ(e.dataset.units.size(), 2u);
   EXPECT_EQ(e.unit_of, (std::vector<uint32_t>{0, 0, 0, 1}));

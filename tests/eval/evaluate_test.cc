@@ -41,8 +41,8 @@ Dataset MakeDataset(int settings, int requests, int steps) {
         if (q % 3 == 0 && k == 1) {
           u.is_anomaly = true;
           u.fault_type = "communication";
-          u.views[0] = {true, {1, 2}};
-          u.views[1] = {true, {2}};
+          u.views[0] = {true, {1, 2}, {}, false};
+          u.views[1] = {true, {2}, {}, false};
           u.explanation = "rank 4 arrived late at all_reduce";
         }
         ds.units.push_back(std::move(u));
@@ -184,8 +184,10 @@ TEST(ScoreTest, RootCauseOnHandMadeRecord) {
   rec.dur_ns = {1, 1, 1, 1, 1};
   st.records.push_back(rec);
   ds.settings.push_back(st);
-  EXPECT_EQ(RootNodes(rec, {1, 3, 4}), (std::vector<uint32_t>{1}));
-  EXPECT_EQ(RootNodes(rec, {3, 4}), (std::vector<uint32_t>{3, 4}));
+  EXPECT_EQ(RootNodesByLayer(rec, {1, 3, 4}), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(RootNodesByLayer(rec, {3, 4}), (std::vector<uint32_t>{3, 4}));
+  // A label without roles (a dataset from older ground truth) takes the same rule.
+  EXPECT_EQ(RootNodes(rec, ViewLabel{true, {1, 3, 4}, {}, false}), (std::vector<uint32_t>{1}));
   EXPECT_NE(RootCauseKey(rec, 1), RootCauseKey(rec, 2));  // same family, other rank
   EXPECT_NE(RootCauseKey(rec, 1), RootCauseKey(rec, 3));
   for (int k = 0; k < 4; ++k) {
@@ -193,7 +195,7 @@ TEST(ScoreTest, RootCauseOnHandMadeRecord) {
     u.record = 0;
     u.request = "q" + std::to_string(k);
     u.is_anomaly = true;
-    u.views[0] = {true, {1, 3, 4}};
+    u.views[0] = {true, {1, 3, 4}, {}, false};
     ds.units.push_back(u);
   }
   Predictions p;
@@ -210,6 +212,69 @@ TEST(ScoreTest, RootCauseOnHandMadeRecord) {
   EXPECT_DOUBLE_EQ(r.top1, 0.25);
   EXPECT_DOUBLE_EQ(r.top3, 0.5);
   EXPECT_EQ(s.view(View::kHorizontal).root.units, 0u);  // no horizontal labels
+}
+
+// The ground truth's roles, where the data has them, decide the root nodes instead of the
+// layer rule. Record: 0 STEP r0, 1 GEMM kernel r0, 2 cudaMalloc call r1 (HOST),
+// 3 all-reduce r0 (COMM), 4 all-reduce r1 (COMM), 5 aten::mm range r1 (BACKEND).
+// Horizontal labels:
+//   unit 0, a stalled worker on rank 1: nodes {3, 4}, roots {4} (rank 1's own
+//     all-reduce; rank 0's only waited). The rule would take both. Prediction {3, 1, 4}:
+//     by roles a top-1 miss (node 3 is rank 0) and a top-3 hit (node 4 third);
+//   unit 1, an allocator stall on rank 1: nodes {2, 3, 4, 5}, roots {2} (the call; the
+//     range around it only grew). The rule would take {2, 5}. Prediction {5, 4, 1}: by
+//     roles a miss at top-1 and top-3 (node 2 never named); by the rule a top-1 hit;
+//   unit 2, no roles (older data): nodes {3, 4}, rule -> {3, 4}; prediction {4}: top-1 hit;
+//   unit 3, roles known but no root in the record: nodes {3}, roots {} -> not scored.
+// Scored units 0, 1, 2: top-1 = 1/3 (unit 2), top-3 = 2/3 (units 0 and 2). The layer rule
+// alone would score 4 units with top-1 3/4.
+TEST(ScoreTest, RootCausePrefersGroundTruthRoles) {
+  Dataset ds;
+  Setting st;
+  st.name = "s";
+  StepColumns rec;
+  rec.type = {0, 6, 4, 6, 6, 2};
+  rec.layer = {0, 5, 4, kLayerComm, kLayerComm, 2};
+  rec.name = {0, 1, 3, 2, 2, 4};
+  rec.rank = {0, 0, 1, 0, 1, 1};
+  rec.parent = {-1, 0, 5, 0, 0, 0};
+  rec.depth = {0, 1, 2, 1, 1, 1};
+  rec.offset_ns = {0, 0, 0, 0, 0, 0};
+  rec.dur_ns = {1, 1, 1, 1, 1, 1};
+  st.records.push_back(rec);
+  ds.settings.push_back(st);
+  const std::vector<ViewLabel> labels = {
+      {true, {3, 4}, {4}, true},
+      {true, {2, 3, 4, 5}, {2}, true},
+      {true, {3, 4}, {}, false},
+      {true, {3}, {}, true},
+  };
+  EXPECT_EQ(RootNodes(rec, labels[0]), std::vector<uint32_t>{4});
+  EXPECT_EQ(RootNodes(rec, labels[1]), std::vector<uint32_t>{2});
+  EXPECT_EQ(RootNodes(rec, labels[2]), (std::vector<uint32_t>{3, 4}));
+  EXPECT_TRUE(RootNodes(rec, labels[3]).empty());
+  // A root outside the record is dropped.
+  EXPECT_TRUE(RootNodes(rec, ViewLabel{true, {3}, {9}, true}).empty());
+  for (size_t k = 0; k < labels.size(); ++k) {
+    Unit u;
+    u.record = 0;
+    u.request = "q" + std::to_string(k);
+    u.is_anomaly = true;
+    u.views[1] = labels[k];
+    ds.units.push_back(u);
+  }
+  Predictions p;
+  p.units.resize(labels.size());
+  p.at(0, View::kHorizontal) = {true, true, 1, "", {3, 1, 4}, ""};
+  p.at(1, View::kHorizontal) = {true, true, 1, "", {5, 4, 1}, ""};
+  p.at(2, View::kHorizontal) = {true, true, 1, "", {4}, ""};
+  p.at(3, View::kHorizontal) = {true, true, 1, "", {1}, ""};
+  ScoreOptions o;
+  o.low_prior = false;
+  const RootCauseMetrics r = ScoreUnits(ds, p, {0, 1, 2, 3}, o).view(View::kHorizontal).root;
+  EXPECT_EQ(r.units, 3u);
+  EXPECT_DOUBLE_EQ(r.top1, 1.0 / 3);
+  EXPECT_DOUBLE_EQ(r.top3, 2.0 / 3);
 }
 
 TEST(ScoreTest, JsonHasExactlyTheDocumentedKeys) {

@@ -47,7 +47,7 @@ void AddSetting(Dataset* ds, const std::string& name, const std::vector<StepSpec
         u.is_anomaly = true;
         u.fault_type = spec.category;
         u.mechanism = "straggler_rank";
-        u.views[1] = {true, {1}};
+        u.views[1] = {true, {1}, {}, false};
       }
       ds->units.push_back(std::move(u));
     }

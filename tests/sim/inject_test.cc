@@ -297,6 +297,9 @@ TEST(InjectTest, AllocatorStallAddsOneMissPerStep) {
   EXPECT_EQ(ResolveLocator(s.trace, st.vertical.nodes[0]), static_cast<int64_t>(s.after));
   EXPECT_EQ(st.vertical.nodes[1].kind, NodeLocator::Kind::kCall);
   EXPECT_EQ(ResolveLocator(s.trace, st.vertical.nodes[1]), static_cast<int64_t>(m));
+  // Roles: the added miss is what the fault did (root); the range only grew by it.
+  EXPECT_EQ(st.vertical.nodes[0].role, NodeLocator::Role::kImpact);
+  EXPECT_EQ(st.vertical.nodes[1].role, NodeLocator::Role::kRoot);
 }
 
 // Two ranks on one host, one all-reduce each; they end together.
@@ -332,9 +335,14 @@ TEST(InjectTest, StragglerDelaysTheCollectiveOnEveryRank) {
   EXPECT_EQ(ev.start_ns[t.next1], kT0 + 102 * kUs + 110 * kUs);
   ASSERT_EQ(r->truth.steps.size(), 1u);
   const StepTruth& st = r->truth.steps[0];
-  EXPECT_EQ(st.vertical.nodes.size(), 1u);  // rank 1's late collective
+  ASSERT_EQ(st.vertical.nodes.size(), 1u);                         // rank 1's late collective
+  EXPECT_EQ(st.vertical.nodes[0].role, NodeLocator::Role::kRoot);  // what was delayed
   EXPECT_TRUE(st.horizontal.is_anomaly);
-  EXPECT_EQ(st.horizontal.nodes.size(), 2u);  // the collective on both ranks
+  ASSERT_EQ(st.horizontal.nodes.size(), 2u);  // the collective on both ranks
+  // Rank 1's (pid 11) was delayed: root; rank 0's (pid 10) only waited: impact.
+  for (const NodeLocator& n : st.horizontal.nodes) {
+    EXPECT_EQ(n.role, n.pid == 11 ? NodeLocator::Role::kRoot : NodeLocator::Role::kImpact) << n.pid;
+  }
   EXPECT_EQ(r->effect.rank, 1);
   ASSERT_EQ(r->truth.faults.size(), 1u);
   EXPECT_EQ(r->truth.faults[0].ranks, std::vector<int>{1});  // the culprit, not its peer
@@ -563,6 +571,8 @@ TEST(InjectRealTest, KernelThrottleOnSglangDecode) {
     const int64_t e = ResolveLocator(out, n);
     ASSERT_GE(e, 0);
     EXPECT_EQ(out.strings.Get(out.events.name[e]).rfind("Cijk_", 0), 0u);
+    // Every one is a kernel the injection slowed: a root (ground truth version 3).
+    EXPECT_EQ(n.role, NodeLocator::Role::kRoot);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "teller/format/ground_truth.h"
@@ -654,6 +655,142 @@ TEST(Materiality, CulpritRanksAreInTheGroundTruth) {
   EXPECT_TRUE(s.truth.faults[1].ranks.empty());             // every rank alike
   // Both acted materially (a 3.6 ms stall; GEMMs 3x slower).
   EXPECT_TRUE(s.summary.silent_faults.empty()) << s.summary.silent_faults;
+}
+
+// The labelled locators of a run with their role, rank (by the locator's process) and the
+// name of the event they name: a range's own name; a call's, the runtime/driver call with
+// that correlation id in the process; GPU work's, the k-th GPU record with it, in table
+// order, as the dataset build resolves them.
+struct LabelledNode {
+  NodeLocator::Role role;
+  NodeLocator::Kind kind;
+  int rank;
+  std::string name;
+};
+std::vector<LabelledNode> LabelledNodes(const Sim& s) {
+  std::map<std::pair<std::string, int64_t>, int> rank_of;
+  for (const ProcessTruth& p : s.truth.processes) rank_of[{p.host, p.pid}] = p.rank;
+  using Key = std::tuple<std::string, int64_t, uint64_t>;
+  std::map<Key, std::vector<std::string>> gpu;
+  std::map<Key, std::string> call;
+  const EventTable& ev = s.trace.events;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const ProcessInfo& p = s.trace.processes[ev.process[i]];
+    const Key key{std::string(s.trace.strings.Get(p.host)), p.pid, ev.correlation[i]};
+    if (IsGpuWork(ev.type[i])) gpu[key].emplace_back(s.trace.strings.Get(ev.name[i]));
+    if (IsHostCall(ev.type[i])) call.emplace(key, s.trace.strings.Get(ev.name[i]));
+  }
+  std::vector<LabelledNode> out;
+  for (const StepTruth& st : s.truth.steps) {
+    for (const ViewLabel* v : {&st.vertical, &st.horizontal}) {
+      for (const NodeLocator& n : v->nodes) {
+        LabelledNode l{n.role, n.kind, rank_of.at({n.host, n.pid}), n.name};
+        const Key key{n.host, n.pid, n.correlation};
+        if (n.kind == NodeLocator::Kind::kCall) l.name = call.at(key);
+        if (n.kind == NodeLocator::Kind::kGpu) {
+          const auto& names = gpu.at(key);
+          l.name = n.occurrence < names.size() ? names[n.occurrence] : "?";
+        }
+        out.push_back(l);
+      }
+    }
+  }
+  return out;
+}
+
+bool IsCollectiveKernel(const LabelledNode& n) {
+  // The custom all-reduce (vLLM, SGLang), or NCCL's kernels (all-gather, send/recv).
+  return n.kind == NodeLocator::Kind::kGpu && (n.name.find("reduce") != std::string::npos ||
+                                               n.name.find("ncclDevKernel") != std::string::npos);
+}
+
+// Roles in the ground truth (version 3), derived from what each mechanism does
+// (docs/simulator.md, "Ground truth"): the culprit's own delayed or slowed work is the
+// root and what waited for it is impact. The culprit rank is the fault's rank, so every
+// root sits on it, and a culprit with a root leaves no collective as root.
+TEST(GroundTruth, RolesSeparateRootsFromImpact) {
+  using Kind = NodeLocator::Kind;
+  struct Case {
+    const char* profile;
+    FaultSpec fault;
+    int culprit;
+    // Roots: of these kinds, named with one of these substrings.
+    std::set<Kind> root_kinds;
+    std::vector<std::string> root_names;
+    // Impact besides peers' collective kernels: the culprit's own collective kernels
+    // (it waited too, least), its operator ranges (around a stalled call).
+    bool own_collective_impact, own_range_impact;
+  };
+  const Case cases[] = {
+      // Rank 4 joins collectives late: host jitter in the range of the collective's
+      // operator (eager steps) or a late graph launch (decode); every rank's all-reduce
+      // kernel waited.
+      {"vllm-v1-online",
+       Whole(Mechanism::kStragglerRank, 4, "", 6.0),
+       4,
+       {Kind::kRange, Kind::kCall},
+       {"all_reduce", "all_gather", "cudaGraphLaunch"},
+       true,
+       false},
+      // Rank 1's GEMMs 3x slower: the GEMM kernels are the roots.
+      {"sglang",
+       Whole(Mechanism::kKernelSlowOneGpu, 1, "gemm", 3.0),
+       1,
+       {Kind::kGpu},
+       {"gemm"},
+       true,
+       false},
+      // Rank 3's cudaMalloc calls block: they are the roots; the operator range around
+      // each only grew by it.
+      {"vllm-v1-online",
+       Whole(Mechanism::kAllocatorStall, 3, "", 4.0),
+       3,
+       {Kind::kCall},
+       {"cudaMalloc"},
+       true,
+       true},
+      // Rank 2 picks steps up late, with no node of its own before its step: its own
+      // all-reduce, the first node its lateness shows in, is the root; its peers' waited.
+      {"vllm-v0",
+       Whole(Mechanism::kWorkerStall, 2, "", 2.0),
+       2,
+       {Kind::kGpu},
+       {"reduce"},
+       false,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.profile) + " " + Info(c.fault.mechanism).name);
+    SimConfig config = Small(c.profile, 21);
+    config.faults = {c.fault};
+    Sim s;
+    RunSim(config, &s, false);
+    ASSERT_EQ(s.truth.faults.size(), 1u);
+    EXPECT_EQ(s.truth.faults[0].ranks, std::vector<int>{c.culprit});
+    const std::vector<LabelledNode> nodes = LabelledNodes(s);
+    ASSERT_FALSE(nodes.empty());
+    size_t roots = 0, peer_impact = 0;
+    for (const LabelledNode& n : nodes) {
+      ASSERT_NE(n.role, NodeLocator::Role::kUnknown);
+      if (n.role == NodeLocator::Role::kRoot) {
+        ++roots;
+        EXPECT_EQ(n.rank, c.culprit) << n.name;
+        EXPECT_TRUE(c.root_kinds.count(n.kind)) << n.name;
+        bool named = false;
+        for (const std::string& want : c.root_names)
+          named |= n.name.find(want) != std::string::npos;
+        EXPECT_TRUE(named) << n.name;
+      } else if (n.rank != c.culprit) {
+        EXPECT_TRUE(IsCollectiveKernel(n)) << n.name;
+        ++peer_impact;
+      } else {
+        const bool own_range = n.kind == Kind::kRange && c.own_range_impact;
+        EXPECT_TRUE(own_range || (IsCollectiveKernel(n) && c.own_collective_impact)) << n.name;
+      }
+    }
+    EXPECT_GT(roots, 0u);
+    EXPECT_GT(peer_impact, 0u);
+  }
 }
 
 TEST(FaultSpecs, ParseAndReject) {

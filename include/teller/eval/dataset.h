@@ -27,6 +27,11 @@ const char* ViewName(View view);
 struct ViewLabel {
   bool is_anomaly = false;
   std::vector<uint32_t> nodes;  // local node ids, sorted
+  // The root nodes among `nodes` (what the fault acted on, sorted) when the data marks
+  // them (steps.jsonl `root_nodes`, from ground truth version 3): has_roots is false for
+  // datasets built from older ground truth and for views without nodes.
+  std::vector<uint32_t> roots;
+  bool has_roots = false;
 };
 
 // The columns of one step record (steps.jsonl), index = local node id.

@@ -109,11 +109,23 @@ struct ScoreOptions {
 
 // Root-cause keys of a step record: (operator family = name and layer, rank) of node i.
 uint64_t RootCauseKey(const StepColumns& record, uint32_t node);
-// The root nodes among a view's labelled nodes: the ones outside the COMM layer (what the
-// fault acted on: slowed kernels, inflated calls, stalled allocations), or, when all are
-// COMM (a link or NCCL fault), all of them. Collectives that widened because a peer was
-// late are impact, not cause. (The ground truth does not mark roots itself.)
-std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uint32_t>& labelled);
+// The root nodes of a view's label (what the fault acted on: the slowed kernel or copy,
+// the inflated launch or host call, the stalled allocation, the late rank's delayed
+// compute, the collective of a link or NCCL fault), as opposed to its impact nodes (peers'
+// collectives that waited for a late rank, the operator range around a stalled call).
+// The ground truth's roles when the data has them (`label.has_roots`: steps.jsonl
+// `root_nodes`, from ground truth version 3 on); otherwise, for datasets built from older
+// ground truth, the rule RootNodesByLayer applies to the labelled nodes. Nodes outside
+// `record` are dropped.
+std::vector<uint32_t> RootNodes(const StepColumns& record, const ViewLabel& label);
+// The rule for data without roles: the labelled nodes outside the COMM layer, or, when
+// all are COMM (a link or NCCL fault), all of them. It takes collectives that widened
+// because a peer was late for impact, but also the operator range around a stalled call
+// for a root, and where the late rank's own evidence is COMM too (a straggler's jitter in
+// its collective operator's range, a stalled worker's collective) it takes every rank's
+// collectives (docs/eval.md).
+std::vector<uint32_t> RootNodesByLayer(const StepColumns& record,
+                                       const std::vector<uint32_t>& labelled);
 
 // Scores `predictions` on `units`, per view:
 // - step: label = the view's is_anomaly; prediction = abnormal (absent = normal);
@@ -122,7 +134,8 @@ std::vector<uint32_t> RootNodes(const StepColumns& record, const std::vector<uin
 // - fault type over the units labelled abnormal in the view, five categories; a unit
 //   predicted normal has no category and counts as wrong;
 // - root cause: top-1/top-3 hit rate of the prediction's nodes (in order) as root-cause
-//   keys against the keys of RootNodes, over the units with root nodes in the view;
+//   keys against the keys of RootNodes (the ground truth's roots, or the layer rule for
+//   older datasets), over the units with root nodes in the view;
 // - BLEU over the units labelled abnormal in the view with a reference explanation;
 //   candidate = the prediction's explanation when abnormal, else empty;
 // - low prior from the step labels, flags and scores.

@@ -11,8 +11,8 @@
 //   gpu:   (host, pid, correlation, occurrence) - the k-th GPU record (kernel, memcpy,
 //          memset) carrying that correlation id in file order (graph launches own many).
 //
-// JSON layout (format "teller-ground-truth", version 2; version 1 is read too):
-// {"format":"teller-ground-truth","version":2,"setting":"vllm-v1-online",
+// JSON layout (format "teller-ground-truth", version 3; versions 1 and 2 are read too):
+// {"format":"teller-ground-truth","version":3,"setting":"vllm-v1-online",
 //  "profile":"vllm-v1-online","seed":7,
 //  "topology":{"nodes":2,"gpus_per_node":3,"tp":3,"pp":2},
 //  "processes":[{"host":"node-0","pid":41000,"rank":0,"tp_rank":0,"pp_rank":0}],
@@ -30,9 +30,13 @@
 //            "explanation":"..."}],
 //  "confounders":[{"kind":"gc_pause","time_ns":...,"steps":[40],"requests":[],
 //                  "detail":"4.1 ms on rank 2"}]}
-// LOCATOR = {"kind":"range","host":"node-0","pid":41000,"tid":41000,"name":"...","occurrence":3}
-//         | {"kind":"call","host":..,"pid":..,"correlation":812}
-//         | {"kind":"gpu","host":..,"pid":..,"correlation":812,"occurrence":17}
+// LOCATOR = {"kind":"range","host":"node-0","pid":41000,"tid":41000,"name":"...","occurrence":3,
+//            "root":false}
+//         | {"kind":"call","host":..,"pid":..,"correlation":812,"root":true}
+//         | {"kind":"gpu","host":..,"pid":..,"correlation":812,"occurrence":17,"root":true}
+// Version 3 adds "root" to each locator of a view: true for a root node (what the fault
+// acted on), false for an impact node (what only waited or grew because of a root);
+// absent when the writer does not know (every locator of a version 1 or 2 file).
 // Version 2 adds a fault's "ranks" and labels a step anomalous for a fault that acts on
 // time only where the time it added is material (docs/simulator.md); version 1 labelled
 // every step the fault touched. Times are UTC ns on the reference (first) host's clock. Steps are
@@ -59,6 +63,14 @@ struct NodeLocator {
   std::string name;          // ranges
   uint64_t correlation = 0;  // calls and GPU records
   uint32_t occurrence = 0;   // ranges and GPU records
+  // The node's part in the fault of the step that labels it, not part of its name. A root
+  // is what the fault acted on (the slowed kernel or copy, the inflated launch or host
+  // call, the stalled allocation or synchronization, the late rank's delayed compute, the
+  // collective a link or NCCL fault slowed); an impact node only waited or grew because
+  // of a root (peers' collectives that waited for a late rank, the operator range around
+  // a stalled call). kUnknown: a version 1 or 2 file, or a writer that does not tell.
+  enum class Role : uint8_t { kUnknown = 0, kRoot = 1, kImpact = 2 };
+  Role role = Role::kUnknown;
 };
 
 struct ViewLabel {
