@@ -553,14 +553,16 @@ EngineStepUnits CollapseToEngineSteps(const Dataset& ds) {
     for (int v = 0; v < 2; ++v) {
       ViewLabel& l = step.views[v];
       l.is_anomaly |= u.views[v].is_anomaly;
-      l.nodes.insert(l.nodes.end(), u.views[v].nodes.begin(), u.views[v].nodes.end());
-      std::sort(l.nodes.begin(), l.nodes.end());
-      l.nodes.erase(std::unique(l.nodes.begin(), l.nodes.end()), l.nodes.end());
-      // Roots likewise (requests that the step left normal have none to add).
+      // Each list sorted and unique: the union of the requests' nodes, and of their roots
+      // (requests that the step left normal have none to add).
+      for (auto list : {&ViewLabel::nodes, &ViewLabel::roots}) {
+        std::vector<uint32_t>& into = l.*list;
+        const std::vector<uint32_t>& add = u.views[v].*list;
+        into.insert(into.end(), add.begin(), add.end());
+        std::sort(into.begin(), into.end());
+        into.erase(std::unique(into.begin(), into.end()), into.end());
+      }
       l.has_roots |= u.views[v].has_roots;
-      l.roots.insert(l.roots.end(), u.views[v].roots.begin(), u.views[v].roots.end());
-      std::sort(l.roots.begin(), l.roots.end());
-      l.roots.erase(std::unique(l.roots.begin(), l.roots.end()), l.roots.end());
     }
   }
   return out;
