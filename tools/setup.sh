@@ -15,6 +15,7 @@ packages=(
   sentencepiece      # spm_train: the reference in bench/tpe_benchmark
   libtorch-dev libopenblas0-pthread  # the learned stage (src/rca); OpenBLAS: reference BLAS is 14x slower
   libxgboost-dev xgboost  # the XGBoost baseline of teller eval (the CLI package makes find_package(xgboost) work)
+  libopenmpi-dev openmpi-bin  # teller-mpi: diagnose with its import shared over MPI
   chromium nodejs    # the browser tests of the reports (tests/report): headless Chromium driven by node
 )
 # npm fetches speedscope below; NodeSource's nodejs carries its own npm (and conflicts with

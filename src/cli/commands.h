@@ -10,6 +10,7 @@
 #include "teller/core/status.h"
 #include "teller/core/trace.h"
 #include "teller/diagnose/diagnose.h"
+#include "teller/ingest/parts.h"
 #include "teller/reconstruct/reconstruct.h"
 #include "teller/sim/sim.h"
 
@@ -21,15 +22,22 @@ int DatasetCommand(const std::vector<std::string>& args);
 int SimulateCommand(const std::vector<std::string>& args);
 int InjectCommand(const std::vector<std::string>& args);
 int TpeCommand(const std::vector<std::string>& args);
-int DiagnoseCommand(const std::vector<std::string>& args);
+// `parts` (teller-mpi): where the files of the TRACEs and baselines are imported; null:
+// here (ingest/parts.h).
+int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* parts = nullptr);
 int EvalCommand(const std::vector<std::string>& args);
 int ModelTrainCommand(const std::vector<std::string>& args);  // `teller train`
 int TraceExportCommand(const std::vector<std::string>& args);
 
 // Imports `paths` as one trace and reconstructs it with the rules of `rules` (built-in
-// ones when empty), as `teller diagnose` and `teller export` read their TRACEs.
+// ones when empty), as `teller diagnose` and `teller export` read their TRACEs; the files
+// of `paths` come from `parts` when it is given (ingest::ImportPaths).
 Status LoadTrace(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
-                 reconstruct::Reconstruction* r);
+                 reconstruct::Reconstruction* r, ingest::PartSource* parts = nullptr);
+
+// For the commands that end after one report (inspect, diagnose, export, inject): freed
+// memory stays in the process, so that each stage's tables do not fault in fresh pages.
+void KeepFreedMemory();
 // Writes the Chrome trace-event export (report::ToChromeTrace) to `path` and prints what it
 // holds; errors go to stderr prefixed with `who`. Returns 0, or 1 on an error.
 int WriteChromeTrace(const Trace& trace, const reconstruct::Reconstruction& r,

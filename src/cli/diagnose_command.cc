@@ -90,8 +90,8 @@ std::string LogsJson(const Trace& trace, const std::vector<diagnose::Finding>& f
 }  // namespace
 
 Status LoadTrace(const std::vector<std::string>& paths, const std::string& rules, Trace* trace,
-                 reconstruct::Reconstruction* r) {
-  for (const std::string& p : paths) TELLER_RETURN_IF_ERROR(ingest::ImportPath(p, *trace));
+                 reconstruct::Reconstruction* r, ingest::PartSource* parts) {
+  TELLER_RETURN_IF_ERROR(ingest::ImportPaths(paths, *trace, parts));
   reconstruct::Options o;
   if (!rules.empty()) {
     auto c = reconstruct::Classifier::FromFile(rules);
@@ -125,7 +125,7 @@ int WriteHtml(const Trace& trace, const reconstruct::Reconstruction& r,
 
 }  // namespace
 
-int DiagnoseCommand(const std::vector<std::string>& args) {
+int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* parts) {
   std::vector<std::string> traces, baseline;
   std::string json, rules, html, trace_out;
   diagnose::Options options;
@@ -216,7 +216,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   }
   Trace trace;
   reconstruct::Reconstruction r;
-  if (Status st = LoadTrace(traces, rules, &trace, &r); !st.ok()) {
+  if (Status st = LoadTrace(traces, rules, &trace, &r, parts); !st.ok()) {
     std::fprintf(stderr, "teller diagnose: %s\n", st.message().c_str());
     return 1;
   }
@@ -263,7 +263,7 @@ int DiagnoseCommand(const std::vector<std::string>& args) {
   if (!baseline.empty()) {
     Trace bt;
     reconstruct::Reconstruction br;
-    if (Status st = LoadTrace(baseline, rules, &bt, &br); !st.ok()) {
+    if (Status st = LoadTrace(baseline, rules, &bt, &br, parts); !st.ok()) {
       std::fprintf(stderr, "teller diagnose: baseline: %s\n", st.message().c_str());
       return 1;
     }

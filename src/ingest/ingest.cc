@@ -17,6 +17,8 @@
 #include "src/ingest/rank_folder.h"
 #include "src/ingest/teller_raw_importer.h"
 #include "teller/core/file_util.h"
+#include "teller/core/progress.h"
+#include "teller/ingest/parts.h"
 
 namespace teller::ingest {
 namespace {
@@ -277,9 +279,41 @@ Status ImportStream(const std::string& path, Trace& trace) {
   return Status::Error(NotATrace(path, why));
 }
 
+// The rank files of a Kineto folder, in name order.
+std::vector<std::string> KinetoRankFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& name : ListDir(dir)) {
+    if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) files.push_back(dir + "/" + name);
+  }
+  return files;
+}
+
+// A file that ImportPath imports whole (one Kineto or Nsight file), taken as a part when
+// `parts` has it.
+Status ImportWholeFile(const std::string& path, Trace& trace, PartSource* parts,
+                       Status (*import)(const std::string&, Trace&)) {
+  ImportedPart part;
+  Status taken;
+  if (parts != nullptr && parts->Take(path, part, taken)) {
+    TELLER_RETURN_IF_ERROR(taken);
+    AppendTrace(part.trace, trace);
+    return Status::Ok();
+  }
+  return import(path, trace);
+}
+
+bool IsFileOrDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
+}
+
 }  // namespace
 
 Status ImportPath(const std::string& path, Trace& trace) {
+  return ImportPath(path, trace, nullptr);
+}
+
+Status ImportPath(const std::string& path, Trace& trace, PartSource* parts) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     return Status::Error("cannot open " + path + ": " + std::strerror(errno));
@@ -289,27 +323,82 @@ Status ImportPath(const std::string& path, Trace& trace) {
   const InputFormat format = DetectFormat(path, &why);
   switch (format) {
     case InputFormat::kTellerRaw:
-      return ImportTellerRaw(path, trace);
+      return ImportTellerRawWithParts(path, trace, parts);
     case InputFormat::kNsysSqlite:
-      return ImportNsysSqlite(path, trace);
+      return ImportWholeFile(path, trace, parts, &ImportNsysSqlite);
     case InputFormat::kLog:
       return ImportLogFile(path, LogOptions{}, trace);
     case InputFormat::kKineto:
       if (IsDirectory(path)) {
-        // The rank files in name order, a few at a time (rank_folder.h).
-        std::vector<std::string> files;
-        for (const auto& name : ListDir(path)) {
-          if (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
-            files.push_back(path + "/" + name);
-          }
+        const std::vector<std::string> files = KinetoRankFiles(path);
+        if (parts == nullptr) return ImportKinetoFiles(path, files, trace);  // rank_folder.h
+        // One after another, each taken as a part or imported here (the parts are being
+        // imported elsewhere at the same time).
+        ProgressTask progress("importing " + path, files.size(), ProgressUnit::kItems, "files");
+        for (const std::string& file : files) {
+          TELLER_RETURN_IF_ERROR(ImportWholeFile(file, trace, parts, &ImportKineto));
+          progress.Advance();
         }
-        return ImportKinetoFiles(path, files, trace);
+        return Status::Ok();
       }
-      return ImportKineto(path, trace);
+      return ImportWholeFile(path, trace, parts, &ImportKineto);
     case InputFormat::kUnknown:
       break;
   }
   return Status::Error(NotATrace(path, why));
+}
+
+Status ImportPaths(const std::vector<std::string>& paths, Trace& trace, PartSource* parts) {
+  if (parts != nullptr) parts->Begin(paths);
+  Status status;
+  for (const std::string& p : paths) {
+    status = ImportPath(p, trace, parts);
+    if (!status.ok()) break;
+  }
+  if (parts != nullptr) parts->End();
+  return status;
+}
+
+std::vector<std::string> PartFiles(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    if (!IsFileOrDirectory(path)) continue;  // a pipe is read here, as a stream
+    switch (DetectFormat(path)) {
+      case InputFormat::kTellerRaw:
+        for (std::string& f : RawPartFiles(path)) out.push_back(std::move(f));
+        break;
+      case InputFormat::kNsysSqlite:
+        out.push_back(path);
+        break;
+      case InputFormat::kKineto:
+        if (IsDirectory(path)) {
+          for (std::string& f : KinetoRankFiles(path)) out.push_back(std::move(f));
+        } else {
+          out.push_back(path);
+        }
+        break;
+      case InputFormat::kLog:
+      case InputFormat::kUnknown:
+        break;
+    }
+  }
+  return out;
+}
+
+Status ImportPart(const std::string& file, ImportedPart& part) {
+  std::string why;
+  switch (DetectFormat(file, &why)) {
+    case InputFormat::kTellerRaw:
+      return ImportTellerRawFile(file, part.trace, &part.monotonic_to_utc_ns);
+    case InputFormat::kNsysSqlite:
+      return ImportNsysSqlite(file, part.trace);
+    case InputFormat::kKineto:
+      return ImportKineto(file, part.trace);
+    case InputFormat::kLog:
+    case InputFormat::kUnknown:
+      break;
+  }
+  return Status::Error(NotATrace(file, why));
 }
 
 }  // namespace teller::ingest

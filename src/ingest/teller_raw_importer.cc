@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/ingest/rank_folder.h"
 #include "src/ingest/run_manifest.h"
 #include "src/ingest/signature.h"
 #include "teller/core/file_util.h"
@@ -242,9 +243,43 @@ void ImportOneFile(const raw::RawProcessTrace& t, Trace& trace) {
   trace.counters.Add(CounterId::kRawNvtxStartWithoutEnd, open_ranges.size());
 }
 
+// An empty file in a run directory of several: a process killed between creating its file
+// and writing the header recorded nothing, and the other processes' files are still the
+// trace. Alone, an empty file is not a trace (ReadRawFile says so).
+bool SkippedEmptyFile(const std::string& file, bool is_dir, size_t files) {
+  return is_dir && files > 1 && IsEmptyRegularFile(file);
+}
+
+int64_t MonotonicToUtc(const raw::RawProcessTrace& t) {
+  return t.anchors.empty() ? 0 : t.anchors.front().realtime_ns - t.anchors.front().monotonic_ns;
+}
+
 }  // namespace
 
 Status ImportTellerRaw(const std::string& path, Trace& trace) {
+  return ImportTellerRawWithParts(path, trace, nullptr);
+}
+
+std::vector<std::string> RawPartFiles(const std::string& path) {
+  auto files = raw::ListRawFiles(path);
+  if (!files.ok()) return {};
+  const bool is_dir = IsDirectory(path);
+  std::vector<std::string> out;
+  for (const std::string& file : files.value()) {
+    if (!SkippedEmptyFile(file, is_dir, files->size())) out.push_back(file);
+  }
+  return out;
+}
+
+Status ImportTellerRawFile(const std::string& file, Trace& trace, int64_t* monotonic_to_utc) {
+  auto t = raw::ReadRawFile(file);
+  if (!t.ok()) return t.status();
+  *monotonic_to_utc = MonotonicToUtc(t.value());
+  ImportOneFile(t.value(), trace);
+  return Status::Ok();
+}
+
+Status ImportTellerRawWithParts(const std::string& path, Trace& trace, PartSource* parts) {
   auto files = raw::ListRawFiles(path);
   const bool is_dir = IsDirectory(path);
   if (!files.ok() && !(is_dir && IsRegularFile(path + "/manifest.json"))) return files.status();
@@ -253,11 +288,16 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
     ProgressTask progress("importing " + path, files->size(), ProgressUnit::kItems, "files");
     for (const std::string& file : files.value()) {
       progress.Set(static_cast<uint64_t>(&file - files->data()));
-      // In a run directory, a process killed between creating its file and writing the
-      // header leaves an empty file: it recorded nothing, and the other processes' files
-      // are still the trace. Alone, an empty file is not a trace (ReadRawFile says so).
-      if (is_dir && files->size() > 1 && IsEmptyRegularFile(file)) {
+      if (SkippedEmptyFile(file, is_dir, files->size())) {
         trace.counters.Add(CounterId::kRawEmptyFiles);
+        continue;
+      }
+      ImportedPart part;
+      Status taken;
+      if (parts != nullptr && parts->Take(file, part, taken)) {
+        TELLER_RETURN_IF_ERROR(taken);
+        if (monotonic_to_utc == 0) monotonic_to_utc = part.monotonic_to_utc_ns;
+        AppendTrace(part.trace, trace);
         continue;
       }
       auto t = raw::ReadRawFile(file);
@@ -276,9 +316,7 @@ Status ImportTellerRaw(const std::string& path, Trace& trace) {
         trace.events.Reserve(trace.events.size() +
                              static_cast<size_t>(per_byte * static_cast<double>(bytes)));
       }
-      if (monotonic_to_utc == 0 && !t->anchors.empty()) {
-        monotonic_to_utc = t->anchors.front().realtime_ns - t->anchors.front().monotonic_ns;
-      }
+      if (monotonic_to_utc == 0) monotonic_to_utc = MonotonicToUtc(t.value());
       ImportOneFile(t.value(), trace);
     }
   }

@@ -16,6 +16,7 @@
 #include "real_data.h"
 #include "teller/ingest/ingest.h"
 #include "temp_dir.h"
+#include "trace_compare.h"
 #include "zlib_gzip.h"
 
 namespace teller::ingest {
@@ -74,44 +75,6 @@ void ImportEach(const std::vector<std::string>& paths, Trace& t) {
     const Status s = ImportKineto(p, t);
     ASSERT_TRUE(s.ok()) << s.message();
   }
-}
-
-void ExpectSameTrace(const Trace& a, const Trace& b) {
-  ASSERT_EQ(a.strings.size(), b.strings.size());
-  for (StringId s = 0; s < a.strings.size(); ++s) {
-    ASSERT_EQ(a.strings.Get(s), b.strings.Get(s)) << "string " << s;
-  }
-  ASSERT_EQ(a.events.size(), b.events.size());
-  for (size_t i = 0; i < a.events.size(); ++i) {
-    const EventRow x = a.events.Row(i), y = b.events.Row(i);
-    ASSERT_EQ(x.type, y.type) << i;
-    ASSERT_EQ(x.name, y.name) << i;
-    ASSERT_EQ(x.category, y.category) << i;
-    ASSERT_EQ(x.domain, y.domain) << i;
-    ASSERT_EQ(x.process, y.process) << i;
-    ASSERT_EQ(x.thread, y.thread) << i;
-    ASSERT_EQ(x.start_ns, y.start_ns) << i;
-    ASSERT_EQ(x.end_ns, y.end_ns) << i;
-    ASSERT_EQ(x.correlation, y.correlation) << i;
-    ASSERT_EQ(x.external_id, y.external_id) << i;
-    ASSERT_EQ(x.device, y.device) << i;
-    ASSERT_EQ(x.stream, y.stream) << i;
-    ASSERT_EQ(x.bytes, y.bytes) << i;
-    ASSERT_EQ(x.flags, y.flags) << i;
-    ASSERT_EQ(x.signature, y.signature) << i;
-  }
-  ASSERT_EQ(a.processes.size(), b.processes.size());
-  for (size_t i = 0; i < a.processes.size(); ++i) {
-    const ProcessInfo &p = a.processes[i], &q = b.processes[i];
-    EXPECT_EQ(p.pid, q.pid) << i;
-    EXPECT_EQ(p.host, q.host) << i;
-    EXPECT_EQ(p.label, q.label) << i;
-    EXPECT_EQ(p.source, q.source) << i;
-    EXPECT_EQ(p.rank, q.rank) << i;
-    EXPECT_EQ(p.world_size, q.world_size) << i;
-  }
-  EXPECT_EQ(a.counters.items(), b.counters.items());
-  EXPECT_EQ(a.sources, b.sources);
 }
 
 TEST(RankFolderTest, FolderImportIsTheFilesImportedOneAfterAnother) {
