@@ -29,7 +29,8 @@ usage: bench/diagnosis/planted_nsys.py [--teller build/bin/teller] [--data ../sh
 --check verifies the perturbed exports (only start/end of event rows changed, every other
 table as it was, streams serial, exact planted time, no other duration change but the
 waiting sync calls, their records and the enclosing host events, GPU work after its
-launch, syncs after the work they waited for) without running teller.
+launch, syncs after the work they waited for, no event later by more than the time
+planted) without running teller.
 Exits 0 (a benchmark, not a test); --check exits 1 when a perturbation is wrong.
 """
 import argparse
@@ -317,6 +318,11 @@ def check_case(t, case, plan, path):
         grew = max(nend[g] for g in t.streams[k]) - t.end(last)
         if grew < 0:
             fails.append(tag + ": stream %s ends earlier" % (k,))
+    # Nothing moves by more than the time planted: a delay is passed on, never amplified.
+    most = max((nend[i] - t.end(i) for i in t.ts), default=0)
+    planted = sum(extra.values())
+    if most > planted:
+        fails.append(tag + ": an event ends %d ns later, more than the %d ns planted" % (most, planted))
     case["_check"] = sum(1 for i in t.ts if nts[i] != t.ts[i] or nend[i] != t.end(i))
     return fails
 

@@ -19,13 +19,16 @@ Timing model (`NsysTrace.solve`), in integer ns on the original timeline:
   ranges that enclose it).
 - Launch: GPU work issued by a call (kernel launch, copy, memset; same correlationId)
   starts no earlier than the call's new end (minus the original head start, when it
-  started before the call returned), the call's own wait for the GPU left out.
+  started before the call returned; plus the original launch latency, when it started
+  after the call returned on an idle stream), the call's own wait for the GPU left out.
+  (Keeping that latency keeps "sync end - last GPU end" of later syncs as it was.)
 - Synchronization: a host sync call (cuda Stream/Device/Event/Context Synchronize,
   blocking cudaMemcpy) that was waiting for GPU work which now ends later returns that
   much later; a device/context sync waits for every stream of its process, a stream or
   event sync for the stream its SYNCHRONIZATION record names, a blocking copy for its own
   stream. The extra time is an insertion on the host thread, so the model is iterated to
-  a fixed point. SYNCHRONIZATION records follow their host call (start and end).
+  a fixed point, one sync per thread and round in time order (the earliest one that must
+  wait longer), so that a wait is never counted twice. SYNCHRONIZATION records follow their host call (start and end).
 """
 import bisect
 import re
@@ -263,6 +266,24 @@ class NsysTrace:
             self._gpu_of = {h2: self.corr_gpu.get(c, []) for c, h2 in self.corr_host.items()}
         return self._gpu_of.get(h, [])
 
+    def launch_gap(self, h, g):
+        """How long after its launch call returned GPU event g started, as far as that was
+        launch latency: the part of the gap the stream was idle (work queued behind other
+        work may start sooner after a late launch); negative when it started before the
+        call returned."""
+        lat = self.ts[g] - self.end(h)
+        if lat <= 0:
+            return lat
+        if not hasattr(self, "_idle"):
+            self._idle = {}
+            for lst in self.streams.values():
+                run = None
+                for x in lst:
+                    self._idle[x] = self.ts[x] - run if run is not None else None
+                    run = self.end(x) if run is None else max(run, self.end(x))
+        idle = self._idle.get(g)
+        return lat if idle is None else min(lat, max(0, idle))
+
     def is_kernel(self, g):
         return self.kind[g] == "gpu" and self.info[g]["table"].endswith("KERNEL")
 
@@ -273,7 +294,7 @@ class NsysTrace:
         return [a for a in self.ancestors(h) if self.row[a][0] == "NVTX_EVENTS"]
 
     # ------------------------------------------------------------------ timing model
-    def solve(self, dur_extra=None, host_ins=None, max_rounds=100):
+    def solve(self, dur_extra=None, host_ins=None, max_rounds=5000):
         """Returns (new_ts, new_end, info) for the events that changed.
 
         dur_extra: {gpu event: extra ns}; host_ins: {host call: extra ns inserted at its end}."""
@@ -311,7 +332,7 @@ class NsysTrace:
                     if ne == self.end(h):
                         continue
                     for g in self.gpu_of_launch(h):
-                        bound = ne + min(self.ts[g] - self.end(h), 0)
+                        bound = ne + self.launch_gap(h, g)
                         if bound > self.ts[g]:
                             lb[g] = max(lb.get(g, 0), bound)
             new_ts, new_end = {}, {}
@@ -327,17 +348,25 @@ class NsysTrace:
                         new_ts[g], new_end[g] = start, end
                     run_orig = self.end(g) if run_orig is None else max(run_orig, self.end(g))
                     run_new = end if run_new is None else max(run_new, end)
-            changed = False
+            # Only the earliest sync of each thread that must wait longer takes its extra
+            # time this round: the GPU work a later sync waits for can still move with
+            # that insertion (its launch moves), and extra time once given is never taken
+            # back, so adding it for every sync at once would count a wait twice.
+            first = {}
             for sy in self.syncs:
+                k = self.key[sy]
+                if k in first and self.ts[first[k][0]] <= self.ts[sy]:
+                    continue
                 req = self._sync_requirement(sy, new_end)
                 if req is None:
                     continue
                 _, cur = host_new(sy)
                 if req > cur:
-                    sync_add[sy] = sync_add.get(sy, 0) + req - cur
-                    changed = True
-            if not changed:
+                    first[k] = (sy, req - cur)
+            if not first:
                 break
+            for sy, d in first.values():
+                sync_add[sy] = sync_add.get(sy, 0) + d
         else:
             raise RuntimeError("timing model did not converge")
         for k in shift:
