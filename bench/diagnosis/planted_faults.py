@@ -255,6 +255,14 @@ def run_case(a, case, dirpath, orig):
 def check_case(unit, files, case, plans, dirpath):
     """Re-reads the written files and checks the perturbation; returns failure strings."""
     fails = []
+    # Nothing can end later than it did by more than all the time planted (in every file
+    # of the case: a straggler's delay is waited for on the other ranks).
+    # Cases with waits on other ranks (min_start, min_end: a straggler) are bounded by
+    # their own checks.
+    planted_total = sum(sum(p.get("dur_extra", {}).values()) + sum(p.get("host_ins", {}).values())
+                        for p in plans.values())
+    if any(p.get("min_start") or p.get("min_end") for p in plans.values()):
+        planted_total = float("inf")
     for fi, plan in plans.items():
         t = unit[fi]
         path = os.path.join(dirpath, out_name(files[fi]))
@@ -318,6 +326,10 @@ def check_case(unit, files, case, plans, dirpath):
                 continue  # a longer sync or launch call, or a range that encloses one
             fails.append(tag + ": %s event %d (%s) changed duration by %d ns" % (
                 kd, i, t.name(i)[:60], ndur[i] - t.dur[i]))
+        for i in t.ts:
+            if nend[i] - t.end(i) > planted_total:
+                fails.append(tag + ": event %d (%s) ends %d ns later, more than the %d ns planted" % (
+                    i, t.name(i)[:60], nend[i] - t.end(i), planted_total))
         for k, lst in t.streams.items():
             if k[0] == "ann":
                 continue

@@ -472,7 +472,10 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       sd.end_ns = std::max(sd.end_ns, unit.end_ns);
       if (unit.step < 0) {
         sd.ordinal = g;
-        sd.kind = unit.iteration >= 0 ? "iteration" : "whole trace";
+        sd.kind = unit.iteration >= 0                           ? "iteration"
+                  : unit.iteration == localize::Unit::kPrologue ? "prologue"
+                  : unit.iteration == localize::Unit::kEpilogue ? "epilogue"
+                                                                : "whole trace";
         continue;
       }
       const reconstruct::Step& st = r.steps[unit.step];

@@ -170,14 +170,27 @@ Iterations FindIterations(const Trace& t, const reconstruct::Reconstruction& r,
     if (2 * copies * p < count && 2 * covered_ns < gpu_total) continue;
     // Each cut: the start of the outermost node around the copy's first launch that began
     // after the previous copy's last launch (its enclosing range, when it has one of its own).
-    for (size_t j = 1; j < copies; ++j) {
-      const size_t x = best_first + j * p;
+    auto cut_node = [&](size_t x) {
       const int64_t prev = ops[x - 1].host_ns;
       int64_t node = n.parent[ops[x].node] >= 0 ? n.parent[ops[x].node] : ops[x].node;
       while (n.parent[static_cast<size_t>(node)] >= 0 &&
              n.start_ns[static_cast<size_t>(n.parent[static_cast<size_t>(node)])] > prev)
         node = n.parent[static_cast<size_t>(node)];
-      const int64_t cut = n.start_ns[static_cast<size_t>(node)];
+      return static_cast<size_t>(node);
+    };
+    auto cut_before = [&](size_t x) { return n.start_ns[cut_node(x)]; };
+    // GPU work before the first copy (set-up: weight copies, allocations) and after the
+    // last (a partial pass, tear-down) are units of their own, so that every iteration
+    // compares with the others at the same length; but not when a range holds both sides
+    // of the boundary: then the extra work is the first pass's own (a warm-up pass that
+    // autotunes before its kernels) or the last's.
+    const size_t last = best_first + copies * p;
+    out.prologue = best_first > 0 && n.parent[cut_node(best_first)] < 0;
+    out.epilogue = last < count && n.parent[cut_node(last)] < 0;
+    for (size_t j = out.prologue ? 0 : 1; j <= copies; ++j) {
+      const size_t x = best_first + j * p;
+      if (j == copies && !out.epilogue) break;
+      const int64_t cut = cut_before(x);
       if (!out.cuts_ns.empty() && cut <= out.cuts_ns.back()) {
         out.cuts_ns.clear();
         break;
@@ -188,6 +201,7 @@ Iterations FindIterations(const Trace& t, const reconstruct::Reconstruction& r,
     out.period = static_cast<uint32_t>(p);
     return out;
   }
+  out.prologue = out.epilogue = false;
   return out;
 }
 

@@ -265,7 +265,11 @@ void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
       for (size_t k = 0; k < parts.size(); ++k) {
         Unit u;
         u.process = p;
-        u.iteration = parts.size() > 1 ? static_cast<int32_t>(k) : -1;
+        const size_t before = it.prologue ? 1 : 0;
+        u.iteration = parts.size() <= 1                      ? -1
+                      : it.prologue && k == 0                ? Unit::kPrologue
+                      : it.epilogue && k + 1 == parts.size() ? Unit::kEpilogue
+                                                             : static_cast<int32_t>(k - before);
         u.roots = std::move(parts[k]);
         u.start_ns = INT64_MAX;
         u.end_ns = INT64_MIN;
@@ -311,8 +315,12 @@ void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
   std::map<int64_t, uint32_t> by_number;
   for (uint32_t u = 0; u < out->units.size(); ++u) {
     // An iteration's number is its index: the k-th iteration of every process is one.
-    const int64_t number =
-        out->units[u].step >= 0 ? r.steps[out->units[u].step].number : out->units[u].iteration;
+    // The prologues of all processes are one, as are the epilogues.
+    const int32_t iteration = out->units[u].iteration;
+    const int64_t number = out->units[u].step >= 0        ? r.steps[out->units[u].step].number
+                           : iteration == Unit::kPrologue ? INT64_MAX - 1
+                           : iteration == Unit::kEpilogue ? INT64_MAX
+                                                          : iteration;
     uint32_t g = static_cast<uint32_t>(out->group_units.size());
     if (number >= 0) {
       const auto it = by_number.find(number);
@@ -333,7 +341,8 @@ void BuildUnits(const Trace& t, const Reconstruction& r, Result* out) {
       out->group_units.emplace_back();
       out->group_steps.emplace_back();
       out->group_roots.emplace_back();
-      out->group_number.push_back(number);
+      // A prologue or an epilogue has no number of its own (its key only joins them).
+      out->group_number.push_back(number >= INT64_MAX - 1 ? -1 : number);
     }
     out->group_of_unit.push_back(g);
     out->group_units[g].push_back(u);
@@ -820,20 +829,29 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   p.occ.resize(p.raw.size());
   p.pos.resize(p.raw.size());
   p.peers.resize(p.keys.size());
-  auto add = [&](uint32_t key, uint32_t occ, double v) {
+  // The work before the iterations and after them (a prologue, an epilogue: set-up, a
+  // partial last pass) is laid out otherwise than an iteration: it is compared with the
+  // iterations' positions but holds none of them.
+  auto add = [&](uint32_t key, uint32_t occ, double v, bool positioned) {
     FamilyPeers& f = p.peers[key];
     const uint32_t at = static_cast<uint32_t>(f.all.size());
     f.all.push_back(v);
     f.occ.push_back(occ);
-    if (f.by_occ.size() <= occ) f.by_occ.resize(occ + 1);
-    f.by_occ[occ].push_back(v);
+    if (positioned) {
+      if (f.by_occ.size() <= occ) f.by_occ.resize(occ + 1);
+      f.by_occ[occ].push_back(v);
+    }
     return at;
   };
   for (size_t i = 0; i < p.raw.size(); ++i) {
     const double v = static_cast<double>(p.raw[i].time_ns);
-    const uint32_t at_fine = add(fine[i], occ_fine[i], v);
-    const uint32_t at_coarse = coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v) : at_fine;
-    const uint32_t at_bare = bare[i] != coarse[i] ? add(bare[i], occ_bare[i], v) : at_coarse;
+    const int32_t iteration = p.res.units[p.raw[i].unit].iteration;
+    const bool positioned = iteration != Unit::kPrologue && iteration != Unit::kEpilogue;
+    const uint32_t at_fine = add(fine[i], occ_fine[i], v, positioned);
+    const uint32_t at_coarse =
+        coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v, positioned) : at_fine;
+    const uint32_t at_bare =
+        bare[i] != coarse[i] ? add(bare[i], occ_bare[i], v, positioned) : at_coarse;
     if (p.key[i] == fine[i]) {
       p.occ[i] = occ_fine[i];
       p.pos[i] = at_fine;
@@ -863,6 +881,9 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
         const reconstruct::Step& st = r.steps[unit.step];
         p.group_kind[g] = std::string(st.kind != 0 ? t.strings.Get(st.kind) : "") + "/size" +
                           std::to_string(SizeClass(st.size));
+      } else if (unit.iteration == Unit::kPrologue || unit.iteration == Unit::kEpilogue) {
+        // Not peers of the iterations: set-up and tear-down have lengths of their own.
+        p.group_kind[g] = unit.iteration == Unit::kPrologue ? "prologue" : "epilogue";
       }
     }
     p.steps.durations[p.group_kind[g]].push_back(static_cast<double>(p.group_duration[g]));
@@ -1404,6 +1425,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   auto others_at = [&](size_t i, std::vector<double>* v) {
     const std::vector<double>& at = p.peers[p.key[i]].by_occ[p.occ[i]];
     *v = at;
+    const int32_t iteration = p.res.units[p.raw[i].unit].iteration;
+    if (iteration == Unit::kPrologue || iteration == Unit::kEpilogue) return;  // not among them
     const auto self = std::find(v->begin(), v->end(), static_cast<double>(p.raw[i].time_ns));
     if (self != v->end()) v->erase(self);
   };
@@ -1540,14 +1563,19 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       const uint64_t k = (static_cast<uint64_t>(unit.process) << 32) | fam[i];
       const bool first = seen.emplace(k, true).second;
       const bool late_window = unit.step >= 0 && r.steps[unit.step].number > 0;
-      const bool first_unit_here = first_unit[unit.process] == p.raw[i].unit;
+      // The first iteration counts as the first unit after a prologue (set-up work).
+      const bool first_unit_here = first_unit[unit.process] == p.raw[i].unit || unit.iteration == 0;
       // A script without step markers whose work repeats: its first iteration is its
       // warm-up pass (benchmarks run one; PyTorch's first pass grows the allocator and
       // autotunes convolutions), and its host side is slower throughout, not only at each
       // operator's first call. Its GPU work is not: a kernel takes its time in every pass.
-      const bool warmup_pass = unit.iteration == 0 && p.raw[i].measure != Measure::kGpuTime &&
+      // The host work before the iterations and after them (allocating and freeing buffers
+      // of every size, loading modules) happens once and has no peers that cost the same.
+      const bool once = unit.iteration == 0 || unit.iteration == Unit::kPrologue ||
+                        unit.iteration == Unit::kEpilogue;
+      const bool warmup_pass = once && p.raw[i].measure != Measure::kGpuTime &&
                                p.raw[i].measure != Measure::kTransferTime;
-      warmup[i] = first_unit_here && !late_window && (first || warmup_pass);
+      warmup[i] = (first_unit_here && !late_window && first) || warmup_pass;
     }
   }
   out.instances.reserve(p.raw.size());

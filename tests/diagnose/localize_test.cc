@@ -874,13 +874,24 @@ struct ScriptOptions {
   int64_t slow_gemm_ns = 100'000;
   int64_t first_pass_second_relu_launch_ns = 5000;
   int64_t first_gemm_ns = 100'000;  // the gemm of the first pass
+  // Without the outer range, the set-up (allocations, copies and their wait) and the
+  // tear-down (when `teardown`: a conv and a relu of an unfinished pass, then frees) lie
+  // outside every pass.
+  bool outer_range = true;
+  bool teardown = false;
 };
 void ScriptWithoutMarkers(Builder& b, const ScriptOptions& o) {
   const uint32_t p = b.Process("h", 1);
   uint64_t corr = 1;
   int64_t at = kT0;
-  b.Range(p, 1, "[script]", at, at + 100'000'000);
+  if (o.outer_range) b.Range(p, 1, "[script]", at, at + 100'000'000);
   at += 1000;
+  if (!o.outer_range) {
+    // Allocations of very different sizes: 10 us and 300 us.
+    b.Call(p, 1, "cudaMalloc", at, at + 10'000);
+    b.Call(p, 1, "cudaMalloc", at + 20'000, at + 320'000);
+    at += 330'000;
+  }
   for (int c = 0; c < 2; ++c) {
     b.Launch(p, 1, "cudaMemcpyAsync", at, at + 5000, corr);
     b.Kernel(p, "Memcpy HtoD (Pageable -> Device)", at + 6000, at + 50'000, 7, corr++,
@@ -920,6 +931,20 @@ void ScriptWithoutMarkers(Builder& b, const ScriptOptions& o) {
     }
     b.Range(p, 1, k == 0 ? "[warmup|forward]" : "[measure|forward]", begin, at);
     at += 5000;
+  }
+  if (o.teardown) {
+    int64_t gpu = at + 10'000;
+    for (size_t j = 0; j < 2; ++j) {
+      b.Launch(p, 1, "cudaLaunchKernel", at, at + 5000, corr);
+      const int64_t dur = j == 0 ? 50'000 : 10'000;
+      b.Kernel(p, j == 0 ? "conv_kernel" : "relu_kernel", gpu, gpu + dur, 7, corr++);
+      gpu += dur;
+      at += 6000;
+    }
+    b.Call(p, 1, "cudaDeviceSynchronize", at, gpu + 1000);
+    at = gpu + 2000;
+    b.Call(p, 1, "cudaFree", at, at + 10'000);
+    b.Call(p, 1, "cudaFree", at + 20'000, at + 420'000);
   }
 }
 
@@ -998,6 +1023,77 @@ TEST(Localize, IterationsWithoutStepMarkersAreFoundInTheRepeatingGpuWork) {
   ASSERT_EQ(r.suspicious[r.group_of_unit[2]].size(), 1u);
   EXPECT_TRUE(r.suspicious[r.group_of_unit[0]].empty());
   EXPECT_TRUE(r.suspicious[r.group_of_unit[1]].empty());
+}
+
+TEST(Localize, SetUpAndTearDownOutsideThePassesAreUnitsOfTheirOwn) {
+  // No range around the script: the allocations, the two weight copies and their wait come
+  // before the first pass at top level, and after the last pass come a conv and a relu of a
+  // pass that never finished and two frees. In launch order: Memcpy Memcpy | conv relu gemm
+  // relu | x3 | conv relu. At period 4 positions 2..11 match 4 later (the trailing conv and
+  // relu match the last pass's), so the copies run from operation 2 to the end: 3 whole
+  // passes from operation 2, the 2 copies before them a prologue and the 2 operations after
+  // them an epilogue (no range holds both sides of either boundary).
+  Builder b;
+  ScriptWithoutMarkers(b, {.iterations = 3,
+                           .sync = true,
+                           .slow_gemm_ns = 200'000,
+                           .outer_range = false,
+                           .teardown = true});
+  const auto rec = reconstruct::Reconstruct(b.t);
+  std::vector<uint32_t> roots;
+  for (uint32_t i = 0; i < rec.nodes.size(); ++i) {
+    if (rec.nodes.parent[i] < 0) roots.push_back(i);
+  }
+  const localize::Iterations it = localize::FindIterations(b.t, rec, roots);
+  EXPECT_EQ(it.period, 4u);
+  EXPECT_TRUE(it.prologue);
+  EXPECT_TRUE(it.epilogue);
+  // Cuts: the first pass's range, the two measured passes' ranges, and the epilogue's first
+  // launch call (the outermost node around it that began after the last pass's last launch).
+  std::vector<int64_t> expected;
+  for (uint32_t i = 0; i < rec.nodes.size(); ++i) {
+    const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[i]]);
+    if (name == "[warmup|forward]" || name == "[measure|forward]")
+      expected.push_back(rec.nodes.start_ns[i]);
+  }
+  std::sort(expected.begin(), expected.end());
+  int64_t teardown_launch = 0;
+  for (uint32_t i = 0; i < rec.nodes.size(); ++i) {
+    if (rec.nodes.parent[i] < 0 &&
+        b.t.strings.Get(b.t.events.name[rec.nodes.event[i]]) == "cudaLaunchKernel")
+      teardown_launch = std::max(teardown_launch, rec.nodes.start_ns[i] - 6000);
+  }
+  expected.push_back(teardown_launch);
+  EXPECT_EQ(it.cuts_ns, expected);
+
+  const auto r = localize::Localize(b.t, rec);
+  EXPECT_TRUE(r.iterations);
+  ASSERT_EQ(r.units.size(), 5u);
+  const std::vector<int32_t> kinds = {localize::Unit::kPrologue, 0, 1, 2,
+                                      localize::Unit::kEpilogue};
+  const std::vector<int64_t> numbers = {-1, 0, 1, 2, -1};
+  for (uint32_t u = 0; u < 5; ++u) {
+    EXPECT_EQ(r.units[u].iteration, kinds[u]) << u;
+    EXPECT_EQ(r.group_number[r.group_of_unit[u]], numbers[u]) << u;
+  }
+  // Allocations and frees happen once, sized as the program needs: warm-up, never evidence,
+  // whatever their spread (30x and 40x).
+  for (const auto& [name, ns] : std::vector<std::pair<std::string, int64_t>>{
+           {"cudaMalloc", 300'000}, {"cudaFree", 400'000}}) {
+    const auto* call = Find(r, rec, name, ns, b.t);
+    ASSERT_NE(call, nullptr) << name;
+    EXPECT_TRUE(call->warmup) << name;
+    EXPECT_FALSE(call->evidence) << name;
+  }
+  // The last pass's gemm is still its evidence, against the same position in the others.
+  const auto* slow = Find(r, rec, "gemm_kernel", 200'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->unit, 3u);
+  EXPECT_TRUE(slow->evidence);
+  EXPECT_EQ(slow->expected_ns, 100'000);
+  // Every iteration as long as the others: the prologue's and epilogue's lengths are not
+  // theirs to judge by (different step kinds).
+  EXPECT_EQ(r.units[1].end_ns - r.units[1].start_ns, r.units[2].end_ns - r.units[2].start_ns);
 }
 
 TEST(Localize, RepeatsWithoutAWaitBetweenThemAreNotIterations) {

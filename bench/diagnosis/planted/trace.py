@@ -375,13 +375,21 @@ class Trace:
                     run_orig = oe if run_orig is None else max(run_orig, oe)
                     run_new = end if run_new is None else max(run_new, end)
             changed = False
-            for sy in self.syncs:
+            # In time order per thread: a sync lengthened in this round moves the later
+            # ones of its thread too, which host_new does not know until the next round;
+            # without this, every later sync waiting for the same slowed work would be
+            # lengthened by the same time again.
+            added = {}  # thread -> [(original end of a sync lengthened this round, ns)]
+            for sy in sorted(self.syncs, key=self.end):
                 req = self._sync_requirement(sy, new_end)
                 if req is None:
                     continue
                 _, cur = host_new(sy)
+                k = self.key[sy]
+                cur += sum(d for t, d in added.get(k, []) if t <= self.ts[sy])
                 if req > cur:
                     sync_add[sy] = sync_add.get(sy, 0) + req - cur
+                    added.setdefault(k, []).append((self.end(sy), req - cur))
                     changed = True
             if not changed:
                 break

@@ -14,11 +14,17 @@
 namespace teller::localize {
 
 struct Iterations {
-  // Host times at which the second, third, ... iteration begins; empty when the process's
-  // work shows no iterations. The first iteration also holds what ran before it (model
-  // loading, the first copies), the last what ran after it.
+  // Host times at which the units after the first begin: the iterations, and the
+  // prologue and epilogue when there are; empty when the process's work shows no
+  // iterations.
   std::vector<int64_t> cuts_ns;
   uint32_t period = 0;  // GPU operations per iteration
+  // GPU work ran before the first iteration (set-up: weight copies, allocations): the
+  // first unit is this prologue, not an iteration. It also holds the host work before it.
+  bool prologue = false;
+  // GPU work ran after the last whole iteration (a partial pass, tear-down): the last unit
+  // is this epilogue.
+  bool epilogue = false;
 };
 
 // The iterations of one process, found in the sequence of its GPU operations in launch

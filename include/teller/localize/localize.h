@@ -142,8 +142,11 @@ struct Instance {
 
 // A step of one rank and the work attributed to it.
 struct Unit {
-  int32_t step = -1;       // index into Reconstruction::steps; -1: an iteration or a whole timeline
-  int32_t iteration = -1;  // without step markers: the iteration's index on its process
+  int32_t step = -1;  // index into Reconstruction::steps; -1: an iteration or a whole timeline
+  // Without step markers: the iteration's index on its process, or kPrologue / kEpilogue
+  // for the work before the first iteration and after the last (localize/iterations.h).
+  int32_t iteration = -1;
+  static constexpr int32_t kPrologue = -2, kEpilogue = -3;
   uint32_t process = 0;
   std::vector<uint32_t> roots;  // the step node first, then the other threads' roots
   int64_t start_ns = 0, end_ns = 0;
