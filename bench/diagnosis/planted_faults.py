@@ -10,6 +10,8 @@ then scores the reports. Cases (seeded, --seed):
   kernel     x1.3/1.5/2/4 on windows of 3, 10, 30 consecutive instances of one kernel
              family (3 families per trace, one launched from a backward pass if any)
   launch     +20/+100 us on each launch call under one cpu_op family (all, or 10)
+  hostop     +50/+200 us of the host's own time in each instance of one cpu_op family
+             (all, or 10): framework or Python overhead inside the operator
   straggler  param_dlrm_8rank: +200/+1000 us of one rank's compute before a collective;
              every shared collective completes its own transfer time after its last
              rank arrives, so the other ranks wait for the delayed one when it arrives
@@ -17,8 +19,8 @@ then scores the reports. Cases (seeded, --seed):
              later collectives follow
   copy       x2/x4 on 3 and 10 consecutive copies of one kind and size
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
-launching cpu_op or the launch API in the top 3; straggler: top_operators[0] on the
-straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
+launching cpu_op or the launch API in the top 3; hostop: the op in the top 3;
+straggler: top_operators[0] on the straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
 step names a family the plant did not touch.
 
 usage: bench/diagnosis/planted_faults.py [--teller build/bin/teller] [--data ../shared/data/real]
@@ -181,8 +183,11 @@ def gen_cases(label, files, rng, quick):
     t = unit[fi]
     fams = 1 if quick else C.KERNEL_FAMILIES
     out = []
+    # Host-op cases draw from a generator of their own, so that adding them left every
+    # other case as it was.
+    host_rng = random.Random("hostop:" + label)
     for c in C.kernel_cases(t, rng, fams) + C.launch_cases(t, rng, 1 if quick else C.LAUNCH_FAMILIES) + \
-            C.copy_cases(t, rng):
+            C.copy_cases(t, rng) + C.hostop_cases(t, host_rng, 1 if quick else C.HOSTOP_FAMILIES):
         c["plans"] = {fi: c.pop("plan")}
         c["file"] = fi
         out.append(c)

@@ -1198,7 +1198,19 @@ struct Model::Impl {
   std::unordered_map<std::string, FamilyPeers> families;  // by key text
   StepPeers steps;
   std::unordered_map<std::string, Habit> habits;  // by OperatorKey
+  // The longest gap by which each rank was the last at each collective (StragglerKey).
+  std::unordered_map<std::string, int64_t> straggler_gaps;
 };
+
+namespace {
+// A straggler's rank (its pid when the trace has no ranks) and collective, so that the same
+// rank late at the same collective in another trace of the deployment is recognised.
+std::string StragglerKey(const Trace& t, const Reconstruction& r, const Straggler& s) {
+  const ProcessInfo& p = t.processes[s.process];
+  return (p.rank >= 0 ? "rank " + std::to_string(p.rank) : "pid " + std::to_string(p.pid)) + "|" +
+         std::string(t.strings.Get(t.events.name[r.nodes.event[s.node]]));
+}
+}  // namespace
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
@@ -1258,6 +1270,10 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       seq[{OperatorKey(res.families[in.family]), r->nodes.process[in.node]}].push_back(
           {r->nodes.start_ns[in.node], ratio});
     }
+    for (const Straggler& s : res.stragglers) {
+      int64_t& gap = model.impl().straggler_gaps[StragglerKey(*t, *r, s)];
+      gap = std::max(gap, s.gap_ns);
+    }
     for (auto& [where, list] : seq) {
       std::sort(list.begin(), list.end());
       auto& out = model.impl().habits[where.first].sequences;
@@ -1270,7 +1286,18 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
 
 Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
                 const Model* baseline) {
-  return Score(Prepare(trace, r, o), trace, r, o, baseline);
+  Result out = Score(Prepare(trace, r, o), trace, r, o, baseline);
+  if (baseline != nullptr) {
+    // A rank that the healthy traces show last at the same collective by at least half as
+    // long is how this deployment runs (a rank that always does more work before it, a
+    // slower node), not news: the stragglers are those the baseline does not explain.
+    const auto& known = baseline->impl().straggler_gaps;
+    std::erase_if(out.stragglers, [&](const Straggler& s) {
+      const auto it = known.find(StragglerKey(trace, r, s));
+      return it != known.end() && 2 * it->second >= s.gap_ns;
+    });
+  }
+  return out;
 }
 
 namespace {

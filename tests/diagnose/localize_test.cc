@@ -276,6 +276,58 @@ TEST(Localize, CollectiveWaitsAreConsequencesAndNameTheLateRank) {
   EXPECT_EQ(r.stragglers[0].waiting, 1u);
 }
 
+// Three ranks, one step (ProfilerStep#4), six all-reduces of 50 us each ending together
+// 3 ms apart;
+// every rank arrives 10 us after the previous one, except at the collectives in `late`
+// (collective -> {rank, us}), where that rank arrives that long after the others.
+void RanksWithLateArrivals(Builder& b, const std::map<int, std::pair<int, int64_t>>& late) {
+  uint32_t ranks[3];
+  for (int q = 0; q < 3; ++q) {
+    ranks[q] = b.Process("h", 10 + q, q);
+    b.Range(ranks[q], 1, "ProfilerStep#4", kT0, kT0 + 20'000'000);
+  }
+  const std::string name = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)";
+  for (int k = 0; k < 6; ++k) {
+    const int64_t end = kT0 + 3'000'000 * (k + 1);
+    const auto it = late.find(k);
+    for (int q = 0; q < 3; ++q) {
+      int64_t start = end - 50'000 - 10'000 * (2 - q);
+      if (it != late.end()) {
+        start = q == it->second.first ? end - 50'000
+                                      : end - 50'000 - it->second.second * 1000 - 10'000 * q;
+      }
+      b.Kernel(ranks[q], name, start, end);
+    }
+  }
+}
+
+TEST(Localize, AStragglerTheBaselineShowsIsNotNews) {
+  // The healthy run: rank 1 arrives 500 us after the others at the third collective (it
+  // always has more to do before it). The incident: the same, and rank 2 400 us late at
+  // the fifth. Self-fit both are stragglers (gaps of 500 and 400 us against 10 us usually);
+  // against the healthy run only rank 2 is: rank 1's gap is the baseline's own.
+  Builder healthy, incident;
+  RanksWithLateArrivals(healthy, {{2, {1, 500}}});
+  RanksWithLateArrivals(incident, {{2, {1, 500}}, {4, {2, 400}}});
+  const auto hrec = reconstruct::Reconstruct(healthy.t);
+  const auto rec = reconstruct::Reconstruct(incident.t);
+  const auto self = localize::Localize(incident.t, rec);
+  ASSERT_EQ(self.stragglers.size(), 2u);
+  EXPECT_EQ(incident.t.processes[self.stragglers[0].process].rank, 1);  // the larger gap
+  EXPECT_EQ(incident.t.processes[self.stragglers[1].process].rank, 2);
+  const localize::Model model = localize::FitBaseline({{&healthy.t, &hrec}}, {});
+  const auto base = localize::Localize(incident.t, rec, {}, &model);
+  ASSERT_EQ(base.stragglers.size(), 1u);
+  EXPECT_EQ(incident.t.processes[base.stragglers[0].process].rank, 2);
+  // Twice as late as the baseline ever was is news again.
+  Builder later;
+  RanksWithLateArrivals(later, {{2, {1, 1100}}});
+  const auto lrec = reconstruct::Reconstruct(later.t);
+  const auto l = localize::Localize(later.t, lrec, {}, &model);
+  ASSERT_EQ(l.stragglers.size(), 1u);
+  EXPECT_EQ(later.t.processes[l.stragglers[0].process].rank, 1);
+}
+
 TEST(Localize, OtherThreadsWorkInTheStepWindowBelongsToTheStep) {
   // A step range on thread 1 and, on thread 2 (autograd's backward thread), a range that
   // starts inside the step: it is one of the step's instances.

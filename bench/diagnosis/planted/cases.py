@@ -1,6 +1,6 @@
 """The planted cases: which events get which extra time, chosen with a seeded generator.
 
-A case is a dict: cls (kernel | launch | straggler | copy), param (factor or extra us),
+A case is a dict: cls (kernel | launch | hostop | straggler | copy), param (factor or extra us),
 window, family, the file it is planted in and, per planted file, the plan handed to
 `Trace.solve`: dur_extra / host_ins / min_start / min_end.
 """
@@ -15,6 +15,9 @@ MIN_FAMILY = 6  # a family with fewer instances has no peers to speak of
 LAUNCH_US = (20, 100)
 LAUNCH_FAMILIES = 2
 LAUNCH_WINDOW = 10
+HOSTOP_US = (50, 200)
+HOSTOP_FAMILIES = 2
+HOSTOP_WINDOW = 10
 STRAGGLER_US = (200, 1000)
 STRAGGLER_COLLECTIVES = 3
 COPY_FACTORS = (2.0, 4.0)
@@ -199,4 +202,34 @@ def straggler_cases(ranks, rng, ranks_tried=None, collectives=STRAGGLER_COLLECTI
                             "family": t.name(comp), "collective": ck[0], "ordinal": ck[1],
                             "same_stream": same_stream, "plan": plan, "coll": c,
                             "coll_by_rank": [cm[ck] for cm in comms], "accept": [t.name(comp)]})
+    return out
+
+
+def hostop_cases(t, rng, families=HOSTOP_FAMILIES):
+    """+50/+200 us of the host's own time in each instance of one cpu_op family (time spent
+    in the operator itself, Python or framework overhead, before it returns; what it
+    launches is launched on time): all its instances, and a window of 10 consecutive ones.
+    Families of at least MIN_FAMILY instances on host threads, none of them zero-length."""
+    ops = {}
+    for i, kd in t.kind.items():
+        if kd == "host" and t.events[i].get("cat", "").lower() in ("cpu_op", "operator"):
+            ops.setdefault(t.name(i), []).append(i)
+    # Time inserted at the end of an instant (a zero-length op) moves it whole: its own time
+    # cannot grow, so such families are not drawn.
+    ops = {n: inst for n, inst in ops.items() if all(t.dur[i] > 0 for i in inst)}
+    cand = sorted(n for n, inst in ops.items() if len(inst) >= MIN_FAMILY)
+    picks = rng.sample(cand, min(families, len(cand)))
+    out = []
+    for n in picks:
+        inst = sorted(ops[n], key=lambda a: t.ts[a])
+        variants = [("all", inst)]
+        if len(inst) > HOSTOP_WINDOW:
+            s = rng.randrange(0, len(inst) - HOSTOP_WINDOW + 1)
+            variants.append(("window%d" % HOSTOP_WINDOW, inst[s:s + HOSTOP_WINDOW]))
+        for label, chosen in variants:
+            for us in HOSTOP_US:
+                out.append({"cls": "hostop", "param": us, "window": label, "family": n,
+                            "instances": len(inst),
+                            "plan": {"host_ins": {a: us * 1000 for a in chosen}},
+                            "accept": [n]})
     return out
