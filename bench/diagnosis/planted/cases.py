@@ -86,6 +86,16 @@ def kernel_cases(t, rng, families=KERNEL_FAMILIES):
     return out
 
 
+def all_and_window(inst, rng, window):
+    """[("all", every instance)] and, when there are more than `window`, a window of that
+    many consecutive instances drawn at random."""
+    variants = [("all", inst)]
+    if len(inst) > window:
+        s = rng.randrange(0, len(inst) - window + 1)
+        variants.append(("window%d" % window, inst[s:s + window]))
+    return variants
+
+
 def launch_cases(t, rng, families=LAUNCH_FAMILIES):
     """+20/+100 us on each launch call under one cpu_op family (the innermost cpu_op
     enclosing the call): all its instances, and a window of 10 consecutive ones."""
@@ -102,11 +112,7 @@ def launch_cases(t, rng, families=LAUNCH_FAMILIES):
     out = []
     for n in picks:
         inst = sorted(ops[n], key=lambda a: t.ts[a])
-        variants = [("all", inst)]
-        if len(inst) > LAUNCH_WINDOW:
-            s = rng.randrange(0, len(inst) - LAUNCH_WINDOW + 1)
-            variants.append(("window%d" % LAUNCH_WINDOW, inst[s:s + LAUNCH_WINDOW]))
-        for label, chosen in variants:
+        for label, chosen in all_and_window(inst, rng, LAUNCH_WINDOW):
             calls = [h for a in chosen for h in ops[n][a]]
             apis = sorted({t.name(h) for h in calls})
             for us in LAUNCH_US:
@@ -222,11 +228,7 @@ def hostop_cases(t, rng, families=HOSTOP_FAMILIES):
     out = []
     for n in picks:
         inst = sorted(ops[n], key=lambda a: t.ts[a])
-        variants = [("all", inst)]
-        if len(inst) > HOSTOP_WINDOW:
-            s = rng.randrange(0, len(inst) - HOSTOP_WINDOW + 1)
-            variants.append(("window%d" % HOSTOP_WINDOW, inst[s:s + HOSTOP_WINDOW]))
-        for label, chosen in variants:
+        for label, chosen in all_and_window(inst, rng, HOSTOP_WINDOW):
             for us in HOSTOP_US:
                 out.append({"cls": "hostop", "param": us, "window": label, "family": n,
                             "instances": len(inst),
