@@ -52,6 +52,22 @@ size_t LocateStage1Error(std::string_view doc, simdjson::error_code code) {
     }
     return start;
   }
+  if (code == simdjson::UNESCAPED_CHARS) {
+    // The first control character (below 0x20) inside a string.
+    bool in_string = false;
+    for (size_t i = 0; i < doc.size(); ++i) {
+      if (!in_string) {
+        in_string = doc[i] == '"';
+      } else if (doc[i] == '\\') {
+        ++i;
+      } else if (doc[i] == '"') {
+        in_string = false;
+      } else if (static_cast<unsigned char>(doc[i]) < 0x20) {
+        return i;
+      }
+    }
+    return doc.size();
+  }
   if (code == simdjson::UTF8_ERROR) {
     const auto* p = reinterpret_cast<const unsigned char*>(doc.data());
     size_t i = 0;
@@ -73,7 +89,8 @@ size_t LocateStage1Error(std::string_view doc, simdjson::error_code code) {
 }
 
 size_t JsonContext::Offset(simdjson::error_code e) const {
-  if (e == simdjson::UNCLOSED_STRING || e == simdjson::UTF8_ERROR) {
+  if (e == simdjson::UNCLOSED_STRING || e == simdjson::UTF8_ERROR ||
+      e == simdjson::UNESCAPED_CHARS) {
     return LocateStage1Error(text_, e);
   }
   return Offset();

@@ -1378,7 +1378,8 @@ Status Importer::ErrorAt(std::string_view text, uint64_t text_offset, size_t win
   if (err.where != nullptr && err.where >= text.data() && err.where <= text.data() + text.size()) {
     // Not past the input's end: the `]` appended to an unclosed array form is not input.
     offset = std::min(text_offset + static_cast<size_t>(err.where - text.data()), input_size_);
-  } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR) {
+  } else if (err.code == simdjson::UNCLOSED_STRING || err.code == simdjson::UTF8_ERROR ||
+             err.code == simdjson::UNESCAPED_CHARS) {
     // Searched from the window's start: the windows before it were valid JSON (so no
     // string is open there), and the prefixes written over their last bytes could
     // otherwise shift the count of quotes or split a UTF-8 sequence.

@@ -761,6 +761,15 @@ TEST(KinetoFormsTest, TruncatedJsonIsReportedWhereItEnds) {
     ImportText(json.substr(0, in_name), &s);
     EXPECT_NE(s.message().find("at byte " + std::to_string(in_name - 3)), std::string::npos)
         << s.message();
+    // A raw control character (ESC) inside a name, as a corrupted file can have: the offset
+    // is that byte's, not the start of the document.
+    std::string escaped = json;
+    const size_t esc = json.find("\"op", at60) + 2;
+    escaped[esc] = '\x1b';
+    ImportText(escaped, &s);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("at byte " + std::to_string(esc) + ":"), std::string::npos)
+        << s.message();
   }
   SetKinetoWindowBytesForTesting(0);
 }

@@ -18,7 +18,8 @@ namespace teller {
 
 // The byte offset of the first problem of `doc` that simdjson's first stage reports without
 // a position: the opening quote of an unclosed string (code UNCLOSED_STRING), the first
-// byte of invalid UTF-8 (UTF8_ERROR); doc.size() otherwise.
+// byte of invalid UTF-8 (UTF8_ERROR), the first control character inside a string
+// (UNESCAPED_CHARS); doc.size() otherwise.
 size_t LocateStage1Error(std::string_view doc, simdjson::error_code code);
 
 // The whole file, padded for simdjson. Error: "<path>: cannot read (<why>)", <why> being
