@@ -947,7 +947,12 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
     const Family& f = out->families[in.family];
-    if (f.measure != Measure::kGpuTime || in.warmup ||
+    // GPU time, and host framework time compared with its whole family, whose noise is
+    // the family's upper tail: a run of slowed instances is that tail when it holds more
+    // than a tenth of the family, so that none of them stands out (the rest's tail does
+    // not have them).
+    const bool host_tail = f.measure == Measure::kOwnTime && in.source == PeerSource::kFamily;
+    if ((f.measure != Measure::kGpuTime && !host_tail) || in.warmup ||
         (in.source != PeerSource::kFamily && in.source != PeerSource::kPositions))
       continue;
     sequences[{in.family, r.nodes.process[in.node]}].push_back(k);
@@ -959,6 +964,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     size_t begin = 0, end = 0;
     double median = 0, noise = 0;
     bool after_first_unit = false;  // the rest is the process's first unit alone
+    bool host_time = false;         // a host framework family (own time)
   };
   // Each sequence's search is independent of the others (and costs up to n^3 for n up to
   // kMaxSegmentFamily): searched on the cores available, each into its own slot, then
@@ -975,14 +981,18 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
       return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
     });
     std::vector<double> inside, rest;
+    const bool host_time = out->families[key.first].measure == Measure::kOwnTime;
     const auto first_it = first_unit.find(key.second);
     const uint32_t first = first_it == first_unit.end() ? UINT32_MAX : first_it->second;
     size_t in_first = 0;  // the leading instances in the process's first unit
     while (in_first < n && out->instances[seq[in_first]].unit == first) ++in_first;
-    double best_z = 0, best_median = 0, best_noise = 0;
+    double best_z = 0, best_median = 0, best_noise = 0, best_excess = 0;
     size_t best_begin = 0, best_end = 0;
     for (size_t b = 0; b < n; ++b) {
       for (size_t e = b + kMinSegment; e <= n && n - (e - b) >= kMinSegment; ++e) {
+        // Host time: the usual time is what most instances take (a heavy-tailed family's
+        // fast minority is no norm), so a run is at most half the family.
+        if (host_time && 2 * (e - b) > n) break;
         inside.clear();
         rest.clear();
         for (size_t i = 0; i < n; ++i)
@@ -1002,23 +1012,49 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         // And the rest is the normal time: a rest that is itself partly as slow (two short
         // first instances and one of the usual ones, around a long run of the usual time)
         // says the short ones are what differs, not the run.
+        // Host framework time is heavy-tailed (sizes the trace may not record): there, as
+        // slow means at least halfway to the run's median.
+        const double as_slow =
+            host_time ? sr.median + (m_in - sr.median) / 2 : o.min_ratio * sr.median;
         size_t slow_rest = 0;
         for (size_t i = 0; i < n; ++i) {
           if (i >= b && i < e) continue;
-          slow_rest +=
-              static_cast<double>(out->instances[seq[i]].time_ns) >= o.min_ratio * sr.median;
+          slow_rest += static_cast<double>(out->instances[seq[i]].time_ns) >= as_slow;
         }
         if (slow_rest * 5 > (n - (e - b))) continue;
         sr.mad = MadInPlace(rest, sr.median);
-        const double noise = Noise(sr, o);
+        double noise = Noise(sr, o);
+        if (host_time) {
+          // As the instances compared with the whole family (Score): the rest's own upper
+          // tail, its 90th percentile as a normal's 1.2816 sigma, is part of the noise.
+          const size_t k = rest.size() * 9 / 10;
+          std::nth_element(rest.begin(), rest.begin() + static_cast<long>(k), rest.end());
+          noise = std::max(noise, (rest[k] - sr.median) / 1.2816);
+        }
         // The run's median against the rest's noise, as a mean of its length where the
         // rest is large enough to trust that noise (RunScale): a run is a repeated
         // measurement of one slowdown.
-        const double z = (m_in - sr.median) / noise * RunScale(n, b, e);
-        if (z > best_z) {
+        // Not for host time: its runs are not independent measurements (a phase of the
+        // program with larger tensors is a run too), so every instance of the run, its
+        // fastest, must clear the rest's tail.
+        const double z = host_time
+                             ? (*std::min_element(inside.begin(), inside.end()) - sr.median) / noise
+                             : (m_in - sr.median) / noise * RunScale(n, b, e);
+        // Of runs as far out (host time's runs are judged by their median alone, so a run
+        // with one usual instance more or less ties), the one whose instances that stand
+        // out on their own explain the most time, and of those the shortest.
+        double excess = 0;
+        for (size_t i = b; i < e; ++i) {
+          const double x = static_cast<double>(out->instances[seq[i]].time_ns) - sr.median;
+          if (x >= o.min_z * noise) excess += x;
+        }
+        if (z > best_z ||
+            (z == best_z &&
+             (excess > best_excess || (excess == best_excess && e - b < best_end - best_begin)))) {
           best_z = z;
           best_median = sr.median;
           best_noise = noise;
+          best_excess = excess;
           best_begin = b;
           best_end = e;
         }
@@ -1026,7 +1062,8 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     }
     if (best_z < o.min_z) return;
     found[slot] = {&seq,        best_begin, best_end,
-                   best_median, best_noise, best_end == n && best_begin <= in_first};
+                   best_median, best_noise, best_end == n && best_begin <= in_first,
+                   host_time};
   });
   // Per process, the identities (without the operator before them) whose deviation is
   // everything after the first unit.
@@ -1048,8 +1085,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     for (size_t i = f.begin; i < f.end; ++i) {
       Instance& in = out->instances[seq[i]];
       const double excess = static_cast<double>(in.time_ns) - f.median;
+      const double scale = f.host_time ? 1.0 : RunScale(seq.size(), f.begin, f.end);
       if (excess <= floor || in.time_ns < o.min_ratio * f.median ||
-          excess < o.min_z * f.noise / RunScale(seq.size(), f.begin, f.end))
+          excess < o.min_z * f.noise / scale)
         continue;
       in.source = PeerSource::kRest;
       in.peers = static_cast<uint32_t>(seq.size() - (f.end - f.begin));
@@ -1288,13 +1326,15 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
                 const Model* baseline) {
   Result out = Score(Prepare(trace, r, o), trace, r, o, baseline);
   if (baseline != nullptr) {
-    // A rank that the healthy traces show last at the same collective by at least half as
-    // long is how this deployment runs (a rank that always does more work before it, a
-    // slower node), not news: the stragglers are those the baseline does not explain.
+    // A rank that the healthy traces show last at the same collective by about as long (less
+    // than the minimum effect more) is how this deployment runs (a rank that always does
+    // more work before it, a slower node), not news: the stragglers are those the baseline
+    // does not explain, among them a usual straggler that is now later still.
     const auto& known = baseline->impl().straggler_gaps;
     std::erase_if(out.stragglers, [&](const Straggler& s) {
       const auto it = known.find(StragglerKey(trace, r, s));
-      return it != known.end() && 2 * it->second >= s.gap_ns;
+      return it != known.end() &&
+             static_cast<double>(s.gap_ns) < o.min_ratio * static_cast<double>(it->second);
     });
   }
   return out;
