@@ -59,7 +59,9 @@ for target in "${targets[@]}"; do
   rate=$(python3 -c "print(round(${execs:-0} / max($end - $start, 1e-9)))")
   corpus=$(find "$dir/corpus" -type f | wc -l)
   crash=""
-  if [ $rc -ne 0 ]; then
+  if grep -q "libFuzzer: run interrupted" "$log"; then
+    crash="interrupted (signal), see $log"  # stopped from outside: not a finding
+  elif [ $rc -ne 0 ]; then
     crash=$(grep -o "Test unit written to [^ ]*" "$log" | tail -1 | sed 's/Test unit written to //')
     [ -z "$crash" ] && crash="exit $rc, see $log"
     status=1
