@@ -44,6 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from planted import cases as C  # noqa: E402
+from planted.common import add_common_args, print_cost_and_errors  # noqa: E402
 from planted.score import Report  # noqa: E402
 from planted.trace import Trace, is_comm, micros_to_ns, load_with_texts  # noqa: E402
 
@@ -432,25 +433,13 @@ def summarize(rows):
         print("straggler, its delayed compute named first: self %.1f%%, baseline %.1f%% of %d" % (
             100 * sum(r["self"].get("hit_compute", False) for r in st) / len(st),
             100 * sum(r["baseline"].get("hit_compute", False) for r in st) / len(st), len(st)))
-    secs = sum(r[m].get("seconds", 0) for r in rows for m in ("self", "baseline"))
-    print("teller diagnose: %.0f s in all" % secs)
-    errors = sum(1 for r in rows for m in ("self", "baseline") if "error" in r[m])
-    if errors:
-        print("diagnoses without a usable report: %d" % errors)
+    print_cost_and_errors(rows)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--teller", default="build/bin/teller")
-    ap.add_argument("--data", default="../shared/data/real")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("-j", type=int, default=2)
+    add_common_args(ap, "traces")
     ap.add_argument("--quick", action="store_true", help="a small subset of traces and cases")
-    ap.add_argument("--check", action="store_true", help="verify the perturbations, run no teller")
-    ap.add_argument("--out", help="per-case rows as JSON")
-    ap.add_argument("--keep", help="keep the perturbed traces under this folder")
-    ap.add_argument("--only", action="append", help="traces whose name contains this")
-    ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     if not a.check and not os.access(a.teller, os.X_OK):
         sys.exit("no teller binary at %s (--teller)" % a.teller)

@@ -52,6 +52,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from planted import nsys_cases as C  # noqa: E402
 from planted.cases import KERNEL_WINDOWS  # noqa: E402
+from planted.common import add_common_args, print_cost_and_errors  # noqa: E402
 from planted.nsys import EVENT_TABLES, NsysTrace, tables  # noqa: E402
 from planted.score import Report  # noqa: E402
 
@@ -371,24 +372,12 @@ def summarize(rows, health):
             print("kernel window %-3d: self %s, baseline %s of %d" % (
                 w, pct(sum(r["self"]["hit"] for r in kw), len(kw)),
                 pct(sum(r["baseline"]["hit"] for r in kw), len(kw)), len(kw)))
-    secs = sum(r[m].get("seconds", 0) for r in rows for m in ("self", "baseline"))
-    print("teller diagnose: %.0f s in all" % secs)
-    errors = sum(1 for r in rows for m in ("self", "baseline") if "error" in r[m])
-    if errors:
-        print("diagnoses without a usable report: %d" % errors)
+    print_cost_and_errors(rows)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--teller", default="build/bin/teller")
-    ap.add_argument("--data", default="../shared/data/real")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("-j", type=int, default=2)
-    ap.add_argument("--check", action="store_true", help="verify the perturbations, run no teller")
-    ap.add_argument("--out", help="per-case rows as JSON")
-    ap.add_argument("--keep", help="keep the perturbed exports (and reports) under this folder")
-    ap.add_argument("--only", action="append", help="exports whose name contains this")
-    ap.add_argument("--verbose", action="store_true")
+    add_common_args(ap, "exports")
     a = ap.parse_args()
     if not a.check and not os.access(a.teller, os.X_OK):
         sys.exit("no teller binary at %s (--teller)" % a.teller)

@@ -845,8 +845,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   };
   for (size_t i = 0; i < p.raw.size(); ++i) {
     const double v = static_cast<double>(p.raw[i].time_ns);
-    const int32_t iteration = p.res.units[p.raw[i].unit].iteration;
-    const bool positioned = iteration != Unit::kPrologue && iteration != Unit::kEpilogue;
+    const bool positioned = !p.res.units[p.raw[i].unit].OutsideIterations();
     const uint32_t at_fine = add(fine[i], occ_fine[i], v, positioned);
     const uint32_t at_coarse =
         coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v, positioned) : at_fine;
@@ -881,7 +880,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
         const reconstruct::Step& st = r.steps[unit.step];
         p.group_kind[g] = std::string(st.kind != 0 ? t.strings.Get(st.kind) : "") + "/size" +
                           std::to_string(SizeClass(st.size));
-      } else if (unit.iteration == Unit::kPrologue || unit.iteration == Unit::kEpilogue) {
+      } else if (unit.OutsideIterations()) {
         // Not peers of the iterations: set-up and tear-down have lengths of their own.
         p.group_kind[g] = unit.iteration == Unit::kPrologue ? "prologue" : "epilogue";
       }
@@ -1492,8 +1491,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   auto others_at = [&](size_t i, std::vector<double>* v) {
     const std::vector<double>& at = p.peers[p.key[i]].by_occ[p.occ[i]];
     *v = at;
-    const int32_t iteration = p.res.units[p.raw[i].unit].iteration;
-    if (iteration == Unit::kPrologue || iteration == Unit::kEpilogue) return;  // not among them
+    if (p.res.units[p.raw[i].unit].OutsideIterations()) return;  // not among them
     const auto self = std::find(v->begin(), v->end(), static_cast<double>(p.raw[i].time_ns));
     if (self != v->end()) v->erase(self);
   };
@@ -1638,8 +1636,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       // operator's first call. Its GPU work is not: a kernel takes its time in every pass.
       // The host work before the iterations and after them (allocating and freeing buffers
       // of every size, loading modules) happens once and has no peers that cost the same.
-      const bool once = unit.iteration == 0 || unit.iteration == Unit::kPrologue ||
-                        unit.iteration == Unit::kEpilogue;
+      const bool once = unit.iteration == 0 || unit.OutsideIterations();
       const bool warmup_pass = once && p.raw[i].measure != Measure::kGpuTime &&
                                p.raw[i].measure != Measure::kTransferTime;
       warmup[i] = (first_unit_here && !late_window && first) || warmup_pass;

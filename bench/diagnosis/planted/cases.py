@@ -6,6 +6,7 @@ window, family, the file it is planted in and, per planted file, the plan handed
 """
 import re
 
+from .common import scaled_windows
 from .trace import is_comm
 
 KERNEL_FACTORS = (1.3, 1.5, 2.0, 4.0)
@@ -71,18 +72,10 @@ def kernel_cases(t, rng, families=KERNEL_FAMILIES):
     out = []
     for n in picks:
         inst = fams[n]
-        for w in KERNEL_WINDOWS:
-            if len(inst) <= w:
-                continue
-            start = rng.randrange(0, len(inst) - w + 1)
-            win = inst[start:start + w]
-            for f in KERNEL_FACTORS:
-                extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
-                if sum(extra.values()) <= 0:
-                    continue
-                out.append({"cls": "kernel", "param": f, "window": w, "family": n,
-                            "backward": n in back, "instances": len(inst), "first": start,
-                            "plan": {"dur_extra": extra}, "accept": [n]})
+        for w, start, f, extra in scaled_windows(inst, t.dur, rng, KERNEL_WINDOWS, KERNEL_FACTORS):
+            out.append({"cls": "kernel", "param": f, "window": w, "family": n,
+                        "backward": n in back, "instances": len(inst), "first": start,
+                        "plan": {"dur_extra": extra}, "accept": [n]})
     return out
 
 
@@ -140,17 +133,9 @@ def copy_cases(t, rng):
     n = rng.choice(cand)
     inst = sorted(fams[n], key=lambda g: t.ts[g])
     out = []
-    for w in COPY_WINDOWS:
-        if len(inst) <= w:
-            continue
-        s = rng.randrange(0, len(inst) - w + 1)
-        win = inst[s:s + w]
-        for f in COPY_FACTORS:
-            extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
-            if sum(extra.values()) <= 0:
-                continue
-            out.append({"cls": "copy", "param": f, "window": w, "family": n[0], "bytes": n[1],
-                        "instances": len(inst), "plan": {"dur_extra": extra}, "accept": [n[0]]})
+    for w, _, f, extra in scaled_windows(inst, t.dur, rng, COPY_WINDOWS, COPY_FACTORS):
+        out.append({"cls": "copy", "param": f, "window": w, "family": n[0], "bytes": n[1],
+                    "instances": len(inst), "plan": {"dur_extra": extra}, "accept": [n[0]]})
     return out
 
 

@@ -35,6 +35,8 @@ import re
 import shutil
 import sqlite3
 
+from .common import host_shifts, shifted
+
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -302,27 +304,11 @@ class NsysTrace:
         host_ins = host_ins or {}
         sync_add = {}
         for _ in range(max_rounds):
-            ins = {}
-            for h, d in list(host_ins.items()) + list(sync_add.items()):
-                ins.setdefault(self.key[h], []).append((self.end(h), d))
-            shift = {}
-            for k, lst in ins.items():
-                lst.sort()
-                ts_list, cum, c = [], [], 0
-                for t, d in lst:
-                    c += d
-                    ts_list.append(t)
-                    cum.append(c)
-                shift[k] = (ts_list, cum)
+            shift = host_shifts(lambda h: (self.key[h], self.end(h)),
+                                list(host_ins.items()) + list(sync_add.items()))
 
             def host_new(i):
-                sh = shift.get(self.key[i])
-                s, e = self.ts[i], self.end(i)
-                if not sh:
-                    return s, e
-                a = bisect.bisect_right(sh[0], s)
-                b = bisect.bisect_right(sh[0], e)
-                return s + (sh[1][a - 1] if a else 0), e + (sh[1][b - 1] if b else 0)
+                return shifted(shift, self.key[i], self.ts[i], self.end(i))
 
             lb = {}
             for k in shift:

@@ -10,6 +10,7 @@ kind and size.
 import re
 
 from .cases import COPY_FACTORS, COPY_WINDOWS, KERNEL_FACTORS, KERNEL_WINDOWS, LAUNCH_US
+from .common import scaled_windows
 from .trace import is_comm
 
 KERNEL_FAMILIES = 4
@@ -76,21 +77,13 @@ def kernel_cases(t, rng, families=KERNEL_FAMILIES):
     out = []
     for key in picks:
         inst = fams[key]
-        for w in KERNEL_WINDOWS:
-            if len(inst) <= w:
-                continue
-            start = rng.randrange(0, len(inst) - w + 1)
-            win = inst[start:start + w]
-            for f in KERNEL_FACTORS:
-                extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
-                if sum(extra.values()) <= 0:
-                    continue
-                out.append({"cls": "kernel", "param": f, "window": w, "family": key[0],
-                            "signature": sig_text(key[1]), "instances": len(inst),
-                            "name_instances": sum(len(v) for k, v in fams.items() if k[0] == key[0]),
-                            "families_same_name": same_name[key[0]], "first": start,
-                            "median_ns": sorted(t.dur[g] for g in inst)[len(inst) // 2],
-                            "plan": {"dur_extra": extra}, "accept": [key[0]]})
+        for w, start, f, extra in scaled_windows(inst, t.dur, rng, KERNEL_WINDOWS, KERNEL_FACTORS):
+            out.append({"cls": "kernel", "param": f, "window": w, "family": key[0],
+                        "signature": sig_text(key[1]), "instances": len(inst),
+                        "name_instances": sum(len(v) for k, v in fams.items() if k[0] == key[0]),
+                        "families_same_name": same_name[key[0]], "first": start,
+                        "median_ns": sorted(t.dur[g] for g in inst)[len(inst) // 2],
+                        "plan": {"dur_extra": extra}, "accept": [key[0]]})
     return out
 
 
@@ -149,17 +142,9 @@ def copy_cases(t, rng):
     n = rng.choice(wide or cand)
     inst = sorted(fams[n], key=lambda g: t.ts[g])
     out = []
-    for w in COPY_WINDOWS:
-        if len(inst) <= w:
-            continue
-        s = rng.randrange(0, len(inst) - w + 1)
-        win = inst[s:s + w]
-        for f in COPY_FACTORS:
-            extra = {g: round(t.dur[g] * f) - t.dur[g] for g in win}
-            if sum(extra.values()) <= 0:
-                continue
-            out.append({"cls": "copy", "param": f, "window": w, "family": n[0], "bytes": n[1],
-                        "instances": len(inst),
-                        "name_instances": sum(len(v) for k, v in fams.items() if k[0] == n[0]),
-                        "plan": {"dur_extra": extra}, "accept": [n[0]]})
+    for w, _, f, extra in scaled_windows(inst, t.dur, rng, COPY_WINDOWS, COPY_FACTORS):
+        out.append({"cls": "copy", "param": f, "window": w, "family": n[0], "bytes": n[1],
+                    "instances": len(inst),
+                    "name_instances": sum(len(v) for k, v in fams.items() if k[0] == n[0]),
+                    "plan": {"dur_extra": extra}, "accept": [n[0]]})
     return out

@@ -147,6 +147,8 @@ struct Unit {
   // for the work before the first iteration and after the last (localize/iterations.h).
   int32_t iteration = -1;
   static constexpr int32_t kPrologue = -2, kEpilogue = -3;
+  // The work before the iterations or after them: laid out otherwise than an iteration.
+  bool OutsideIterations() const { return iteration == kPrologue || iteration == kEpilogue; }
   uint32_t process = 0;
   std::vector<uint32_t> roots;  // the step node first, then the other threads' roots
   int64_t start_ns = 0, end_ns = 0;
