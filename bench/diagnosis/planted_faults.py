@@ -18,8 +18,15 @@ then scores the reports. Cases (seeded, --seed):
              last (cases where it still arrives before the last rank are skipped), and
              later collectives follow
   copy       x2/x4 on 3 and 10 consecutive copies of one kind and size
+  pause      the host thread of a step pauses between two of its operations, outside all of
+             them, for 5%/25% of the median step (2 steps after the first; traces with 3+
+             ProfilerStep#N ranges)
+  throttle   the GPU itself is slower for one step: every compute kernel the step launches
+             x1.3/x1.6 (1 step after the first; traces with 3+ ProfilerStep#N ranges)
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
 launching cpu_op or the launch API in the top 3; hostop: the op in the top 3;
+pause: the step's range in the top 3; throttle: an abnormal step of
+category runtime_driver;
 straggler: top_operators[0] on the straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
 step names a family the plant did not touch.
 
@@ -187,8 +194,11 @@ def gen_cases(label, files, rng, quick):
     # Host-op cases draw from a generator of their own, so that adding them left every
     # other case as it was.
     host_rng = random.Random("hostop:" + label)
+    pause_rng = random.Random("pause:" + label)
     for c in C.kernel_cases(t, rng, fams) + C.launch_cases(t, rng, 1 if quick else C.LAUNCH_FAMILIES) + \
-            C.copy_cases(t, rng) + C.hostop_cases(t, host_rng, 1 if quick else C.HOSTOP_FAMILIES):
+            C.copy_cases(t, rng) + C.hostop_cases(t, host_rng, 1 if quick else C.HOSTOP_FAMILIES) + \
+            C.pause_cases(t, pause_rng, 1 if quick else C.PAUSE_STEPS) + \
+            C.throttle_cases(t, random.Random("throttle:" + label)):
         c["plans"] = {fi: c.pop("plan")}
         c["file"] = fi
         out.append(c)
@@ -228,6 +238,8 @@ def score_case(case, rep):
         # Stricter: what is named first is the delayed compute itself (the kernel, its
         # launch call or an op that encloses it), not just anything on that rank.
         out["hit_compute"] = hit and rep.in_top(case["compute_names"], 1)
+    elif cls == "throttle":
+        hit = rep.abnormal_category(case["accept"][0])
     else:
         hit = rep.in_top(case["accept"])
     out.update({"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
@@ -265,7 +277,8 @@ def check_case(unit, files, case, plans, dirpath):
     # of the case: a straggler's delay is waited for on the other ranks).
     # Cases with waits on other ranks (min_start, min_end: a straggler) are bounded by
     # their own checks.
-    planted_total = sum(sum(p.get("dur_extra", {}).values()) + sum(p.get("host_ins", {}).values())
+    planted_total = sum(sum(p.get("dur_extra", {}).values()) + sum(p.get("host_ins", {}).values()) +
+                        sum(d for _, _, d in p.get("pause_ins", []))
                         for p in plans.values())
     if any(p.get("min_start") or p.get("min_end") for p in plans.values()):
         planted_total = float("inf")
@@ -312,6 +325,14 @@ def check_case(unit, files, case, plans, dirpath):
         by_thread = {}
         for i in longer_calls:
             by_thread.setdefault(t.key[i], []).append((t.ts[i], t.end(i)))
+        # A pause makes exactly what encloses its point (starts before it, ends at or after
+        # it) longer by its time.
+        for k, at, d in plan.get("pause_ins", []):
+            by_thread.setdefault(k, []).append((at, at))
+            for i in t.threads.get(k, []):
+                if t.ts[i] < at <= t.end(i) and ndur[i] - t.dur[i] != d:
+                    fails.append(tag + ": event %d (%s) encloses a pause of %d ns but grew by %d ns" % (
+                        i, t.name(i)[:60], d, ndur[i] - t.dur[i]))
         for lst in by_thread.values():
             lst.sort()
 
@@ -399,7 +420,7 @@ def summarize(rows):
         n = len(lst)
         f = [sum(r[m]["hit"] for r in lst) for m in ("self", "baseline")]
         u = [sum(r[m]["untouched"] for r in lst) for m in ("self", "baseline")]
-        unit = "x" if cls in ("kernel", "copy") else "+us "
+        unit = "x" if cls in ("kernel", "copy", "throttle") else "%" if cls == "pause" else "+us "
         print("%-10s %-8s %5d  %5.1f%% / %5.1f%%     %5.1f%% / %5.1f%%" % (
             cls, "%s%g" % (unit, param), n, 100 * f[0] / n, 100 * f[1] / n, 100 * u[0] / n, 100 * u[1] / n))
         t = tot.setdefault(cls, [0, 0, 0, 0, 0])
@@ -440,6 +461,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap, "traces")
     ap.add_argument("--quick", action="store_true", help="a small subset of traces and cases")
+    ap.add_argument("--class", dest="classes", action="append",
+                    help="only cases of this class (kernel, launch, hostop, straggler, copy, pause, "
+                         "throttle); "
+                         "case ids stay those of the whole run")
     a = ap.parse_args()
     if not a.check and not os.access(a.teller, os.X_OK):
         sys.exit("no teller binary at %s (--teller)" % a.teller)
@@ -464,6 +489,12 @@ def main():
         if skip:
             print("skip %-70s %s" % (label, skip))
             continue
+        # Ids are numbered over every class, so that a case keeps its id when filtered.
+        for k, c in enumerate(cases):
+            c["id"] = "case%04d" % (n_case + k + 1)
+        n_case += len(cases)
+        if a.classes:
+            cases = [c for c in cases if c["cls"] in a.classes]
         counts = {}
         for c in cases:
             counts[c["cls"]] = counts.get(c["cls"], 0) + 1
@@ -472,8 +503,6 @@ def main():
         orig = files[0] if len(files) == 1 else os.path.dirname(files[0])
         fails_before = len(fails)
         for c in cases:
-            n_case += 1
-            c["id"] = "case%04d" % n_case
             c["trace"] = label
             c["_multi"] = len(files) > 1
             dirpath = os.path.join(tmp, c["id"])

@@ -50,7 +50,16 @@ Evidence MakeEvidence(const Trace& t, const reconstruct::Reconstruction& r,
 }
 
 // What kind of root a piece of evidence is, for the category rules.
-enum class RootKind { kAllocator, kCopy, kKernel, kCollective, kSync, kHostCall, kFramework };
+enum class RootKind {
+  kAllocator,
+  kCopy,
+  kKernel,
+  kCollective,
+  kSync,
+  kHostCall,
+  kFramework,
+  kHostIdle,  // a step range's own time: its thread outside every recorded operation
+};
 
 RootKind KindOf(const Trace& t, const reconstruct::Reconstruction& r, const Evidence& e) {
   const EventType type = t.events.type[r.nodes.event[e.node]];
@@ -62,7 +71,81 @@ RootKind KindOf(const Trace& t, const reconstruct::Reconstruction& r, const Evid
   if (IsHostCall(type)) {
     return IsAllocatorCall(ClassifyCall(e.name)) ? RootKind::kAllocator : RootKind::kHostCall;
   }
+  if (e.layer == Layer::kStep) return RootKind::kHostIdle;
   return RootKind::kFramework;
+}
+
+// The stretches of a step range's thread outside its children (before the first, between
+// two, after the last; instant marks do not occupy it), in order: (length, the child
+// before or -1, the child after or -1).
+struct Stretch {
+  int64_t ns = 0;
+  int64_t before = -1, after = -1;
+};
+std::vector<Stretch> StretchesOutsideChildren(const reconstruct::Nodes& n, uint32_t node) {
+  std::vector<uint32_t> children;
+  for (uint32_t c = n.child_begin[node]; c < n.child_begin[node + 1]; ++c) {
+    if (n.layer[n.child_index[c]] != Layer::kMark) children.push_back(n.child_index[c]);
+  }
+  std::sort(children.begin(), children.end(),
+            [&](uint32_t a, uint32_t b) { return n.start_ns[a] < n.start_ns[b]; });
+  std::vector<Stretch> out;
+  int64_t covered = n.start_ns[node], last = -1;
+  for (uint32_t c : children) {
+    out.push_back({std::max<int64_t>(0, n.start_ns[c] - covered), last, c});
+    if (n.end_ns[c] > covered) {
+      covered = n.end_ns[c];
+      last = c;
+    }
+  }
+  out.push_back({std::max<int64_t>(0, n.end_ns[node] - covered), last, -1});
+  return out;
+}
+
+// Where a step range's thread paused, in words: the stretch outside its operations that
+// grew most against the same stretch of the process's other steps of its kind (when they
+// are laid out alike, as many operations), else its longest stretch: "200.0 us more than
+// in its peer steps, after aten::mm, before aten::add".
+std::string WherePaused(const Trace& t, const reconstruct::Reconstruction& r, uint32_t node) {
+  const reconstruct::Nodes& n = r.nodes;
+  const std::vector<Stretch> own = StretchesOutsideChildren(n, node);
+  const reconstruct::Step* step = nullptr;
+  for (const reconstruct::Step& s : r.steps) {
+    if (s.node == node) step = &s;
+  }
+  std::vector<std::vector<int64_t>> peers(own.size());
+  if (step != nullptr) {
+    for (const reconstruct::Step& s : r.steps) {
+      if (s.node == node || s.process != step->process || s.kind != step->kind) continue;
+      const std::vector<Stretch> other = StretchesOutsideChildren(n, s.node);
+      if (other.size() != own.size()) continue;
+      for (size_t k = 0; k < own.size(); ++k) peers[k].push_back(other[k].ns);
+    }
+  }
+  const bool compared = !peers.front().empty();
+  size_t best = 0;
+  int64_t best_ns = INT64_MIN;
+  for (size_t k = 0; k < own.size(); ++k) {
+    int64_t x = own[k].ns;
+    if (compared) {
+      std::vector<int64_t>& v = peers[k];
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      x -= v[v.size() / 2];
+    }
+    if (x > best_ns) {
+      best_ns = x;
+      best = k;
+    }
+  }
+  auto name = [&](int64_t c) {
+    return ShortName(t.strings.Get(t.events.name[n.event[static_cast<uint32_t>(c)]]));
+  };
+  std::string text = compared
+                         ? "where it paused: " + Duration(best_ns) + " more than in its peer steps"
+                         : "its longest pause: " + Duration(own[best].ns);
+  if (own[best].before >= 0) text += ", after " + name(own[best].before);
+  if (own[best].after >= 0) text += ", before " + name(own[best].after);
+  return text;
 }
 
 // A fault category from a step's root evidence (docs/diagnose.md, "Fault type"): the kind
@@ -124,6 +207,13 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
     case RootKind::kFramework:
       *why = "host-side time of " + name + " (framework or Python) is longer than its peers'";
       return FaultCategory::kSchedulingSoftware;
+    case RootKind::kHostIdle:
+      *why = "the host thread of " + name + " spent " + Duration(excess[best]) +
+             " more than its peer steps outside every recorded operation (" +
+             WherePaused(t, r, e.node) +
+             "): the process paused (garbage collection, CPU contention, untraced Python or "
+             "data loading)";
+      return FaultCategory::kSchedulingSoftware;
   }
   return FaultCategory::kSchedulingSoftware;
 }
@@ -160,9 +250,73 @@ OperatorGroup GroupOf(const TopOperator& t) {
 // Top operators: the root evidence of the whole trace, grouped by family pattern, layer,
 // measure, the operator that makes host calls and a copy's size, most suspicious first
 // (docs/diagnose.md, "Top operators").
+// The evidence of engine step g that explains its abnormality (see its use in Diagnose).
+std::vector<uint32_t> ExplainingRoots(const Trace& t, const reconstruct::Reconstruction& r,
+                                      const localize::Result& loc, uint32_t g,
+                                      const std::vector<localize::SlowTime>& slow_times,
+                                      const std::vector<const localize::Straggler*>& late) {
+  const reconstruct::Nodes& n = r.nodes;
+  const std::vector<uint32_t>& all = loc.suspicious[g];
+  // The slow times of the step that explain as much: their kernels are listed together.
+  std::set<std::pair<uint32_t, uint32_t>> slow;  // (unit, device)
+  for (const localize::SlowTime& s : slow_times) {
+    if (loc.group_of_unit[s.unit] == g && s.excess_ns >= loc.group_spread_ns[g])
+      slow.insert({s.unit, s.device});
+  }
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess;  // (unit, family)
+  for (uint32_t k : all) {
+    const localize::Instance& in = loc.instances[k];
+    excess[{in.unit, in.family}] += in.excess_ns;
+  }
+  std::vector<uint32_t> out;
+  for (uint32_t k : all) {
+    const localize::Instance& in = loc.instances[k];
+    bool keep = excess[{in.unit, in.family}] >= loc.group_spread_ns[g];
+    keep |= localize::InSlowTime(loc, k) &&
+            slow.count({in.unit, t.events.device[n.event[in.node]]}) > 0;
+    for (const localize::Straggler* s : late) {
+      keep |= n.process[in.node] == s->process && n.start_ns[in.node] < n.start_ns[s->node];
+    }
+    if (keep) out.push_back(k);
+  }
+  return out.empty() ? all : out;
+}
+
+// The chance that a healthy step is x of its healthy spreads longer than usual (the spread
+// read as a normal's sigma), as -log10.
+double StepSuspicion(int64_t excess_ns, int64_t spread_ns) {
+  if (excess_ns <= 0 || spread_ns <= 0) return 0;
+  const double x = static_cast<double>(excess_ns) / static_cast<double>(spread_ns);
+  const double tail = 0.5 * std::erfc(x / std::sqrt(2.0));
+  return tail > 0 ? -std::log10(tail) : 300.0;
+}
+
+// Per family, the strongest sign that it made a step abnormal: -log10 of the chance of
+// that step's root excess among healthy steps (StepSuspicion), for the family whose
+// evidence on one rank is that root excess (not a straggler's gap that nothing of its own
+// explains).
+std::vector<double> AbnormalStepSigns(const localize::Result& loc, double step_threshold) {
+  std::vector<double> sign(loc.families.size(), 0.0);
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess;  // (unit, family)
+  for (uint32_t g = 0; g < loc.suspicious.size(); ++g) {
+    if (!(loc.group_score[g] > step_threshold)) continue;
+    excess.clear();
+    for (uint32_t k : loc.suspicious[g]) {
+      const localize::Instance& in = loc.instances[k];
+      excess[{in.unit, in.family}] += in.excess_ns;
+    }
+    for (const auto& [where, x] : excess) {
+      if (x != loc.group_excess_ns[g]) continue;
+      sign[where.second] = std::max(sign[where.second],
+                                    StepSuspicion(loc.group_excess_ns[g], loc.group_spread_ns[g]));
+    }
+  }
+  return sign;
+}
+
 std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Reconstruction& r,
                                       const localize::Result& loc, const localize::Options& options,
-                                      const localize::Model* baseline) {
+                                      const localize::Model* baseline, double step_threshold) {
   const reconstruct::Nodes& n = r.nodes;
   using Key = OperatorGroup;
   struct Agg {
@@ -173,6 +327,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     uint32_t cls = 0;
     int64_t straggling = 0;          // excess on a late rank before the collective it was late to
     double straggler_suspicion = 0;  // that straggler's
+    double step_suspicion = 0;       // an abnormal step's, when it explains one (AbnormalStepSigns)
     Deviations deviations;           // of its instances scored against peers (not warm-up)
     // Per process, the scored instances: (start, ratio when evidence else 0).
     std::map<uint32_t, std::vector<std::pair<int64_t, double>>> sequence;
@@ -191,6 +346,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     at.second = std::max(at.second, s.suspicion);
   }
   const std::vector<uint8_t> root = RootFlags(loc);
+  const std::vector<double> step_sign = AbnormalStepSigns(loc, step_threshold);
   // The deviations of each class of instances: the background a family is judged against.
   std::map<uint32_t, Deviations> classes;
   const double min_ratio = options.min_ratio;
@@ -236,6 +392,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
       a->straggling += in.excess_ns;
       a->straggler_suspicion = std::max(a->straggler_suspicion, late->second.second);
     }
+    a->step_suspicion = std::max(a->step_suspicion, step_sign[in.family]);
     a->op.instances = group_instances[in.family];
     a->op.median_ns = static_cast<int64_t>(f.median_ns);
     a->op.max_ratio = std::max(a->op.max_ratio, ratio);
@@ -315,9 +472,11 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
     a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
     const double suspicion = suspicions[slot];
-    // Deviating right before a rank made every other rank wait is a second, independent
-    // sign: the two suspicions add (their chances multiply).
-    a.op.suspicion = suspicion + a.straggler_suspicion;
+    // Deviating right before a rank made every other rank wait, or making a step abnormal
+    // on its own, is a second, independent sign: the suspicions add (their chances
+    // multiply). A late rank's work is what makes its step abnormal: those two are one
+    // sign, the larger counts.
+    a.op.suspicion = suspicion + std::max(a.straggler_suspicion, a.step_suspicion);
     a.op.straggling_ns = a.straggling;
     out.push_back(std::move(a.op));
   }
@@ -455,6 +614,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       d.damage.emplace_back(std::string(c.name), c.value);
   }
   // Stragglers per engine step.
+  const std::vector<localize::SlowTime> slow_times = localize::SlowTimes(trace, r, loc);
   std::map<uint32_t, std::vector<const localize::Straggler*>> stragglers_of;
   for (const localize::Straggler& s : loc.stragglers) stragglers_of[s.group].push_back(&s);
   for (uint32_t g = 0; g < loc.group_units.size(); ++g) {
@@ -509,22 +669,31 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     }
     ++d.abnormal_steps;
     // Roots, most excess first.
-    std::vector<uint32_t> roots = loc.suspicious[g];
-    std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
+    const auto most_excess_first = [&](uint32_t a, uint32_t b) {
       const localize::Instance &x = loc.instances[a], &y = loc.instances[b];
       if (x.excess_ns != y.excess_ns) return x.excess_ns > y.excess_ns;
       return x.node < y.node;
-    });
-    std::vector<Evidence> all;
+    };
+    std::vector<uint32_t> roots = loc.suspicious[g];
+    std::sort(roots.begin(), roots.end(), most_excess_first);
     for (uint32_t k : roots) {
       Evidence e = MakeEvidence(trace, r, loc, loc.instances[k], lo);
       if (e.layer == Layer::kComm)
         sd.horizontal = true;
       else
         sd.vertical = true;
-      if (sd.evidence.size() < options.max_evidence) sd.evidence.push_back(e);
-      all.push_back(std::move(e));
+      if (sd.evidence.size() < options.max_evidence) sd.evidence.push_back(std::move(e));
     }
+    // The category and the explanation come from the evidence that explains the step's
+    // abnormality: the families whose excess in the step on their rank is at least the
+    // step's healthy spread (less is within what steps naturally vary by), a slow time's
+    // kernels, and a late rank's work before the collective the others waited for; every
+    // root when none does (a late rank that nothing of its own explains).
+    std::vector<uint32_t> explaining =
+        ExplainingRoots(trace, r, loc, g, slow_times, stragglers_of[g]);
+    std::sort(explaining.begin(), explaining.end(), most_excess_first);
+    std::vector<Evidence> all;
+    for (uint32_t k : explaining) all.push_back(MakeEvidence(trace, r, loc, loc.instances[k], lo));
     // Consequences: the collectives that waited for a late rank of this step.
     std::set<uint32_t> late_processes;
     for (const localize::Straggler* s : stragglers_of[g]) late_processes.insert(s->process);
@@ -606,14 +775,16 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       }
       break;
     }
-    if (!sd.evidence.empty()) {
-      const Evidence& top = sd.evidence.front();
-      work_text << ". " << ShortName(top.name) << " on rank " << top.rank << " took "
-                << Duration(top.time_ns) << " against " << Duration(top.expected_ns) << " for its "
-                << top.peers << " peers (" << localize::PeerSourceName(top.source) << ", "
-                << Fixed(top.ratio, 2) << "x)";
+    if (!all.empty()) {
+      const Evidence& top = all.front();
+      // A step range's own time is its thread's time outside every recorded operation.
+      work_text << ". " << ShortName(top.name) << " on rank " << top.rank
+                << (top.layer == Layer::kStep ? " spent " : " took ") << Duration(top.time_ns)
+                << (top.layer == Layer::kStep ? " outside its operations" : "") << " against "
+                << Duration(top.expected_ns) << " for its " << top.peers << " peers ("
+                << localize::PeerSourceName(top.source) << ", " << Fixed(top.ratio, 2) << "x)";
       std::set<std::string> others;
-      for (size_t i = 1; i < sd.evidence.size(); ++i) others.insert(ShortName(sd.evidence[i].name));
+      for (size_t i = 1; i < all.size(); ++i) others.insert(ShortName(all[i].name));
       others.erase(ShortName(top.name));
       if (!others.empty()) {
         work_text << "; also ";
@@ -650,7 +821,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     d.stragglers.push_back(std::move(sr));
   }
   AddLogEvidence(trace, options.log, options.step_threshold, &d);
-  d.top_operators = TopOperators(trace, r, loc, lo, baseline);
+  d.top_operators = TopOperators(trace, r, loc, lo, baseline, options.step_threshold);
   // Errors come first in the findings (docs/diagnose.md, "Failures"): after the others'.
   std::vector<Finding> persistent =
       PersistentSlowdowns(trace, r, loc, lo, d.top_operators, d.steps.size(), d.abnormal_steps);

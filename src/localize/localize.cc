@@ -72,6 +72,32 @@ Feature MeasureFeature(Measure m) {
   return kSelfNs;
 }
 
+bool InSlowTime(const Result& result, uint32_t k) {
+  const Instance& in = result.instances[k];
+  return in.evidence && in.shared && !in.consequence &&
+         result.families[in.family].measure == Measure::kGpuTime;
+}
+
+std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstruction& r,
+                                const Result& result) {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<int64_t, std::set<std::string>>> by;
+  for (uint32_t k = 0; k < result.instances.size(); ++k) {
+    if (!InSlowTime(result, k)) continue;
+    const Instance& in = result.instances[k];
+    auto& [excess, families] = by[{in.unit, trace.events.device[r.nodes.event[in.node]]}];
+    excess += in.excess_ns;
+    // Kernel families as the top operators count them: one kernel after different
+    // operators (its contexts) is one.
+    families.insert(result.families[in.family].pattern);
+  }
+  std::vector<SlowTime> out;
+  for (const auto& [where, x] : by) {
+    if (x.second.size() < kSlowTimeFamilies) continue;
+    out.push_back({where.first, where.second, x.first, static_cast<uint32_t>(x.second.size())});
+  }
+  return out;
+}
+
 std::string NamePattern(std::string_view name) {
   auto separator = [](char c) {
     return c == '.' || c == '_' || c == '#' || c == '[' || c == ']' || c == ' ' || c == '/' ||
@@ -143,6 +169,27 @@ Spread RobustSpread(std::vector<double>& v) {
   s.median = MedianInPlace(v);
   s.mad = MadInPlace(v, s.median);
   return s;
+}
+
+// The 90th percentile of v (reordered), interpolated between the order statistics around
+// (n - 1) * 0.9 (the usual sample quantile): taking the order statistic at n * 0.9 would
+// make the largest of ten values the percentile, so that one slowed instance of a family
+// of ten set its own noise. 0 for none.
+double Quantile90InPlace(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const double h = 0.9 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(h);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(lo), v.end());
+  const double below = v[lo];
+  if (lo + 1 >= v.size()) return below;
+  const double above = *std::min_element(v.begin() + static_cast<long>(lo) + 1, v.end());
+  return below + (h - static_cast<double>(lo)) * (above - below);
+}
+
+// A heavy-tailed sample's upper tail as noise: how far its 90th percentile lies above
+// `median`, read as a normal's 1.2816 sigma. v is reordered.
+double UpperTailNoise(std::vector<double>& v, double median) {
+  return (Quantile90InPlace(v) - median) / 1.2816;
 }
 
 // The noise an excess is measured in: the peers' spread, with the relative and absolute
@@ -494,6 +541,11 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
       const EventType type = ev.type[e];
       const int64_t dur = n.end_ns[i] - n.start_ns[i];
       const bool op_range = IsRange(type) && IsOperatorLayer(n.layer[i]);
+      // A step range's own time is its thread's time outside every recorded operation:
+      // when the host pauses inside a step (garbage collection, another process on its
+      // CPU, untraced Python or data loading), nothing else in the step is slower, only
+      // this grows (compared at its position with the other steps').
+      const bool step_range = IsRange(type) && n.layer[i] == Layer::kStep;
       const bool nested_call = IsHostCall(type) && n.parent[i] >= 0 &&
                                IsHostCall(ev.type[n.event[static_cast<size_t>(n.parent[i])]]);
       Raw x;
@@ -529,7 +581,7 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         }
         if (op >= 0) x.within = pattern(static_cast<uint32_t>(op));
         if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
-      } else if (op_range) {
+      } else if (op_range || step_range) {
         keep = true;
         x.measure = Measure::kOwnTime;
         int64_t children = 0;
@@ -1021,15 +1073,12 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
           slow_rest += static_cast<double>(out->instances[seq[i]].time_ns) >= as_slow;
         }
         if (slow_rest * 5 > (n - (e - b))) continue;
+        // Host time, as the instances compared with the whole family (Score): the rest's
+        // own upper tail is part of the noise (taken before the MAD turns `rest` into
+        // deviations).
+        const double tail = host_time ? UpperTailNoise(rest, sr.median) : 0.0;
         sr.mad = MadInPlace(rest, sr.median);
-        double noise = Noise(sr, o);
-        if (host_time) {
-          // As the instances compared with the whole family (Score): the rest's own upper
-          // tail, its 90th percentile as a normal's 1.2816 sigma, is part of the noise.
-          const size_t k = rest.size() * 9 / 10;
-          std::nth_element(rest.begin(), rest.begin() + static_cast<long>(k), rest.end());
-          noise = std::max(noise, (rest[k] - sr.median) / 1.2816);
-        }
+        const double noise = std::max(Noise(sr, o), tail);
         // The run's median against the rest's noise, as a mean of its length where the
         // rest is large enough to trust that noise (RunScale): a run is a repeated
         // measurement of one slowdown.
@@ -1425,9 +1474,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   std::unordered_map<uint64_t, Reference> phase_cache;   // that << 8 | phase
   auto summarize = [](const std::vector<double>& values, PeerSource source) {
     std::vector<double> v = values;
-    const size_t k = v.size() * 9 / 10;
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-    const double q90 = v.empty() ? 0 : v[k];
+    const double q90 = Quantile90InPlace(v);
     const Spread s = RobustSpread(v);
     return Reference{s.median, s.mad, q90, static_cast<uint32_t>(values.size()), source};
   };
@@ -1519,9 +1566,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     }
     for (auto& [measure, lr] : log_ratios) {
       if (lr.size() < o.min_peers) continue;
-      const size_t k = lr.size() * 9 / 10;
-      std::nth_element(lr.begin(), lr.begin() + static_cast<long>(k), lr.end());
-      const double q90 = lr[k];
+      const double q90 = Quantile90InPlace(lr);
       const Spread s = RobustSpread(lr);
       few_units_noise[measure] = std::max(1.4826 * s.mad, (q90 - s.median) / 1.2816);
     }
@@ -1737,6 +1782,10 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     e = std::max(e, x);
     unit_total_excess[static_cast<uint32_t>(key >> 32)] += x;
   }
+  // A slow time on one device is a root of its own: its kernels together explain its
+  // summed excess, though no family alone stands out.
+  for (const SlowTime& s : SlowTimes(trace, r, out))
+    unit_excess[s.unit] = std::max(unit_excess[s.unit], s.excess_ns);
   // Healthy step durations per kind: the baseline's when given, else this trace's.
   std::unordered_map<std::string, Spread> step_spread;
   std::unordered_map<std::string, size_t> step_count;

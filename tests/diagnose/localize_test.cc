@@ -101,7 +101,10 @@ TEST(Localize, PositionPeersSlowerIsEvidenceFasterNever) {
   const auto rec = reconstruct::Reconstruct(b.t);
   ASSERT_EQ(rec.steps.size(), 7u);
   const auto r = localize::Localize(b.t, rec);
-  ASSERT_EQ(r.instances.size(), 14u);
+  // 14 operator instances and each step range's own time (its thread outside mm and add:
+  // 500 - mm - add us: 350 345 355 410 350 352 200; median 350, MAD 5, noise 7.41 us; step
+  // 3's 410 us is 1.17x, under min_ratio; step 6's 200 us is faster: none is evidence).
+  ASSERT_EQ(r.instances.size(), 21u);
   ASSERT_EQ(r.group_units.size(), 7u);
   // aten::mm: sorted 40 96 98 100 100 104 150, median 100 us; |deviations| sorted
   // 0 0 2 4 4 50 60, MAD 4 us; noise = max(1.4826 * 4, 2% of 100, 0.25) = 5.9304 us.
@@ -347,8 +350,84 @@ TEST(Localize, OtherThreadsWorkInTheStepWindowBelongsToTheStep) {
   std::vector<std::string> names;
   for (const localize::Instance& in : r.instances)
     names.emplace_back(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]));
-  EXPECT_EQ(names, (std::vector<std::string>{"aten::mm",
+  // The step range's own time is an instance too (where the thread pauses in the step).
+  EXPECT_EQ(names, (std::vector<std::string>{"ProfilerStep#0", "aten::mm",
                                              "autograd::engine::evaluate_function: MmBackward0"}));
+}
+
+// Seven decode steps of 500 us, each with aten::mm (100 us) and aten::add (50 us) on the
+// step's thread, 10 us and 1 us after the step and mm start; in step 4 the thread pauses
+// 200 us between mm and add (the step range grows to 700 us). The step ranges' own time
+// is 350 us, and 550 us in step 4: median 350 us, MAD 0, noise = max(0, 2% x 350 us,
+// 0.25 us) = 7 us; excess 200 us, 1.571x, z = 28.57: evidence at its position against the
+// 7 steps. No operator is slower. Step durations: 500 us x 6 and 700 us, median 500, MAD 0,
+// spread the 5% floor of the longer of the median and this step, 35 us; root excess
+// 200 us: x = 5.714, score 5.714 / (5.714 + 2) = 0.7407.
+TEST(Localize, AHostPauseInsideAStepIsItsRangesOwnTime) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int s = 0; s < 7; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    const int64_t pause = s == 4 ? 200'000 : 0;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000 + pause);
+    b.Range(p, 1, "aten::mm", at + 10'000, at + 110'000);
+    b.Range(p, 1, "aten::add", at + 111'000 + pause, at + 161'000 + pause);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  const auto* paused = Find(r, rec, "teller.step kind=decode seq=4", 700'000, b.t);
+  ASSERT_NE(paused, nullptr);
+  EXPECT_EQ(r.families[paused->family].layer, Layer::kStep);
+  EXPECT_EQ(r.families[paused->family].measure, localize::Measure::kOwnTime);
+  EXPECT_EQ(paused->source, localize::PeerSource::kPositions);
+  EXPECT_EQ(paused->peers, 7u);
+  EXPECT_EQ(paused->time_ns, 550'000);
+  EXPECT_EQ(paused->expected_ns, 350'000);
+  EXPECT_EQ(paused->noise_ns, 7'000);
+  EXPECT_NEAR(paused->z, 28.571f, 1e-3);
+  EXPECT_TRUE(paused->evidence);
+  EXPECT_EQ(paused->excess_ns, 200'000);
+  size_t evidence = 0;
+  for (const localize::Instance& in : r.instances) evidence += in.evidence;
+  EXPECT_EQ(evidence, 1u);
+  const uint32_t g4 = r.group_of_unit[4];
+  EXPECT_EQ(r.group_excess_ns[g4], 200'000);
+  EXPECT_EQ(r.group_spread_ns[g4], 35'000);
+  EXPECT_NEAR(r.group_score[g4], 0.7407f, 1e-4);
+}
+
+// One timeline without steps: ten aten::index ranges, each after an aten::empty (so that
+// all ten share one context), with own times 5 5 6 6 7 8 8 9 10 and, last, 105 us. Host
+// framework time against its whole family counts the family's upper tail as noise: the
+// 90th percentile interpolated at (10 - 1) x 0.9 = 8.1, between the 9th and 10th sorted
+// values, 10 + 0.1 x (105 - 10) = 19.5 us; median 7.5 us; tail (19.5 - 7.5) / 1.2816 =
+// 9.3633 us, above 1.4826 x MAD (1.5 us, the upper median of the deviations) = 2.22 us:
+// noise 9.363 us, excess 97.5 us, z = 10.41: evidence. (The 10th value as the percentile,
+// 105 us, would be the outlier setting its own noise: 76.05 us, z = 1.28.)
+TEST(Localize, OneSlowInstanceOfTenDoesNotSetItsOwnNoise) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  const std::vector<int64_t> own_us = {5, 5, 6, 6, 7, 8, 8, 9, 10, 105};
+  int64_t at = kT0;
+  for (int64_t us : own_us) {
+    b.Range(p, 1, "aten::empty", at, at + 1'000);
+    b.Range(p, 1, "aten::index", at + 2'000, at + 2'000 + us * 1000);
+    at += 200'000;
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  ASSERT_TRUE(r.whole_trace);
+  const auto* slow = Find(r, rec, "aten::index", 105'000, b.t);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->source, localize::PeerSource::kFamily);
+  EXPECT_EQ(slow->peers, 10u);
+  EXPECT_EQ(slow->expected_ns, 7'500);
+  EXPECT_EQ(slow->noise_ns, 9'363);
+  EXPECT_NEAR(slow->z, 10.413f, 1e-3);
+  EXPECT_TRUE(slow->evidence);
+  for (const localize::Instance& in : r.instances) {
+    if (in.node != slow->node) EXPECT_FALSE(in.evidence);
+  }
 }
 
 TEST(Reconstruct, NestedStepMarkersCountOnceAndKeepTheirNumberAndKind) {
@@ -887,10 +966,10 @@ TEST(Localize, ABaselinesOneInstanceAtThePositionIsTheReference) {
 // -1.0986 -0.04879 -0.020203 x2 -0.019803 x2 0.019803 x2 0.020203 x2 0.04879 1.0986,
 // median 0; |deviations| 0.019803 x4, 0.020203 x4, 0.04879 x2, 1.0986 x2, MAD (the upper
 // median, the 7th) 0.020203, 1.4826 x MAD = 0.029953; the upper tail, the 90th percentile
-// (the 11th, 0.04879) / 1.2816 = 0.038070, is larger and is the relative noise: 1903.5 ns
-// at 50 us (above the 2% floor of 1000 ns). K3's 150 us: excess 100 us, z = 52.54:
-// evidence. K6 at 1.05x is below min_ratio; every first-step instance is faster than its
-// peer.
+// interpolated at (12 - 1) x 0.9 = 9.9 between the 10th, 0.020203, and the 11th, 0.04879:
+// 0.045931) / 1.2816 = 0.035839, is larger and is the relative noise: 1791.9 ns at 50 us
+// (above the 2% floor of 1000 ns). K3's 150 us: excess 100 us, z = 55.81: evidence. K6 at 1.05x is
+// below min_ratio; every first-step instance is faster than its peer.
 TEST(Localize, TwoStepsCompareEachPositionWithTheOtherStep) {
   const std::vector<double> f = {1.02, 0.98, 3.00, 1.02, 0.98, 1.05};
   Builder b;
@@ -912,8 +991,8 @@ TEST(Localize, TwoStepsCompareEachPositionWithTheOtherStep) {
   EXPECT_EQ(slow->source, localize::PeerSource::kPositions);
   EXPECT_EQ(slow->peers, 1u);
   EXPECT_EQ(slow->expected_ns, 50'000);
-  EXPECT_EQ(slow->noise_ns, 1903);
-  EXPECT_NEAR(slow->z, 52.54f, 1e-2);
+  EXPECT_EQ(slow->noise_ns, 1792);
+  EXPECT_NEAR(slow->z, 55.81f, 1e-2);
   EXPECT_TRUE(slow->evidence);
   size_t evidence = 0;
   for (const localize::Instance& in : r.instances) evidence += in.evidence;

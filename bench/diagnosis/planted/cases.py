@@ -21,6 +21,10 @@ HOSTOP_FAMILIES = 2
 HOSTOP_WINDOW = 10
 STRAGGLER_US = (200, 1000)
 STRAGGLER_COLLECTIVES = 3
+THROTTLE_FACTORS = (1.3, 1.6)
+PAUSE_PERCENT = (5, 25)
+PAUSE_STEPS = 2
+STEP_RANGE = re.compile(r"ProfilerStep#\d+$")
 COPY_FACTORS = (2.0, 4.0)
 COPY_WINDOWS = (3, 10)
 COPY_KIND = re.compile(r"HtoD|DtoH|DtoD")
@@ -219,4 +223,84 @@ def hostop_cases(t, rng, families=HOSTOP_FAMILIES):
                             "instances": len(inst),
                             "plan": {"host_ins": {a: us * 1000 for a in chosen}},
                             "accept": [n]})
+    return out
+
+
+def profiler_steps(t):
+    """The ProfilerStep#N ranges of the thread that has the most, in time order, and that
+    thread's key; ([], None) when there are none."""
+    by_thread = {}
+    for i, kd in t.kind.items():
+        if kd == "host" and STEP_RANGE.match(t.name(i)):
+            by_thread.setdefault(t.key[i], []).append(i)
+    if not by_thread:
+        return [], None
+    key, steps = max(by_thread.items(), key=lambda kv: len(kv[1]))
+    return sorted(steps, key=lambda i: t.ts[i]), key
+
+
+def throttle_cases(t, rng):
+    """The GPU itself is slower for one step (clocks lowered by power or heat, another
+    process on the device): every kernel the step launches (its launch call inside the
+    step range, on any thread) takes x1.3 / x1.6, its streams pushed back. One step drawn
+    after the first, in traces with 3+ ProfilerStep#N ranges. Scored by an abnormal step
+    whose fault type is runtime_driver (the category of "the GPU itself is slower")."""
+    steps, _ = profiler_steps(t)
+    if len(steps) < 3:
+        return []
+    st = rng.choice(steps[1:])
+    lo, hi = t.ts[st], t.end(st)
+    kernels = []
+    for k, lst in t.streams.items():
+        if k[0] == "ann":
+            continue
+        for g in lst:
+            if t.events[g].get("cat", "").lower() != "kernel" or is_comm(t.name(g)):
+                continue
+            h = t.launch_of(g)
+            if h is not None and lo <= t.ts[h] < hi:
+                kernels.append(g)
+    if not kernels:
+        return []
+    out = []
+    for f in THROTTLE_FACTORS:
+        out.append({"cls": "throttle", "param": f, "window": t.name(st), "family": t.name(st),
+                    "instances": len(kernels),
+                    "plan": {"dur_extra": {g: round(t.dur[g] * f) - t.dur[g] for g in kernels}},
+                    "accept": ["runtime_driver"]})
+    return out
+
+
+def pause_cases(t, rng, steps_drawn=PAUSE_STEPS):
+    """The host thread of a step pauses between two of the step's operations, outside all of
+    them (a garbage collection, the process descheduled, untraced work): 5% and 25% of the
+    median step's length, in steps drawn after the first (which holds one-time costs). The
+    step range and what encloses the point grow; what follows on the thread moves, and the
+    GPU work it launches starts no earlier than its launch. Traces with 3+ ProfilerStep#N
+    ranges on one thread; the point is the start of a top-level operation of the step that
+    begins after the previous one ended."""
+    steps, key = profiler_steps(t)
+    if len(steps) < 3:
+        return []
+    durs = sorted(t.dur[i] for i in steps)
+    median = durs[len(durs) // 2]
+    kids = {}
+    for h in t.threads.get(key, []):
+        p = t.parent.get(h)
+        if p in steps:
+            kids.setdefault(p, []).append(h)
+    points = []
+    for st in steps[1:]:
+        lst = sorted(kids.get(st, []), key=lambda h: t.ts[h])
+        gaps = [b for a, b in zip(lst, lst[1:]) if t.ts[b] > t.end(a)]
+        if gaps:
+            points.append((st, gaps))
+    out = []
+    for st, gaps in rng.sample(points, min(steps_drawn, len(points))):
+        b = rng.choice(gaps)
+        for pct in PAUSE_PERCENT:
+            out.append({"cls": "pause", "param": pct, "window": t.name(st), "family": t.name(st),
+                        "instances": len(steps),
+                        "plan": {"pause_ins": [(key, t.ts[b], round(median * pct / 100))]},
+                        "accept": [t.name(st)]})
     return out

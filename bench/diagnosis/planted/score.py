@@ -36,6 +36,10 @@ class Report:
     def abnormal_steps(self):
         return [s for s in self.d.get("steps", []) if s.get("abnormal")]
 
+    def abnormal_category(self, category):
+        """An abnormal step of this fault type."""
+        return any(s.get("fault_type") == category for s in self.abnormal_steps())
+
     def root_evidence(self):
         for s in self.abnormal_steps():
             for e in s.get("evidence", []):

@@ -315,19 +315,23 @@ class Trace:
         return self.corr_gpu.get(corr, [])
 
     # ------------------------------------------------------------------ timing model
-    def solve(self, dur_extra=None, host_ins=None, min_start=None, min_end=None, max_rounds=50):
+    def solve(self, dur_extra=None, host_ins=None, min_start=None, min_end=None, pause_ins=None,
+              max_rounds=50):
         """Returns (new_ts, new_end, info) for the events that changed.
 
         dur_extra: {gpu event: extra ns}; host_ins: {host event: extra ns inserted at its
-        end}; min_start / min_end: {gpu event: ns} (waits on another stream or rank)."""
+        end}; min_start / min_end: {gpu event: ns} (waits on another stream or rank);
+        pause_ins: [(thread key, ns time, extra ns)]: the thread pauses at that time, outside
+        any of its events (what starts there or later moves, what encloses it grows)."""
         dur_extra = dur_extra or {}
         host_ins = host_ins or {}
+        pauses = [(("at", k, t), d) for k, t, d in (pause_ins or [])]
         min_start = dict(min_start or {})
         min_end = min_end or {}
         sync_add = {}
         for _ in range(max_rounds):
-            shift = host_shifts(lambda h: (self.key[h], self.end(h)),
-                                list(host_ins.items()) + list(sync_add.items()))
+            shift = host_shifts(lambda h: h[1:] if isinstance(h, tuple) else (self.key[h], self.end(h)),
+                                list(host_ins.items()) + list(sync_add.items()) + pauses)
 
             def host_new(i):
                 return shifted(shift, self.key[i], self.ts[i], self.end(i))

@@ -237,6 +237,24 @@ Model FitBaseline(
 Result Localize(const Trace& trace, const reconstruct::Reconstruction& r,
                 const Options& options = {}, const Model* baseline = nullptr);
 
+// A slow time (docs/localization.md, "Shared deviations"): on one device of one unit, the
+// GPU-time evidence shared with the operators around it (Instance::shared) of at least
+// kSlowTimeFamilies kernel families. Clocks lowered by power or heat, or another process
+// on the GPU, slow every kernel a little, so no family stands out but together they make
+// the step longer. `excess_ns` is their summed excess.
+inline constexpr uint32_t kSlowTimeFamilies = 3;
+struct SlowTime {
+  uint32_t unit = 0;
+  uint32_t device = 0;
+  int64_t excess_ns = 0;
+  uint32_t families = 0;
+};
+// The slow times of a scored result, by unit then device.
+std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstruction& r,
+                                const Result& result);
+// Whether instance k is part of a slow time (shared GPU-time evidence).
+bool InSlowTime(const Result& result, uint32_t k);
+
 // A name with what varies between repeated instances of one operator replaced by '#':
 // layer indices ("model.layers.12.mlp" -> "model.layers.#.mlp", "Qwen2Attention_3" ->
 // "Qwen2Attention_#") and addresses ("0x7f3a..." -> "0x#"). Digits that are part of a
