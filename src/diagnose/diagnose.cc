@@ -598,6 +598,10 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
 
 }  // namespace
 
+const char* EvidenceRole(const Evidence& e) {
+  return e.consequence ? "consequence" : e.minor ? "minor" : "root";
+}
+
 Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, const Options& options,
                    const localize::Model* baseline) {
   Diagnosis d;
@@ -693,7 +697,12 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
         ExplainingRoots(trace, r, loc, g, slow_times, stragglers_of[g]);
     std::sort(explaining.begin(), explaining.end(), most_excess_first);
     std::vector<Evidence> all;
-    for (uint32_t k : explaining) all.push_back(MakeEvidence(trace, r, loc, loc.instances[k], lo));
+    std::set<uint32_t> explaining_nodes;
+    for (uint32_t k : explaining) {
+      all.push_back(MakeEvidence(trace, r, loc, loc.instances[k], lo));
+      explaining_nodes.insert(loc.instances[k].node);
+    }
+    for (Evidence& e : sd.evidence) e.minor = explaining_nodes.count(e.node) == 0;
     // Consequences: the collectives that waited for a late rank of this step.
     std::set<uint32_t> late_processes;
     for (const localize::Straggler* s : stragglers_of[g]) late_processes.insert(s->process);

@@ -21,7 +21,7 @@ void AppendEvidence(std::string& out, const Evidence& e) {
   else
     w.Field("within", e.within);
   w.Field("layer", LayerName(e.layer)).Field("rank", e.rank).Field("pid", e.pid);
-  w.Field("role", e.consequence ? "consequence" : "root").FieldBool("shared", e.shared);
+  w.Field("role", EvidenceRole(e)).FieldBool("shared", e.shared);
   w.Field("measure", localize::MeasureName(e.measure)).Field("feature", FeatureName(e.feature));
   w.Field("unit", "ns");
   w.Field("time_ns", e.time_ns).Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);
@@ -252,8 +252,8 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     for (const Evidence& e : s.evidence) {
       char line[512];
       std::snprintf(line, sizeof line,
-                    "    root  rank %-2d %-8s %10s (peers %10s, %5.2fx, +%s)  %s\n", e.rank,
-                    std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
+                    "    %-5s rank %-2d %-8s %10s (peers %10s, %5.2fx, +%s)  %s\n", EvidenceRole(e),
+                    e.rank, std::string(LayerName(e.layer)).c_str(), Duration(e.time_ns).c_str(),
                     Duration(e.expected_ns).c_str(), e.ratio, Duration(e.excess_ns).c_str(),
                     ShortName(e.name).c_str());
       o << line;

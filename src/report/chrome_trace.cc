@@ -363,7 +363,7 @@ class Writer {
           if (e.node >= n.size()) continue;
           std::string obj;
           JsonObjectWriter w(obj, JsonDoubles::kDigits6);
-          w.Field("role", e.consequence ? "consequence" : "root");
+          w.Field("role", diagnose::EvidenceRole(e));
           w.Field("step", StepLabel(s)).Field("fault_type", s.fault_type);
           w.Field("measure", localize::MeasureName(e.measure));
           w.Field("time_ns", e.time_ns).Field("expected_ns", e.expected_ns);

@@ -50,6 +50,10 @@ struct Evidence {
   int rank = -1;
   int64_t pid = 0;
   bool consequence = false;
+  // A root of an abnormal step that does not explain its abnormality: its family's excess
+  // in the step is within the step's healthy spread (docs/diagnose.md, "Root before
+  // impact"); listed, but the category and explanation do not come from it.
+  bool minor = false;
   // Most operators around it deviated too (teller/localize/shared.h): the time was slow,
   // not this operator; the top operators judge it as within its peers.
   bool shared = false;
@@ -66,6 +70,9 @@ struct Evidence {
   float score = 0;           // strength in [0, 1): z / (z + min_z), 0.5 at the evidence bar
   int waited_for_rank = -1;  // consequences: the late rank
 };
+
+// "consequence", "minor" or "root": what the reports call a piece of evidence.
+const char* EvidenceRole(const Evidence& e);
 
 struct RankRef {
   int rank = -1;
