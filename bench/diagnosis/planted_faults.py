@@ -437,6 +437,14 @@ def summarize(rows):
         print("kernel >= x2: self %.1f%%, baseline %.1f%% of %d" % (
             100 * sum(r["self"]["hit"] for r in k2) / len(k2),
             100 * sum(r["baseline"]["hit"] for r in k2) / len(k2), len(k2)))
+    for sep in (True, False):
+        ks = [r for r in k2 if r.get("separable") == sep]
+        if ks:
+            print("kernel >= x2, %s: self %.1f%%, baseline %.1f%% of %d" % (
+                "separable from the family's natural variation" if sep else
+                "within it (over half of a launch shape slowed, or under its 95th percentile)",
+                100 * sum(r["self"]["hit"] for r in ks) / len(ks),
+                100 * sum(r["baseline"]["hit"] for r in ks) / len(ks), len(ks)))
     for w in C.KERNEL_WINDOWS:
         kw = [r for r in rows if r["cls"] == "kernel" and r["window"] == w]
         if kw:

@@ -250,6 +250,18 @@ OperatorGroup GroupOf(const TopOperator& t) {
 // Top operators: the root evidence of the whole trace, grouped by family pattern, layer,
 // measure, the operator that makes host calls and a copy's size, most suspicious first
 // (docs/diagnose.md, "Top operators").
+// The summed excess of engine step g's evidence per (unit, family): what each family
+// explains on each rank (localize's root excess is the largest).
+std::map<std::pair<uint32_t, uint32_t>, int64_t> ExcessByUnitAndFamily(const localize::Result& loc,
+                                                                       uint32_t g) {
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess;
+  for (uint32_t k : loc.suspicious[g]) {
+    const localize::Instance& in = loc.instances[k];
+    excess[{in.unit, in.family}] += in.excess_ns;
+  }
+  return excess;
+}
+
 // The evidence of engine step g that explains its abnormality (see its use in Diagnose).
 std::vector<uint32_t> ExplainingRoots(const Trace& t, const reconstruct::Reconstruction& r,
                                       const localize::Result& loc, uint32_t g,
@@ -263,11 +275,7 @@ std::vector<uint32_t> ExplainingRoots(const Trace& t, const reconstruct::Reconst
     if (loc.group_of_unit[s.unit] == g && s.excess_ns >= loc.group_spread_ns[g])
       slow.insert({s.unit, s.device});
   }
-  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess;  // (unit, family)
-  for (uint32_t k : all) {
-    const localize::Instance& in = loc.instances[k];
-    excess[{in.unit, in.family}] += in.excess_ns;
-  }
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess = ExcessByUnitAndFamily(loc, g);
   std::vector<uint32_t> out;
   for (uint32_t k : all) {
     const localize::Instance& in = loc.instances[k];
@@ -297,15 +305,9 @@ double StepSuspicion(int64_t excess_ns, int64_t spread_ns) {
 // explains).
 std::vector<double> AbnormalStepSigns(const localize::Result& loc, double step_threshold) {
   std::vector<double> sign(loc.families.size(), 0.0);
-  std::map<std::pair<uint32_t, uint32_t>, int64_t> excess;  // (unit, family)
   for (uint32_t g = 0; g < loc.suspicious.size(); ++g) {
     if (!(loc.group_score[g] > step_threshold)) continue;
-    excess.clear();
-    for (uint32_t k : loc.suspicious[g]) {
-      const localize::Instance& in = loc.instances[k];
-      excess[{in.unit, in.family}] += in.excess_ns;
-    }
-    for (const auto& [where, x] : excess) {
+    for (const auto& [where, x] : ExcessByUnitAndFamily(loc, g)) {
       if (x != loc.group_excess_ns[g]) continue;
       sign[where.second] = std::max(sign[where.second],
                                     StepSuspicion(loc.group_excess_ns[g], loc.group_spread_ns[g]));

@@ -63,6 +63,33 @@ def eligible(t):
     return None
 
 
+def launch_shape(t, g):
+    """What the trace records of a kernel's launch configuration: (grid, block)."""
+    a = t.events[g].get("args") or {}
+    return (str(a.get("grid")), str(a.get("block")))
+
+
+def separable(t, inst, extra):
+    """Whether a plant stands out of the family's natural variation at all, so that a
+    self-fit diagnosis could tell it: per launch configuration, the slowed instances are at
+    most half of theirs, and their median new time is above the 95th percentile of the
+    untouched ones. (A report, not a target: the score counts every case.)"""
+    groups = {}
+    for g in inst:
+        groups.setdefault(launch_shape(t, g), []).append(g)
+    for shape, lst in groups.items():
+        slowed = [g for g in lst if extra.get(g, 0) > 0]
+        if not slowed:
+            continue
+        rest = sorted(t.dur[g] for g in lst if extra.get(g, 0) <= 0)
+        if len(rest) < len(slowed):
+            return False
+        new = sorted(t.dur[g] + extra[g] for g in slowed)
+        if new[len(new) // 2] <= rest[min(len(rest) - 1, (95 * len(rest)) // 100)]:
+            return False
+    return True
+
+
 def kernel_cases(t, rng, families=KERNEL_FAMILIES):
     fams = kernel_families(t)
     cand = sorted(n for n, v in fams.items()
@@ -79,6 +106,7 @@ def kernel_cases(t, rng, families=KERNEL_FAMILIES):
         for w, start, f, extra in scaled_windows(inst, t.dur, rng, KERNEL_WINDOWS, KERNEL_FACTORS):
             out.append({"cls": "kernel", "param": f, "window": w, "family": n,
                         "backward": n in back, "instances": len(inst), "first": start,
+                        "separable": separable(t, inst, extra),
                         "plan": {"dur_extra": extra}, "accept": [n]})
     return out
 
