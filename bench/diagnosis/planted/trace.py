@@ -390,6 +390,16 @@ class Trace:
                 s, e = host_new(h)
                 if s != self.ts[h] or e != self.end(h):
                     new_ts[h], new_end[h] = s, e
+        # Time inserted at an event's end is its own time, after its children returned: a
+        # child that ends at the same instant (Kineto writes whole microseconds) keeps its
+        # end.
+        for h, d in host_ins.items():
+            for c in self.threads.get(self.key[h], []):
+                if c != h and c in new_end and self.end(c) == self.end(h) and \
+                        self.ts[c] >= self.ts[h] and h in self.ancestors(c):
+                    new_end[c] -= d
+                    if new_end[c] == self.end(c) and new_ts[c] == self.ts[c]:
+                        del new_ts[c], new_end[c]
         for i, h in self.gsync_of.items():
             if h in new_ts:
                 new_ts[i] = self.ts[i] + new_ts[h] - self.ts[h]
