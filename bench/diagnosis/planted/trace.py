@@ -392,11 +392,11 @@ class Trace:
                     new_ts[h], new_end[h] = s, e
         # Time inserted at an event's end is its own time, after its children returned: a
         # child that ends at the same instant (Kineto writes whole microseconds) keeps its
-        # end.
+        # end. (A zero-length child at that instant moves whole, as any event there.)
         for h, d in host_ins.items():
             for c in self.threads.get(self.key[h], []):
                 if c != h and c in new_end and self.end(c) == self.end(h) and \
-                        self.ts[c] >= self.ts[h] and h in self.ancestors(c):
+                        self.ts[h] <= self.ts[c] < self.end(h) and h in self.ancestors(c):
                     new_end[c] -= d
                     if new_end[c] == self.end(c) and new_ts[c] == self.ts[c]:
                         del new_ts[c], new_end[c]
