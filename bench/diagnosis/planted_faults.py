@@ -18,6 +18,9 @@ then scores the reports. Cases (seeded, --seed):
              last (cases where it still arrives before the last rank are skipped), and
              later collectives follow
   copy       x2/x4 on 3 and 10 consecutive copies of one kind and size
+  link       rank folders: one collective's own transfer time x2/x4 on every rank (a slower
+             link or a fallback transport), on 1 and 3 consecutive instances of it; later
+             collectives follow
   pause      the host thread of a step pauses between two of its operations, outside all of
              them, for 5%/25% of the median step (2 steps after the first; traces with 3+
              ProfilerStep#N ranges)
@@ -124,14 +127,16 @@ def build_case(unit, case, files, dirpath):
     return plans, solved
 
 
-def solve_collectives(ranks, comms, r, plan, coll, max_rounds=20):
+def solve_collectives(ranks, comms, r, plan, coll, max_rounds=20, transfer_scale=None):
     """Plans for every rank (in rank order) when rank r runs `plan`: every collective the
     ranks share completes its own transfer time after its last rank arrives,
         end_q = max_q' start_q' + (original end_q - original last start),
     so that a rank arriving later waits less, and the others wait for the last one (the
     ranks' clocks are one host's here). A rank's later collectives start later on their
     streams, so the rounds repeat until no collective moves. Returns the plans and how
-    much later the collective `coll` (rank r's event) completes."""
+    much later the collective `coll` (rank r's event) completes. `transfer_scale` ({shared
+    collective key: factor}) makes those collectives' own transfer time that many times
+    longer on every rank (a slower link)."""
     n = len(ranks)
     shared = sorted(set.intersection(*(set(m) for m in comms)))
     # A collective whose ranks complete before its last one arrives is not a synchronizing
@@ -141,7 +146,8 @@ def solve_collectives(ranks, comms, r, plan, coll, max_rounds=20):
         last = max(ranks[q].ts[comms[q][ck]] for q in range(n))
         transfer = [ranks[q].end(comms[q][ck]) - last for q in range(n)]
         if min(transfer) >= 0:
-            base[ck] = (last, transfer)
+            f = (transfer_scale or {}).get(ck, 1.0)
+            base[ck] = (last, [int(round(x * f)) for x in transfer])
     planted = dict(plan.get("dur_extra", {}))
     plans = [{} for _ in range(n)]
     plans[r] = dict(plan)
@@ -217,6 +223,15 @@ def gen_cases(label, files, rng, quick):
                 continue  # the delayed rank still arrives before the last one: nobody waits
             plans = {order[q]: p for q, p in enumerate(plans_by_rank) if p}
             c["plans"], c["file"], c["wait_us"] = plans, fi_r, shift / 1000
+            out.append(c)
+        for c in C.link_cases(ranks, random.Random("link:" + label)):
+            scale = c.pop("scale")
+            plans_by_rank, _ = solve_collectives(ranks, comms, 0, {}, None,
+                                                 transfer_scale=scale)
+            plans = {order[q]: p for q, p in enumerate(plans_by_rank) if p}
+            if not plans:
+                continue  # none of its collectives synchronizes the ranks
+            c["plans"], c["file"] = plans, order[0]
             out.append(c)
     return unit, out, None
 
@@ -429,7 +444,7 @@ def summarize(rows):
         n = len(lst)
         f = [sum(r[m]["hit"] for r in lst) for m in ("self", "baseline")]
         u = [sum(r[m]["untouched"] for r in lst) for m in ("self", "baseline")]
-        unit = "x" if cls in ("kernel", "copy", "throttle") else "%" if cls == "pause" else "+us "
+        unit = "x" if cls in ("kernel", "copy", "throttle", "link") else "%" if cls == "pause" else "+us "
         print("%-10s %-8s %5d  %5.1f%% / %5.1f%%     %5.1f%% / %5.1f%%" % (
             cls, "%s%g" % (unit, param), n, 100 * f[0] / n, 100 * f[1] / n, 100 * u[0] / n, 100 * u[1] / n))
         t = tot.setdefault(cls, [0, 0, 0, 0, 0])
@@ -446,14 +461,19 @@ def summarize(rows):
         print("kernel >= x2: self %.1f%%, baseline %.1f%% of %d" % (
             100 * sum(r["self"]["hit"] for r in k2) / len(k2),
             100 * sum(r["baseline"]["hit"] for r in k2) / len(k2), len(k2)))
-    for sep in (True, False):
-        ks = [r for r in k2 if r.get("separable") == sep]
-        if ks:
-            print("kernel >= x2, %s: self %.1f%%, baseline %.1f%% of %d" % (
-                "separable from the family's natural variation" if sep else
-                "within it (over half of a launch shape slowed, or under its 95th percentile)",
-                100 * sum(r["self"]["hit"] for r in ks) / len(ks),
-                100 * sum(r["baseline"]["hit"] for r in ks) / len(ks), len(ks)))
+    la = [r for r in rows if r["cls"] == "launch"]
+    for label, group, texts in (
+            ("kernel >= x2", k2, ("separable from the family's natural variation",
+                                  "within it (over half of a launch shape slowed, or under its "
+                                  "95th percentile)")),
+            ("launch", la, ("some slowed call relaunches a kernel",
+                            "every slowed call is its kernel's first launch (module loading)"))):
+        for sep, text in zip((True, False), texts):
+            part = [r for r in group if r.get("separable") == sep]
+            if part:
+                print("%s, %s: self %.1f%%, baseline %.1f%% of %d" % (
+                    label, text, 100 * sum(r["self"]["hit"] for r in part) / len(part),
+                    100 * sum(r["baseline"]["hit"] for r in part) / len(part), len(part)))
     for w in C.KERNEL_WINDOWS:
         kw = [r for r in rows if r["cls"] == "kernel" and r["window"] == w]
         if kw:
@@ -479,10 +499,17 @@ def main():
     add_common_args(ap, "traces")
     ap.add_argument("--quick", action="store_true", help="a small subset of traces and cases")
     ap.add_argument("--class", dest="classes", action="append",
-                    help="only cases of this class (kernel, launch, hostop, straggler, copy, pause, "
-                         "throttle); "
+                    help="only cases of these classes, comma-separated or repeated (kernel, launch, "
+                         "hostop, straggler, copy, pause, throttle, link); "
                          "case ids stay those of the whole run")
     a = ap.parse_args()
+    known = ("kernel", "launch", "hostop", "straggler", "copy", "pause", "throttle", "link")
+    if a.classes:
+        # "--class kernel,launch" and "--class kernel --class launch" alike.
+        a.classes = [c for arg in a.classes for c in arg.split(",") if c]
+        unknown = [c for c in a.classes if c not in known]
+        if unknown:
+            sys.exit("unknown class %s (--class takes %s)" % (", ".join(unknown), ", ".join(known)))
     if not a.check and not os.access(a.teller, os.X_OK):
         sys.exit("no teller binary at %s (--teller)" % a.teller)
     tmp = a.keep or tempfile.mkdtemp(prefix="teller-planted-")

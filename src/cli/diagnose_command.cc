@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/cli/commands.h"
+#include "src/cli/diagnose_model.h"
 #include "teller/core/file_util.h"
 #include "teller/core/json_writer.h"
 #include "teller/diagnose/diagnose.h"
@@ -22,7 +25,7 @@ constexpr const char* kHelp =
     "usage: teller diagnose TRACE... [--baseline TRACE...] [--json FILE] [--html FILE]\n"
     "                       [--trace-out FILE] [--top K] [--steps N] [--threshold X]\n"
     "                       [--min-effect X] [--rules FILE] [--log-signatures FILE]\n"
-    "                       [--fail-on-anomaly]\n"
+    "                       [--model DIR] [--fail-on-anomaly]\n"
     "\n"
     "Rebuilds per-step call trees and finds the abnormal steps, the operators that are the\n"
     "evidence, a likely fault category and an explanation with the aligned log lines.\n"
@@ -54,6 +57,10 @@ constexpr const char* kHelp =
     "  --log-signatures FILE\n"
     "                       what log lines report, replacing the built-in signatures (a\n"
     "                       file of the form of share/teller/log_signatures.rules)\n"
+    "  --model DIR          a model of `teller train` (docs/rca.md) also reads every step\n"
+    "                       with step markers and names the fault type of the abnormal\n"
+    "                       ones (the rules' stays in rule_fault_type; the JSON gives\n"
+    "                       the model's probabilities and, from a MoT, its sentence)\n"
     "  --fail-on-anomaly    exit with status 3 when an abnormal step or an error\n"
     "                       finding was found (for CI)\n"
     "\n"
@@ -127,7 +134,7 @@ int WriteHtml(const Trace& trace, const reconstruct::Reconstruction& r,
 
 int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* parts) {
   std::vector<std::string> traces, baseline;
-  std::string json, rules, html, trace_out;
+  std::string json, rules, html, trace_out, model_dir;
   diagnose::Options options;
   size_t max_steps = 10;
   bool in_baseline = false;
@@ -165,6 +172,8 @@ int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* pa
       options.localize.min_ratio = x;
     } else if (a == "--json") {
       if (!value(&json)) return 2;
+    } else if (a == "--model") {
+      if (!value(&model_dir)) return 2;
     } else if (a == "--html") {
       if (!value(&html)) return 2;
     } else if (a == "--trace-out") {
@@ -214,6 +223,17 @@ int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* pa
     std::fprintf(stderr, "teller diagnose: --baseline needs at least one TRACE after it\n");
     return 2;
   }
+  // The model first: a wrong path is an error before minutes of import.
+  std::optional<rca::Model> learned;
+  if (!model_dir.empty()) {
+    Result<rca::Model> m = rca::Model::Load(model_dir);
+    if (!m.ok()) {
+      std::fprintf(stderr, "teller diagnose: --model %s: %s\n", model_dir.c_str(),
+                   m.status().message().c_str());
+      return 1;
+    }
+    learned.emplace(std::move(m).value());
+  }
   Trace trace;
   reconstruct::Reconstruction r;
   if (Status st = LoadTrace(traces, rules, &trace, &r, parts); !st.ok()) {
@@ -223,6 +243,10 @@ int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* pa
   std::vector<diagnose::Finding> findings = diagnose::FindFailures(
       trace, &r, options.log_signatures ? *options.log_signatures : *logs::SignatureSet::BuiltIn());
   if (r.nodes.size() == 0) {
+    if (learned) {
+      std::fprintf(stderr, "teller diagnose: no events: --model %s has no steps to read\n",
+                   model_dir.c_str());
+    }
     for (diagnose::Finding& f : diagnose::LogPeriodFindings(trace, options.log))
       findings.push_back(std::move(f));
     // Logs alone (or a run that recorded no events): the failures are the diagnosis.
@@ -271,7 +295,20 @@ int DiagnoseCommand(const std::vector<std::string>& args, ingest::PartSource* pa
     options.log.baseline_templates = diagnose::LogTemplatesOf(bt);
     base = &model;
   }
-  const diagnose::Diagnosis d = diagnose::Diagnose(trace, r, options, base);
+  diagnose::Diagnosis d = diagnose::Diagnose(trace, r, options, base);
+  if (learned) {
+    if (Status st = ApplyModel(*learned, model_dir, trace, r, &d); !st.ok()) {
+      std::fprintf(stderr, "teller diagnose: --model %s: %s\n", model_dir.c_str(),
+                   st.message().c_str());
+      return 1;
+    }
+    if (d.model.steps_read == 0) {
+      std::fprintf(stderr,
+                   "teller diagnose: --model %s read no step: it reads steps with step markers "
+                   "only\n",
+                   model_dir.c_str());
+    }
+  }
   if (r.steps.empty()) {
     std::fprintf(stderr,
                  "teller diagnose: no steps in %s (no teller.step ranges, engine step markers or "

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -119,6 +120,7 @@ class SettingBuilder {
 
   // The current step record (one group), local ids dense from 0.
   StepRecord rec_;
+  format::DatasetColumns cols_;         // rec_'s steps.jsonl columns
   std::vector<int32_t> local_of_node_;  // -1 outside the current record
   std::string rec_nodes_json_, rec_columns_json_, rec_shared_json_;
   std::string rec_nodes_gz_;  // rec_nodes_json_ as a gzip member, once per record (FileSink)
@@ -240,31 +242,33 @@ void SettingBuilder::FormatRecord(const Group& group) {
   nodes.Close();
 
   // Columns, one array per field, same order as the node objects.
+  FillStepColumns(
+      trace_, r_, group, rec_, [this](StringId id) { return NameId(id); }, &cols_);
   std::string& col = rec_columns_json_;
   col.clear();
   JsonObjectWriter columns(col, JsonObjectWriter::FieldsOnly{});
   columns.Field("n", static_cast<uint64_t>(rec_.size()));
-  auto column = [&](const char* key, auto&& value) {
+  auto column = [&](const char* key, const auto& values) {
     columns.Key(key);
     JsonArrayWriter list(col);
-    for (size_t i = 0; i < rec_.size(); ++i) list.Element(value(i));
+    for (const auto v : values) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_signed_v<V>) {
+        list.Element(static_cast<int64_t>(v));
+      } else {
+        list.Element(static_cast<uint64_t>(v));
+      }
+    }
     list.Close();
   };
-  column("type", [&](size_t i) {
-    return static_cast<uint64_t>(
-        format::TypeTagOf(n.layer[rec_.node[i]], ev.type[n.event[rec_.node[i]]]));
-  });
-  column("layer", [&](size_t i) { return static_cast<uint64_t>(n.layer[rec_.node[i]]); });
-  column("name",
-         [&](size_t i) { return static_cast<uint64_t>(NameId(ev.name[n.event[rec_.node[i]]])); });
-  column("parent", [&](size_t i) { return static_cast<int64_t>(rec_.parent[i]); });
-  column("depth", [&](size_t i) { return static_cast<uint64_t>(rec_.depth[i]); });
-  column("rank", [&](size_t i) { return static_cast<int64_t>(rec_.rank[i]); });
-  column("offset_ns",
-         [&](size_t i) { return static_cast<int64_t>(n.start_ns[rec_.node[i]] - group.start_ns); });
-  column("dur_ns", [&](size_t i) {
-    return static_cast<int64_t>(n.end_ns[rec_.node[i]] - n.start_ns[rec_.node[i]]);
-  });
+  column("type", cols_.type);
+  column("layer", cols_.layer);
+  column("name", cols_.name);
+  column("parent", cols_.parent);
+  column("depth", cols_.depth);
+  column("rank", cols_.rank);
+  column("offset_ns", cols_.offset_ns);
+  column("dur_ns", cols_.dur_ns);
 
   // The parts of trace.json's step object that every request of the batch shares.
   std::string& sh = rec_shared_json_;

@@ -121,4 +121,31 @@ void BuildStepRecord(const Trace& trace, const reconstruct::Reconstruction& r,
   }
 }
 
+void FillStepColumns(const Trace& trace, const reconstruct::Reconstruction& r,
+                     const EngineStep& step, const StepRecord& record,
+                     const std::function<uint32_t(StringId)>& name_id,
+                     format::DatasetColumns* out) {
+  const reconstruct::Nodes& n = r.nodes;
+  const EventTable& ev = trace.events;
+  const size_t size = record.size();
+  *out = format::DatasetColumns{};
+  out->type.reserve(size);
+  out->layer.reserve(size);
+  out->name.reserve(size);
+  out->offset_ns.reserve(size);
+  out->dur_ns.reserve(size);
+  for (size_t i = 0; i < size; ++i) {
+    const uint32_t node = record.node[i];
+    const uint32_t e = n.event[node];
+    out->type.push_back(static_cast<uint8_t>(format::TypeTagOf(n.layer[node], ev.type[e])));
+    out->layer.push_back(static_cast<uint8_t>(n.layer[node]));
+    out->name.push_back(name_id(ev.name[e]));
+    out->offset_ns.push_back(n.start_ns[node] - step.start_ns);
+    out->dur_ns.push_back(n.end_ns[node] - n.start_ns[node]);
+  }
+  out->parent = record.parent;
+  out->depth = record.depth;
+  out->rank = record.rank;
+}
+
 }  // namespace teller::dataset

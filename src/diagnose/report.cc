@@ -87,6 +87,17 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
     c.Close();
     dm.Close();
   }
+  if (!d.model.path.empty()) {
+    top.NewLine().Key("model");
+    JsonObjectWriter m(out);
+    m.Field("path", d.model.path).Field("network", d.model.network);
+    m.Key("fault_types");
+    JsonArrayWriter a(out);
+    for (const std::string& t : d.model.fault_types) a.Element(t);
+    a.Close();
+    m.Field("steps_read", static_cast<uint64_t>(d.model.steps_read));
+    m.Close();
+  }
   top.Field("steps_total", static_cast<uint64_t>(d.steps.size()));
   top.Field("abnormal_steps", static_cast<uint64_t>(d.abnormal_steps));
   top.Field("evidence_instances", static_cast<uint64_t>(d.evidence));
@@ -130,6 +141,28 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
       w.Field("fault_type", s.fault_type).Field("explanation", s.explanation);
     } else {
       w.FieldNull("fault_type").FieldNull("explanation");
+    }
+    if (!d.model.path.empty()) {
+      if (s.abnormal && !s.rule_fault_type.empty()) {
+        w.Field("rule_fault_type", s.rule_fault_type);
+      } else {
+        w.FieldNull("rule_fault_type");
+      }
+      w.Key("model");
+      if (s.model.present) {
+        JsonObjectWriter m(out, JsonDoubles::kDigits6);
+        m.Key("p_abnormal");
+        JsonObjectWriter(out, JsonDoubles::kDigits6)
+            .Field("vertical", static_cast<double>(s.model.p_vertical))
+            .Field("horizontal", static_cast<double>(s.model.p_horizontal))
+            .Close();
+        m.Field("fault_type", s.model.fault_type)
+            .Field("fault_probability", static_cast<double>(s.model.fault_probability))
+            .Field("explanation", s.model.explanation);
+        m.Close();
+      } else {
+        out += "null";
+      }
     }
     w.Key("evidence");
     AppendEvidenceList(out, s.evidence);
@@ -228,6 +261,11 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
     o << "; no step markers: the steps are the iterations the work repeats in";
   o << "): " << d.abnormal_steps << " of " << d.steps.size() << " steps abnormal, " << d.evidence
     << " instances slower than their peers\n";
+  if (!d.model.path.empty()) {
+    o << "learned model " << d.model.path << " (" << d.model.network << "): read "
+      << d.model.steps_read << " of " << d.steps.size()
+      << " steps; it names the fault type of the abnormal steps it read\n";
+  }
   std::vector<const StepDiagnosis*> ab;
   for (const StepDiagnosis& s : d.steps) {
     if (s.abnormal) ab.push_back(&s);
@@ -249,6 +287,14 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
       << (s.horizontal ? " horizontal" : "") << "  slice " << s.slice_nodes << "/" << s.step_nodes
       << " nodes\n";
     o << "  " << s.explanation << "\n";
+    if (s.model.present) {
+      o << "  model (" << d.model.network << "): " << s.model.fault_type << " (p "
+        << Fixed(s.model.fault_probability, 2) << "; the rules: " << s.rule_fault_type
+        << "), P(abnormal) " << Fixed(s.model.p_vertical, 2) << " vertical, "
+        << Fixed(s.model.p_horizontal, 2) << " horizontal";
+      if (!s.model.explanation.empty()) o << ": \"" << s.model.explanation << "\"";
+      o << "\n";
+    }
     for (const Evidence& e : s.evidence) {
       char line[512];
       std::snprintf(line, sizeof line,

@@ -2,6 +2,7 @@
 #include "teller/eval/methods.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -115,10 +116,11 @@ int FaultClass(const std::string& name) {
 // type the model's among those seen in training, the MoT's generated explanation; evidence
 // nodes by the baselines' rule.
 Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, uint64_t seed,
-                                         int epochs, rca::Variant variant,
+                                         int epochs, rca::Variant variant, uint32_t tpe_vocab,
                                          const NodeDeviations& deviations,
                                          const std::function<void(std::string_view)>& progress) {
-  const std::string name = std::string("teller-") + rca::VariantName(variant);
+  std::string name = std::string("teller-") + rca::VariantName(variant);
+  if (tpe_vocab != 0) name += "@" + std::to_string(tpe_vocab);
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
   const bool mot = variant == rca::Variant::kMot;
@@ -130,6 +132,7 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   options.seed = seed;
   options.epochs = epochs;
   options.config.variant = variant;
+  if (tpe_vocab != 0) options.config.tpe_vocab = tpe_vocab;
   if (progress) {
     options.progress = [&](std::string_view line) {
       progress(name + ", fold " + fold.name + ": " + std::string(line));
@@ -291,8 +294,11 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       }
       continue;
     }
+    // "teller-gcn@512": a learned method with its TPE vocabulary size.
+    const size_t at = name.find('@');
+    const std::string base = name.substr(0, at);
     const auto it =
-        std::find_if(all.begin(), all.end(), [&](const MethodSpec& m) { return m.name == name; });
+        std::find_if(all.begin(), all.end(), [&](const MethodSpec& m) { return m.name == base; });
     if (it == all.end()) {
       std::string names;
       for (const MethodSpec& m : all) names += (names.empty() ? "" : ", ") + m.name;
@@ -306,7 +312,21 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
                                 : "XGBoost, which this build of Teller lacks (apt-get install "
                                   "libxgboost-dev xgboost, then re-run cmake)"));
     }
-    out.push_back(*it);
+    MethodSpec m = *it;
+    if (at != std::string::npos) {
+      if (m.kind != MethodKind::kTellerGcn && m.kind != MethodKind::kTellerMot)
+        return Status::Error("method \"" + name + "\": only teller-gcn and teller-mot take @VOCAB");
+      const std::string v = name.substr(at + 1);
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 64 || n > 65536)
+        return Status::Error("method \"" + name +
+                             "\": @VOCAB is a TPE vocabulary size from 64 to 65536");
+      m.tpe_vocab = static_cast<uint32_t>(n);
+      m.name = name;
+      m.display.insert(m.display.size() - 1, ", vocab " + v);
+    }
+    out.push_back(std::move(m));
   }
   if (out.empty()) return Status::Error("no method named");
   return out;
@@ -350,16 +370,16 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
   if (method.kind == MethodKind::kTellerGcn) {
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, *deviations_,
-                                progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, method.tpe_vocab,
+                                *deviations_, progress_);
   }
   if (method.kind == MethodKind::kTellerMot) {
     if (!with_logs_)
       return Status::Error(method.name +
                            ": reads the logs by design; --without-logs applies to "
                            "teller-numeric and the feature baselines");
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, *deviations_,
-                                progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, method.tpe_vocab,
+                                *deviations_, progress_);
   }
   // Template rarity (a log feature) is counted on the fold's training units only.
   const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);

@@ -218,11 +218,26 @@ class Keys {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t Pattern(const Trace& t, StringId name, bool exact) {
-    const uint64_t k = (static_cast<uint64_t>(name) << 1) | (exact ? 1 : 0);
+    const uint64_t k = (static_cast<uint64_t>(name) << 2) | (exact ? 1 : 0);
     const auto it = by_name_.find(k);
     if (it != by_name_.end()) return it->second;
     const std::string_view text = t.strings.Get(name);
     std::string pattern = exact ? std::string(text) : NamePattern(text);
+    auto [p, added] = by_pattern_.emplace(pattern, static_cast<uint32_t>(patterns_.size()));
+    if (added) patterns_.push_back(std::move(pattern));
+    by_name_.emplace(k, p->second);
+    return p->second;
+  }
+  // A step marker's identity: its name up to the first space, patterned. What follows is
+  // the step's own attributes (teller.step's "seq=812 kind=decode n=4 reqs=..."): its kind
+  // and size are parts of the key already, and its number and requests differ from step
+  // to step, so that a family keyed by them would hold only the steps of one batch.
+  uint32_t StepPattern(const Trace& t, StringId name) {
+    const uint64_t k = (static_cast<uint64_t>(name) << 2) | 2;
+    const auto it = by_name_.find(k);
+    if (it != by_name_.end()) return it->second;
+    const std::string_view text = t.strings.Get(name);
+    std::string pattern = NamePattern(text.substr(0, text.find(' ')));
     auto [p, added] = by_pattern_.emplace(pattern, static_cast<uint32_t>(patterns_.size()));
     if (added) patterns_.push_back(std::move(pattern));
     by_name_.emplace(k, p->second);
@@ -594,7 +609,7 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
       }
       if (keep) {
-        const uint32_t self = pattern(i);
+        const uint32_t self = step_range ? keys->StepPattern(t, ev.name[e]) : pattern(i);
         const StringId signature = EventSignature(ev, e);
         const uint32_t bytes = type == EventType::kMemcpy || type == EventType::kMemset
                                    ? CopySizeClass(ev.bytes[e])
@@ -1389,6 +1404,54 @@ Result Localize(const Trace& trace, const Reconstruction& r, const Options& o,
 }
 
 namespace {
+// Per node: whether it is a kernel launch call whose every kernel its process had already
+// launched before it (from any operator). A launch's one-time cost is loading its kernel's
+// module on the kernel's first launch; a launch of a kernel already loaded pays none, so it
+// is no warm-up even as the first launch its operator makes (an operator the program calls
+// once). Graph launches are left out: a graph's first launch uploads the graph.
+std::vector<uint8_t> Relaunches(const Trace& trace, const Reconstruction& r) {
+  const reconstruct::Nodes& n = r.nodes;
+  const auto& ev = trace.events;
+  std::unordered_map<StringId, bool> launch_name;
+  auto is_launch = [&](size_t i) {
+    if (!IsHostCall(ev.type[n.event[i]])) return false;
+    const StringId name = ev.name[n.event[i]];
+    auto it = launch_name.find(name);
+    if (it == launch_name.end())
+      it = launch_name.emplace(name, ClassifyCall(trace.strings.Get(name)) == CallKind::kLaunch)
+               .first;
+    return it->second;
+  };
+  // (process, kernel name) -> the earliest start of a launch call of it.
+  std::unordered_map<uint64_t, int64_t> first_launch;
+  auto key = [&](size_t kernel) {
+    return (static_cast<uint64_t>(n.process[kernel]) << 32) | ev.name[n.event[kernel]];
+  };
+  std::vector<uint8_t> out(n.size(), 0);
+  std::vector<size_t> launches;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!is_launch(i)) continue;
+    launches.push_back(i);
+    for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
+      const uint32_t k = n.child_index[c];
+      if (!IsGpuWork(ev.type[n.event[k]])) continue;
+      auto [it, added] = first_launch.emplace(key(k), n.start_ns[i]);
+      if (!added) it->second = std::min(it->second, n.start_ns[i]);
+    }
+  }
+  for (size_t i : launches) {
+    bool any = false, all_before = true;
+    for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
+      const uint32_t k = n.child_index[c];
+      if (!IsGpuWork(ev.type[n.event[k]])) continue;
+      any = true;
+      all_before = all_before && first_launch[key(k)] < n.start_ns[i];
+    }
+    out[i] = any && all_before;
+  }
+  return out;
+}
+
 // Scores the instances `p` holds (Localize; FitBaseline scores a baseline against itself).
 // Marks the evidence that most operators around it share (teller/localize/shared.h): per
 // process and measure, the scored instances in time order, operators as the top operators
@@ -1660,12 +1723,13 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   };
   // The first instance of a family on a process pays one-time costs (module loading on a
   // kernel's first launch, autotuning, allocator growth, lazy initialization): warm-up,
-  // not a fault.
+  // not a fault; except a launch of kernels already loaded (Relaunches).
   // Only where the program may be warming up: in a process's first unit, unless that unit
   // is a step the trace numbers above 0 (a profiler window that starts at ProfilerStep#12
   // was recorded after the program's first iterations).
   std::vector<uint8_t> warmup(p.raw.size(), 0);
   {
+    const std::vector<uint8_t> relaunch = Relaunches(trace, r);
     std::unordered_map<uint32_t, uint32_t> first_unit = FirstUnits(out.units);
     std::unordered_map<uint64_t, bool> seen;
     for (size_t i = 0; i < p.raw.size(); ++i) {
@@ -1684,7 +1748,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       const bool once = unit.iteration == 0 || unit.OutsideIterations();
       const bool warmup_pass = once && p.raw[i].measure != Measure::kGpuTime &&
                                p.raw[i].measure != Measure::kTransferTime;
-      warmup[i] = (first_unit_here && !late_window && first) || warmup_pass;
+      warmup[i] =
+          (first_unit_here && !late_window && first && relaunch[p.raw[i].node] == 0) || warmup_pass;
     }
   }
   out.instances.reserve(p.raw.size());

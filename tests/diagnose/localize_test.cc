@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -363,16 +365,21 @@ TEST(Localize, OtherThreadsWorkInTheStepWindowBelongsToTheStep) {
 // 7 steps. No operator is slower. Step durations: 500 us x 6 and 700 us, median 500, MAD 0,
 // spread the 5% floor of the longer of the median and this step, 35 us; root excess
 // 200 us: x = 5.714, score 5.714 / (5.714 + 2) = 0.7407.
-TEST(Localize, AHostPauseInsideAStepIsItsRangesOwnTime) {
-  Builder b;
+// The steps of AHostPauseInsideAStepIsItsRangesOwnTime, step s named step_name(s).
+void PausedSteps(Builder& b, const std::function<std::string(int)>& step_name) {
   const uint32_t p = b.Process("h", 1);
   for (int s = 0; s < 7; ++s) {
     const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
     const int64_t pause = s == 4 ? 200'000 : 0;
-    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 500'000 + pause);
+    b.Range(p, 1, step_name(s), at, at + 500'000 + pause);
     b.Range(p, 1, "aten::mm", at + 10'000, at + 110'000);
     b.Range(p, 1, "aten::add", at + 111'000 + pause, at + 161'000 + pause);
   }
+}
+
+TEST(Localize, AHostPauseInsideAStepIsItsRangesOwnTime) {
+  Builder b;
+  PausedSteps(b, [](int s) { return "teller.step kind=decode seq=" + std::to_string(s); });
   const auto rec = reconstruct::Reconstruct(b.t);
   const auto r = localize::Localize(b.t, rec);
   const auto* paused = Find(r, rec, "teller.step kind=decode seq=4", 700'000, b.t);
@@ -394,6 +401,35 @@ TEST(Localize, AHostPauseInsideAStepIsItsRangesOwnTime) {
   EXPECT_EQ(r.group_excess_ns[g4], 200'000);
   EXPECT_EQ(r.group_spread_ns[g4], 35'000);
   EXPECT_NEAR(r.group_score[g4], 0.7407f, 1e-4);
+}
+
+// A step marker's attributes differ from step to step (its number, its requests): the
+// step ranges are one family whatever they say after the marker's name. The steps of
+// AHostPauseInsideAStepIsItsRangesOwnTime, each naming its own request: the paused step
+// is evidence against the other 6 at its position (expected 350 us, excess 200 us).
+TEST(Localize, StepRangesAreOneFamilyWhateverRequestsTheyName) {
+  Builder b;
+  PausedSteps(b, [](int s) {
+    return "teller.step seq=" + std::to_string(s) + " kind=decode n=1 tokens=1 reqs=chatcmpl-" +
+           std::to_string(1000 + 37 * s);
+  });
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  std::set<uint32_t> step_families;
+  for (const localize::Instance& in : r.instances) {
+    if (r.families[in.family].layer == Layer::kStep) step_families.insert(in.family);
+  }
+  ASSERT_EQ(step_families.size(), 1u);
+  EXPECT_EQ(r.families[*step_families.begin()].count, 7u);
+  EXPECT_EQ(r.families[*step_families.begin()].pattern, "teller.step");
+  const auto* paused =
+      Find(r, rec, "teller.step seq=4 kind=decode n=1 tokens=1 reqs=chatcmpl-1148", 700'000, b.t);
+  ASSERT_NE(paused, nullptr);
+  EXPECT_TRUE(paused->evidence);
+  EXPECT_EQ(paused->source, localize::PeerSource::kPositions);
+  EXPECT_EQ(paused->peers, 7u);
+  EXPECT_EQ(paused->expected_ns, 350'000);
+  EXPECT_EQ(paused->excess_ns, 200'000);
 }
 
 // One timeline without steps: ten aten::index ranges, each after an aten::empty (so that
@@ -867,6 +903,49 @@ TEST(Localize, AFewOtherCallersArePooled) {
   const auto tnrec = reconstruct::Reconstruct(two_natural.t);
   for (const localize::Instance& in : localize::Localize(two_natural.t, tnrec).instances)
     EXPECT_FALSE(in.evidence);
+}
+
+// A launch's one-time cost is loading its kernel's module, on the kernel's first launch: an
+// operator the program calls once is no warm-up when the kernel it launches was launched
+// before. Five ops launch the kernel "elementwise" four times each in 5 us; then aten::fill_
+// runs once and launches it in 30 us. Its family has too few instances of its own, so it is
+// compared with the same call made by every operator (21 launches: median 5 us, MAD 0,
+// noise = max(0, 2% x 5, 0.25) = 0.25 us): 6x with z = 100, evidence. When aten::fill_
+// launches a kernel of its own instead, its 30 us is that kernel's first launch: warm-up,
+// not evidence.
+TEST(Localize, AnOperatorCalledOnceIsComparedWithTheOtherCallersWhenItsKernelIsLoaded) {
+  auto build = [](Builder& b, const std::string& fill_kernel) {
+    const uint32_t p = b.Process("h", 1);
+    int64_t at = kT0;
+    uint64_t corr = 1;
+    auto op = [&](const std::string& name, const std::string& kernel, int64_t launch_ns) {
+      b.Range(p, 1, name, at, at + 200'000);
+      b.Launch(p, 1, "cudaLaunchKernel", at + 10'000, at + 10'000 + launch_ns, corr);
+      b.Kernel(p, kernel, at + 100'000, at + 150'000, 7, corr);
+      ++corr;
+      at += 300'000;
+    };
+    for (int k = 0; k < 4; ++k) {
+      for (const char* name : {"aten::mm", "aten::add", "aten::mul", "aten::cat", "aten::neg"})
+        op(name, "elementwise", 5'000);
+    }
+    op("aten::fill_", fill_kernel, 30'000);
+  };
+  for (const bool loaded : {true, false}) {
+    Builder b;
+    build(b, loaded ? "elementwise" : "fill_kernel");
+    const auto rec = reconstruct::Reconstruct(b.t);
+    const auto r = localize::Localize(b.t, rec);
+    const auto* slow = Find(r, rec, "cudaLaunchKernel", 30'000, b.t);
+    ASSERT_NE(slow, nullptr);
+    EXPECT_EQ(slow->warmup, !loaded);
+    for (const localize::Instance& in : r.instances) EXPECT_EQ(in.evidence, loaded && &in == slow);
+    if (!loaded) continue;
+    EXPECT_EQ(slow->source, localize::PeerSource::kFamily);
+    EXPECT_EQ(slow->peers, 21u);
+    EXPECT_EQ(slow->expected_ns, 5'000);
+    EXPECT_EQ(slow->noise_ns, 250);
+  }
 }
 
 // A baseline records each operator's habit: its own instances scored against it, per

@@ -85,5 +85,28 @@ TEST(LabelCopyTest, IsANamedMethodInAll) {
   EXPECT_TRUE(found);
 }
 
+// The TPE-vocabulary ablation (Table 3): a learned method names its vocabulary size after
+// an @, in the command line and in the tables; any other method, or a size outside 64 to
+// 65536, is an error that says so.
+TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
+  auto m = ParseMethods("teller-gcn,teller-gcn@512,teller-mot@1024");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->size(), 3u);
+  EXPECT_EQ((*m)[0].tpe_vocab, 0u);
+  EXPECT_EQ((*m)[1].kind, MethodKind::kTellerGcn);
+  EXPECT_EQ((*m)[1].tpe_vocab, 512u);
+  EXPECT_EQ((*m)[1].name, "teller-gcn@512");
+  EXPECT_EQ((*m)[1].display, "Teller (trace encoder, vocab 512)");
+  EXPECT_EQ((*m)[2].kind, MethodKind::kTellerMot);
+  EXPECT_EQ((*m)[2].tpe_vocab, 1024u);
+  EXPECT_EQ((*m)[2].display, "Teller (MoT: trace + log, vocab 1024)");
+  for (const char* bad : {"teller-numeric@512", "teller-gcn@", "teller-gcn@32", "teller-gcn@5x",
+                          "teller-gcn@70000"}) {
+    auto r = ParseMethods(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace teller::eval

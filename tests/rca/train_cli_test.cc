@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include "teller/eval/dataset.h"
+#include "teller/eval/methods.h"
 #include "teller/rca/rca.h"
 
 namespace {
@@ -126,6 +130,115 @@ TEST_F(TrainCliTest, EvalOfTellerGcnIsDeterministicAndReproducible) {
     ++typed;
   }
   EXPECT_GT(typed, 0u) << "no unit predicted abnormal";
+}
+
+// The value of `"key":` in `text` from `from` on (a number or a quoted string), and where it
+// ends; npos when absent.
+std::string JsonValueAfter(const std::string& text, const std::string& key, size_t* from) {
+  const size_t at = text.find("\"" + key + "\":", *from);
+  if (at == std::string::npos) {
+    *from = std::string::npos;
+    return "";
+  }
+  size_t v = at + key.size() + 3;
+  size_t end = text[v] == '"' ? text.find('"', v + 1) + 1 : text.find_first_of(",}", v);
+  *from = end;
+  return text[v] == '"' ? text.substr(v + 1, end - v - 2) : text.substr(v, end - v);
+}
+
+// `teller diagnose --model`: the model reads the trace's steps as `teller dataset build`
+// wrote them. Second path: the same model on the dataset built from the same run (its
+// steps.jsonl read back by the evaluation's loader); every step's probabilities and fault
+// type must be the same, and an abnormal step's fault type is the model's, the rules' kept.
+TEST_F(TrainCliTest, DiagnoseWithAModelReadsTheStepsAsTheDatasetHasThem) {
+  const std::string model = tmp_ + "/diag-model";
+  const Outcome t = Run("train --data " + Ds() + " --out '" + model + "' --epochs 2 --seed 4");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const std::string json = tmp_ + "/diag.json";
+  const Outcome d = Run("diagnose '" + tmp_ + "/raw/vllm-v1-online' --model '" + model +
+                        "' --json '" + json + "'");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("learned model " + model + " (gcn): read "), std::string::npos) << d.out;
+  const std::string report = ReadText(json);
+  EXPECT_NE(report.find("\"model\":{\"path\":\"" + model + "\",\"network\":\"gcn\""),
+            std::string::npos);
+
+  auto m = teller::rca::Model::Load(model);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto ds = teller::eval::LoadDataset(tmp_ + "/ds");
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  const teller::eval::GcnInput input = teller::eval::MakeGcnInput(*ds);
+  std::map<uint64_t, uint32_t> step_of_seq;
+  for (uint32_t u = 0; u < ds->units.size(); ++u)
+    step_of_seq[ds->units[u].seq] = input.StepOf(*ds, u);
+  std::vector<uint32_t> asked;
+  for (const auto& [seq, step] : step_of_seq) asked.push_back(step);
+  auto out = m->Predict(input.corpus, asked);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::map<uint64_t, teller::rca::StepOutput> expected;
+  size_t k = 0;
+  for (const auto& [seq, step] : step_of_seq) expected[seq] = (*out)[k++];
+
+  // Each step object of the report: "step", then its verdicts, in that order.
+  size_t at = report.find("\"steps\":[");
+  size_t compared = 0, abnormal = 0;
+  while (true) {
+    size_t from = at;
+    const std::string step = JsonValueAfter(report, "step", &from);
+    if (from == std::string::npos || report.find("\"top_operators\"", at) < from) break;
+    const std::string is_abnormal = JsonValueAfter(report, "abnormal", &from);
+    const std::string fault = JsonValueAfter(report, "fault_type", &from);
+    const std::string rule = JsonValueAfter(report, "rule_fault_type", &from);
+    const double pv = std::stod(JsonValueAfter(report, "vertical", &from));
+    const double ph = std::stod(JsonValueAfter(report, "horizontal", &from));
+    const std::string model_fault = JsonValueAfter(report, "fault_type", &from);
+    at = from;
+    const auto e = expected.find(std::stoull(step));
+    ASSERT_NE(e, expected.end()) << "step " << step;
+    EXPECT_NEAR(pv, e->second.abnormal[0], 1e-5) << "step " << step;
+    EXPECT_NEAR(ph, e->second.abnormal[1], 1e-5) << "step " << step;
+    const std::string want(teller::FaultCategoryName(e->second.Fault(m->fault_classes())));
+    EXPECT_EQ(model_fault, want) << "step " << step;
+    if (is_abnormal == "true") {
+      ++abnormal;
+      EXPECT_EQ(fault, want) << "step " << step;
+      teller::FaultCategory c;
+      EXPECT_TRUE(teller::ParseFaultCategory(rule, &c)) << "step " << step << ": " << rule;
+    } else {
+      EXPECT_EQ(fault, "null") << "step " << step;
+      EXPECT_EQ(rule, "null") << "step " << step;
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, step_of_seq.size());
+  EXPECT_GT(abnormal, 0u);
+
+  const Outcome missing =
+      Run("diagnose '" + tmp_ + "/raw/vllm-v1-online' --model '" + tmp_ + "/no-model'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--model " + tmp_ + "/no-model"), std::string::npos) << missing.err;
+}
+
+// The TPE-vocabulary ablation: "teller-gcn@V" trains the trace encoder on a vocabulary of V
+// tokens. At 64 (little more than the base alphabet) the tokens differ from the default's,
+// so the predictions do; at the same size they are the same.
+TEST_F(TrainCliTest, EvalOfTellerGcnTrainsTheVocabularyItNames) {
+  auto predictions = [&](const std::string& method) {
+    const std::string file = tmp_ + "/vocab-" + method + ".jsonl";
+    const Outcome o =
+        Run("eval --data " + Ds() + " --method " + method +
+            " --split request --seed 3 --epochs 2 -q --write-predictions '" + file + "'");
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return ReadText(file);
+  };
+  const std::string small = predictions("teller-gcn@64");
+  ASSERT_FALSE(small.empty());
+  EXPECT_NE(small, predictions("teller-gcn"));
+  EXPECT_EQ(predictions("teller-gcn"), predictions("teller-gcn@256"));
+  const Outcome table = Run("eval --data " + Ds() + " --method teller-gcn@64 --split request " +
+                            "--seed 3 --epochs 1 -q");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Teller (trace encoder, vocab 64)"), std::string::npos) << table.out;
 }
 
 // `--variant mot`: the MoT's model directory holds its word vocabulary, and it loads.

@@ -21,6 +21,9 @@ HOSTOP_FAMILIES = 2
 HOSTOP_WINDOW = 10
 STRAGGLER_US = (200, 1000)
 STRAGGLER_COLLECTIVES = 3
+LINK_FACTORS = (2.0, 4.0)
+LINK_WINDOWS = (1, 3)
+LINK_COLLECTIVES = 2
 THROTTLE_FACTORS = (1.3, 1.6)
 PAUSE_PERCENT = (5, 25)
 PAUSE_STEPS = 2
@@ -124,6 +127,23 @@ def all_and_window(inst, rng, window):
     return variants
 
 
+def relaunched(t, calls):
+    """Whether some of the slowed launch calls launch only kernels their process had
+    launched before: a kernel's first launch loads its module, so a slow first launch is
+    what a healthy program does once, and only a baseline tells a planted one from it.
+    (A report, not a target: the score counts every case.)"""
+    first = {}
+    for h in t.launches:
+        for g in t.gpu_of_launch(h):
+            k = (t.events[h].get("pid"), t.name(g))
+            first[k] = min(first.get(k, t.ts[h]), t.ts[h])
+    for h in calls:
+        ks = t.gpu_of_launch(h)
+        if ks and all(first[(t.events[h].get("pid"), t.name(g))] < t.ts[h] for g in ks):
+            return True
+    return False
+
+
 def launch_cases(t, rng, families=LAUNCH_FAMILIES):
     """+20/+100 us on each launch call under one cpu_op family (the innermost cpu_op
     enclosing the call): all its instances, and a window of 10 consecutive ones."""
@@ -146,6 +166,7 @@ def launch_cases(t, rng, families=LAUNCH_FAMILIES):
             for us in LAUNCH_US:
                 out.append({"cls": "launch", "param": us, "window": label, "family": n,
                             "instances": len(inst), "launch_calls": len(calls),
+                            "separable": relaunched(t, calls),
                             "plan": {"host_ins": {h: us * 1000 for h in calls}},
                             "accept": [n] + apis})
     return out
@@ -228,6 +249,29 @@ def straggler_cases(ranks, rng, ranks_tried=None, collectives=STRAGGLER_COLLECTI
                             "family": t.name(comp), "collective": ck[0], "ordinal": ck[1],
                             "same_stream": same_stream, "plan": plan, "coll": c,
                             "coll_by_rank": [cm[ck] for cm in comms], "accept": [t.name(comp)]})
+    return out
+
+
+def link_cases(ranks, rng, collectives=LINK_COLLECTIVES):
+    """ranks: [Trace] in rank order. One collective's own transfer time (after its last rank
+    arrives) x2/x4 on every rank, on 1 and 3 consecutive instances of it: a slower link or
+    a fallback transport. Returns cases with "scale": {collective key: factor}, which
+    solve_collectives turns into plans."""
+    comms = [comm_kernels(t) for t in ranks]
+    common = sorted(set.intersection(*(set(c) for c in comms)))
+    by_name = {}
+    for ck in common:
+        by_name.setdefault(ck[0], []).append(ck)
+    names = sorted(n for n, lst in by_name.items() if len(lst) >= max(LINK_WINDOWS))
+    out = []
+    for n in rng.sample(names, min(collectives, len(names))):
+        lst = sorted(by_name[n], key=lambda ck: ck[1])
+        for w in LINK_WINDOWS:
+            s = rng.randrange(0, len(lst) - w + 1)
+            for f in LINK_FACTORS:
+                out.append({"cls": "link", "param": f, "window": w, "family": n,
+                            "instances": len(lst), "first": s,
+                            "scale": {ck: f for ck in lst[s:s + w]}, "accept": [n]})
     return out
 
 

@@ -10,9 +10,11 @@
 #define TELLER_DATASET_STEP_RECORD_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "teller/core/trace.h"
+#include "teller/format/dataset_node.h"
 #include "teller/reconstruct/reconstruct.h"
 
 namespace teller::dataset {
@@ -55,6 +57,15 @@ struct StepRecord {
 // Fills `record` (its buffers are reused) for `step`.
 void BuildStepRecord(const Trace& trace, const reconstruct::Reconstruction& r,
                      const EngineStep& step, size_t max_nodes, StepRecord* record);
+
+// The columns of steps.jsonl for `record` (docs/dataset-format.md): type tag, layer, name id
+// (`name_id` maps a trace string to the setting's names.json index), parent, depth, rank,
+// offset from the step's start and duration. What `teller dataset build` writes and what
+// `teller diagnose --model` feeds the learned stage, so that a model reads a trace's steps
+// exactly as it read its training steps.
+void FillStepColumns(const Trace& trace, const reconstruct::Reconstruction& r,
+                     const EngineStep& step, const StepRecord& record,
+                     const std::function<uint32_t(StringId)>& name_id, format::DatasetColumns* out);
 
 }  // namespace teller::dataset
 

@@ -79,6 +79,24 @@ struct RankRef {
   int64_t pid = 0;
 };
 
+// What a learned model says of one step (`teller diagnose --model`, docs/diagnose.md,
+// "With a learned model").
+struct ModelVerdict {
+  bool present = false;  // the model read this step (steps with step markers only)
+  float p_vertical = 0, p_horizontal = 0;  // its probability that the step is abnormal, per view
+  std::string fault_type;                  // its most likely fault type among those it learned
+  float fault_probability = 0;             // its probability of that fault type
+  std::string explanation;                 // the MoT's generated sentence; "" otherwise
+};
+
+// The model a diagnosis used, when it used one.
+struct ModelInfo {
+  std::string path;                      // the model directory
+  std::string network;                   // rca::VariantName: "gcn" or "mot"
+  std::vector<std::string> fault_types;  // the fault types it learned (all it can name)
+  size_t steps_read = 0;                 // steps it read (those with step markers)
+};
+
 // One engine step: the step ranges of every rank with the same step number (or, without
 // a number, one process's step; without step markers, one process's whole timeline).
 struct StepDiagnosis {
@@ -104,8 +122,12 @@ struct StepDiagnosis {
   int64_t spread_ns = 0;    // the healthy spread it is compared with
   float score = 0;
   bool abnormal = false, vertical = false, horizontal = false;
-  std::string fault_type;  // FaultCategoryName, "" when normal
+  // FaultCategoryName, "" when normal. With a model, the model's fault type; the rules'
+  // is then rule_fault_type.
+  std::string fault_type;
+  std::string rule_fault_type;  // the rules' fault type when a model named the step's
   std::string explanation;
+  ModelVerdict model;
   std::vector<Evidence> evidence;         // roots, most excess first
   std::vector<Evidence> consequences;     // what waited for them
   std::vector<uint32_t> logs;             // rows of Trace::logs
@@ -162,6 +184,8 @@ struct Diagnosis {
   // Failures found without timing evidence: crashes, exit statuses, open ranges, log
   // errors (failures.h).
   std::vector<Finding> findings;
+  // The learned model applied to the steps (`--model`); path "" when none.
+  ModelInfo model;
   // Input damage: counters of severity warning or data loss that are not zero.
   std::vector<std::pair<std::string, uint64_t>> damage;
 };

@@ -47,11 +47,15 @@ struct MethodSpec {
   MethodKind kind = MethodKind::kTellerNumeric;
   FeatureSet features = FeatureSet::kStat;  // baselines only
   bool supervised = false;
+  // teller-gcn and teller-mot: the TPE vocabulary size they train (the paper's Table 3
+  // ablation, "teller-gcn@512" on the command line); 0 = the model's default (256).
+  uint32_t tpe_vocab = 0;
 };
 
 // Every method name, in table order ("all" on the command line).
 std::vector<std::string> MethodNames();
-// A name or a comma-separated list of them, or "all"; errors list the valid names.
+// A name or a comma-separated list of them, or "all"; errors list the valid names. A learned
+// method may carry its TPE vocabulary size, "teller-gcn@512" (64 to 65536).
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
 // Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn and
 // teller-mot libtorch).
