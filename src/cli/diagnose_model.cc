@@ -24,10 +24,11 @@ std::vector<std::vector<std::string>> StepLogLines(const Trace& trace,
   std::vector<std::vector<uint32_t>> rows(steps.size());
   std::vector<uint32_t> all;
   for (size_t e = 0; e < steps.size(); ++e) {
-    for (uint32_t s : steps[e].steps) rows[e].insert(rows[e].end(), r.steps[s].logs.begin(),
-                                                     r.steps[s].logs.end());
-    std::sort(rows[e].begin(), rows[e].end(),
-              [&](uint32_t a, uint32_t b) { return logs.ts_ns[a] < logs.ts_ns[b] || (logs.ts_ns[a] == logs.ts_ns[b] && a < b); });
+    for (uint32_t s : steps[e].steps)
+      rows[e].insert(rows[e].end(), r.steps[s].logs.begin(), r.steps[s].logs.end());
+    std::sort(rows[e].begin(), rows[e].end(), [&](uint32_t a, uint32_t b) {
+      return logs.ts_ns[a] < logs.ts_ns[b] || (logs.ts_ns[a] == logs.ts_ns[b] && a < b);
+    });
     rows[e].erase(std::unique(rows[e].begin(), rows[e].end()), rows[e].end());
     all.insert(all.end(), rows[e].begin(), rows[e].end());
   }

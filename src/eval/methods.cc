@@ -116,11 +116,10 @@ int FaultClass(const std::string& name) {
 // type the model's among those seen in training, the MoT's generated explanation; evidence
 // nodes by the baselines' rule.
 Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, uint64_t seed,
-                                         int epochs, rca::Variant variant, uint32_t tpe_vocab,
+                                         int epochs, rca::Variant variant, const MethodSpec& spec,
                                          const NodeDeviations& deviations,
                                          const std::function<void(std::string_view)>& progress) {
-  std::string name = std::string("teller-") + rca::VariantName(variant);
-  if (tpe_vocab != 0) name += "@" + std::to_string(tpe_vocab);
+  const std::string& name = spec.name;
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
   const bool mot = variant == rca::Variant::kMot;
@@ -132,7 +131,9 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   options.seed = seed;
   options.epochs = epochs;
   options.config.variant = variant;
-  if (tpe_vocab != 0) options.config.tpe_vocab = tpe_vocab;
+  if (spec.tpe_vocab != 0) options.config.tpe_vocab = spec.tpe_vocab;
+  options.config.trace_stream = spec.trace_stream;
+  options.config.log_stream = spec.log_stream;
   if (progress) {
     options.progress = [&](std::string_view line) {
       progress(name + ", fold " + fold.name + ": " + std::string(line));
@@ -294,9 +295,13 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       }
       continue;
     }
-    // "teller-gcn@512": a learned method with its TPE vocabulary size.
-    const size_t at = name.find('@');
-    const std::string base = name.substr(0, at);
+    // "teller-gcn@512": a learned method with its TPE vocabulary size; "teller-mot:no-log":
+    // the MoT without one of its streams.
+    const size_t colon = name.find(':');
+    const std::string spec = name.substr(0, colon);
+    const std::string stream = colon == std::string::npos ? "" : name.substr(colon + 1);
+    const size_t at = spec.find('@');
+    const std::string base = spec.substr(0, at);
     const auto it =
         std::find_if(all.begin(), all.end(), [&](const MethodSpec& m) { return m.name == base; });
     if (it == all.end()) {
@@ -316,7 +321,7 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
     if (at != std::string::npos) {
       if (m.kind != MethodKind::kTellerGcn && m.kind != MethodKind::kTellerMot)
         return Status::Error("method \"" + name + "\": only teller-gcn and teller-mot take @VOCAB");
-      const std::string v = name.substr(at + 1);
+      const std::string v = spec.substr(at + 1);
       char* end = nullptr;
       const unsigned long n = std::strtoul(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 64 || n > 65536)
@@ -325,6 +330,17 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       m.tpe_vocab = static_cast<uint32_t>(n);
       m.name = name;
       m.display.insert(m.display.size() - 1, ", vocab " + v);
+    }
+    if (colon != std::string::npos) {
+      if (m.kind != MethodKind::kTellerMot || (stream != "no-trace" && stream != "no-log"))
+        return Status::Error("method \"" + name +
+                             "\": teller-mot takes :no-trace or :no-log (the modality "
+                             "ablation); no other method or option does");
+      (stream == "no-trace" ? m.trace_stream : m.log_stream) = false;
+      m.name = name;
+      const std::string both = "trace + log";
+      m.display.replace(m.display.find(both), both.size(),
+                        stream == "no-trace" ? "log only" : "trace only");
     }
     out.push_back(std::move(m));
   }
@@ -370,16 +386,16 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
   if (method.kind == MethodKind::kTellerGcn) {
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, method.tpe_vocab,
-                                *deviations_, progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, method, *deviations_,
+                                progress_);
   }
   if (method.kind == MethodKind::kTellerMot) {
     if (!with_logs_)
       return Status::Error(method.name +
                            ": reads the logs by design; --without-logs applies to "
                            "teller-numeric and the feature baselines");
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, method.tpe_vocab,
-                                *deviations_, progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, method, *deviations_,
+                                progress_);
   }
   // Template rarity (a log feature) is counted on the fold's training units only.
   const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);

@@ -68,7 +68,23 @@ Status CheckConfig(const ModelConfig& c) {
        c.text_vocab < TextVocabulary::kSpecials || c.text_vocab > (1u << 20))) {
     return Status::Error("MoT config out of range (heads must divide width)");
   }
+  if (!c.trace_stream && (c.variant != Variant::kMot || !c.log_stream))
+    return Status::Error("a model without its trace stream is a MoT that reads the logs");
+  if (!c.log_stream && c.variant != Variant::kMot)
+    return Status::Error("only a MoT reads a log stream to leave out");
   return Status::Ok();
+}
+
+// What a MoT without its trace stream reads for every step: one root token (id 0) of no
+// duration, the same for all, so that nothing of the trace reaches the heads.
+EncodedStep BlankStep() {
+  EncodedStep s;
+  s.token = {0};
+  s.parent = {-1};
+  s.depth = {0};
+  s.log_duration = {0.0f};
+  s.relative = {0.0f};
+  return s;
 }
 
 }  // namespace
@@ -117,7 +133,9 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
     // The words of the training part's log lines and explanations.
     std::vector<std::string_view> texts;
     for (const Sample& s : train) {
-      for (const std::string& line : s.logs) texts.push_back(line);
+      if (impl.config.log_stream) {
+        for (const std::string& line : s.logs) texts.push_back(line);
+      }
       texts.push_back(s.explanation);
     }
     impl.text = TextVocabulary::Train(texts, impl.config.text_vocab);
@@ -130,9 +148,10 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   std::vector<internal::Example> x;
   std::vector<internal::Target> y;
   std::set<int> faults;
+  const EncodedStep blank = BlankStep();
   for (const Sample& s : train) {
     internal::Example e;
-    e.step = &(*encoded)[s.step];
+    e.step = impl.config.trace_stream ? &(*encoded)[s.step] : &blank;
     internal::Target t;
     for (int v = 0; v < kViewsCount; ++v) t.abnormal[v] = s.abnormal[v] ? 1.0f : 0.0f;
     if (s.fault >= 0 && s.fault < kFaultCategoryCount) {
@@ -140,7 +159,8 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
       faults.insert(s.fault);
     }
     if (mot) {
-      e.log = internal::LogTokens(impl.text, s.logs, impl.config.max_log_tokens);
+      if (impl.config.log_stream)
+        e.log = internal::LogTokens(impl.text, s.logs, impl.config.max_log_tokens);
       t.explanation = impl.text.Words(s.explanation);
     }
     x.push_back(std::move(e));
@@ -176,10 +196,11 @@ Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
   if (!encoded.ok()) return encoded.status();
   const bool mot = impl_->config.variant == Variant::kMot;
   std::vector<internal::Example> x;
+  const EncodedStep blank = BlankStep();
   for (const Query& q : queries) {
     internal::Example e;
-    e.step = &(*encoded)[q.step];
-    if (mot && q.logs != nullptr) {
+    e.step = impl_->config.trace_stream ? &(*encoded)[q.step] : &blank;
+    if (mot && impl_->config.log_stream && q.logs != nullptr) {
       e.log = internal::LogTokens(impl_->text, *q.logs, impl_->config.max_log_tokens);
     }
     x.push_back(std::move(e));
@@ -257,7 +278,9 @@ std::string ConfigJson(const ModelConfig& c) {
         .Field("heads", c.heads)
         .Field("max_ranks", c.max_ranks)
         .Field("max_log_tokens", c.max_log_tokens)
-        .Field("max_explanation_tokens", c.max_explanation_tokens);
+        .Field("max_explanation_tokens", c.max_explanation_tokens)
+        .FieldBool("trace_stream", c.trace_stream)
+        .FieldBool("log_stream", c.log_stream);
   }
   w.Close();
   return out;
@@ -397,6 +420,12 @@ Result<Model> Model::Load(const std::string& dir) {
       impl.config.max_ranks = narrow(ranks);
       impl.config.max_log_tokens = narrow(log_tokens);
       impl.config.max_explanation_tokens = narrow(explanation_tokens);
+      // Absent from models written before the modality ablation: both streams.
+      bool present = false;
+      TELLER_RETURN_IF_ERROR(
+          ctx.OptionalField(c, "trace_stream", &impl.config.trace_stream, &present, "config"));
+      TELLER_RETURN_IF_ERROR(
+          ctx.OptionalField(c, "log_stream", &impl.config.log_stream, &present, "config"));
     }
     if (Status s = CheckConfig(impl.config); !s.ok()) {
       return Status::Error(path + ": " + s.message());

@@ -85,9 +85,10 @@ TEST(LabelCopyTest, IsANamedMethodInAll) {
   EXPECT_TRUE(found);
 }
 
-// The TPE-vocabulary ablation (Table 3): a learned method names its vocabulary size after
-// an @, in the command line and in the tables; any other method, or a size outside 64 to
-// 65536, is an error that says so.
+// The ablations: a learned method names its TPE vocabulary size after an @ (Table 3), the
+// MoT a stream it leaves out after a colon (Table 5), in the command line and in the
+// tables; any other method or option, or a size outside 64 to 65536, is an error that
+// says so.
 TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
   auto m = ParseMethods("teller-gcn,teller-gcn@512,teller-mot@1024");
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -100,8 +101,18 @@ TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
   EXPECT_EQ((*m)[2].kind, MethodKind::kTellerMot);
   EXPECT_EQ((*m)[2].tpe_vocab, 1024u);
   EXPECT_EQ((*m)[2].display, "Teller (MoT: trace + log, vocab 1024)");
+  auto streams = ParseMethods("teller-mot:no-trace,teller-mot@512:no-log");
+  ASSERT_TRUE(streams.ok()) << streams.status().message();
+  EXPECT_FALSE((*streams)[0].trace_stream);
+  EXPECT_TRUE((*streams)[0].log_stream);
+  EXPECT_EQ((*streams)[0].display, "Teller (MoT: log only)");
+  EXPECT_TRUE((*streams)[1].trace_stream);
+  EXPECT_FALSE((*streams)[1].log_stream);
+  EXPECT_EQ((*streams)[1].tpe_vocab, 512u);
+  EXPECT_EQ((*streams)[1].name, "teller-mot@512:no-log");
+  EXPECT_EQ((*streams)[1].display, "Teller (MoT: trace only, vocab 512)");
   for (const char* bad : {"teller-numeric@512", "teller-gcn@", "teller-gcn@32", "teller-gcn@5x",
-                          "teller-gcn@70000"}) {
+                          "teller-gcn@70000", "teller-gcn:no-log", "teller-mot:no-both"}) {
     auto r = ParseMethods(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();

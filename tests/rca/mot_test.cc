@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -188,6 +189,78 @@ TEST_F(MotTest, LearnsFromTheLogLines) {
   EXPECT_EQ(sc.faults, 16);
   EXPECT_EQ(sc.faults_right, 16);
   EXPECT_EQ(sc.sentences_right, 16);
+}
+
+// The modality ablation (Table 5): a MoT without one stream never reads it, and still
+// learns from the other. Exact invariances: the trace-only model's outputs are the same
+// with the queries' logs removed; the log-only model's are the same with every query
+// pointed at another step's trace. And each learns the faults of the stream it keeps:
+// the log-only model the faults only the log lines show (16 of 16 test faults), the
+// trace-only model those only the traces show.
+TEST_F(MotTest, AStreamLeftOutIsNotRead) {
+  Toy by_logs, by_logs_test, by_trace, by_trace_test;
+  MakeMotToy(by_logs, 60, 3, true);
+  MakeMotToy(by_logs_test, 40, 4, true);
+  MakeMotToy(by_trace, 60, 1, false);
+  MakeMotToy(by_trace_test, 40, 2, false);
+  auto faults_right = [](const Model& m, const Toy& test, const std::vector<Query>& q) {
+    auto out = m.Predict(test.corpus, q);
+    EXPECT_TRUE(out.ok()) << out.status().message();
+    int right = 0;
+    for (size_t i = 0; out.ok() && i < out->size(); ++i) {
+      const int fault = test.samples[i].fault;
+      right += fault >= 0 && static_cast<int>((*out)[i].Fault(m.fault_classes())) == fault;
+    }
+    return right;
+  };
+  auto same = [](const Result<std::vector<StepOutput>>& a,
+                 const Result<std::vector<StepOutput>>& b) {
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<StepOutput>& x = a.value();
+    const std::vector<StepOutput>& y = b.value();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].abnormal, y[i].abnormal) << i;
+      EXPECT_EQ(x[i].fault, y[i].fault) << i;
+      EXPECT_EQ(x[i].explanation, y[i].explanation) << i;
+    }
+  };
+  TrainOptions no_trace = MotOptions(8);
+  no_trace.config.trace_stream = false;
+  auto log_only = Model::Train(by_logs.corpus, by_logs.samples, no_trace);
+  ASSERT_TRUE(log_only.ok()) << log_only.status().message();
+  EXPECT_EQ(faults_right(*log_only, by_logs_test, Queries(by_logs_test)), 16);
+  std::vector<Query> other_steps = Queries(by_logs_test);
+  for (size_t i = 0; i < other_steps.size(); ++i)
+    other_steps[i].step = static_cast<uint32_t>((i + 7) % other_steps.size());
+  same(log_only->Predict(by_logs_test.corpus, Queries(by_logs_test)),
+       log_only->Predict(by_logs_test.corpus, other_steps));
+
+  TrainOptions no_log = MotOptions(7);
+  no_log.config.log_stream = false;
+  auto trace_only = Model::Train(by_trace.corpus, by_trace.samples, no_log);
+  ASSERT_TRUE(trace_only.ok()) << trace_only.status().message();
+  const std::vector<Query> with_logs = Queries(by_trace_test);
+  EXPECT_EQ(
+      faults_right(*trace_only, by_trace_test, with_logs),
+      static_cast<int>(std::count_if(by_trace_test.samples.begin(), by_trace_test.samples.end(),
+                                     [](const Sample& x) { return x.fault >= 0; })));
+  std::vector<Query> no_lines = with_logs;
+  for (Query& q : no_lines) q.logs = nullptr;
+  same(trace_only->Predict(by_trace_test.corpus, with_logs),
+       trace_only->Predict(by_trace_test.corpus, no_lines));
+
+  // The switches survive the model file; a model reading neither stream is refused.
+  const std::string dir = TempDir();
+  ASSERT_TRUE(trace_only->Save(dir + "/m", {}).ok());
+  auto loaded = Model::Load(dir + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_TRUE(loaded->config().trace_stream);
+  EXPECT_FALSE(loaded->config().log_stream);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  TrainOptions neither = MotOptions(7);
+  neither.config.trace_stream = neither.config.log_stream = false;
+  EXPECT_FALSE(Model::Train(by_trace.corpus, by_trace.samples, neither).ok());
 }
 
 // Every explanation, of normal units too (never trained to explain), is made of words of

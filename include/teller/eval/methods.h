@@ -50,12 +50,16 @@ struct MethodSpec {
   // teller-gcn and teller-mot: the TPE vocabulary size they train (the paper's Table 3
   // ablation, "teller-gcn@512" on the command line); 0 = the model's default (256).
   uint32_t tpe_vocab = 0;
+  // teller-mot: the modality ablation (the paper's Table 5), "teller-mot:no-trace" and
+  // "teller-mot:no-log" (rca::ModelConfig::trace_stream, log_stream).
+  bool trace_stream = true, log_stream = true;
 };
 
 // Every method name, in table order ("all" on the command line).
 std::vector<std::string> MethodNames();
 // A name or a comma-separated list of them, or "all"; errors list the valid names. A learned
-// method may carry its TPE vocabulary size, "teller-gcn@512" (64 to 65536).
+// method may carry its TPE vocabulary size, "teller-gcn@512" (64 to 65536), and the MoT
+// a modality left out, "teller-mot:no-log" or "teller-mot@512:no-trace".
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
 // Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn and
 // teller-mot libtorch).

@@ -93,6 +93,11 @@ struct ModelConfig {
   int max_ranks = 8;           // trace stream: the step token and one per rank (more share one)
   int max_log_tokens = 96;     // log stream length
   int max_explanation_tokens = 48;  // generated explanation length, end token excluded
+  // The modality ablation (the paper's Table 5): a MoT without its trace stream reads one
+  // blank token for every step; one without its log stream reads no log line. At least
+  // one of the two; the trace encoder always reads the trace.
+  bool trace_stream = true;
+  bool log_stream = true;
 };
 
 struct TrainOptions {
