@@ -2,6 +2,7 @@
 #include "src/cli/diagnose_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 #include <vector>
 
@@ -110,6 +111,11 @@ Status ApplyModel(const rca::Model& model, const std::string& path, const Trace&
     if (s.abnormal) {
       s.rule_fault_type = s.fault_type;
       s.fault_type = v.fault_type;
+      // The sentence names the rules' category ("Likely ..."): say whose the fault type is.
+      char p[16];
+      std::snprintf(p, sizeof p, "%.2f", static_cast<double>(v.fault_probability));
+      s.explanation += " The learned model (" + d->model.network + ") names " + v.fault_type +
+                       " (probability " + p + ").";
     }
   }
   d->model.steps_read = asked.size();

@@ -188,6 +188,7 @@ TEST_F(TrainCliTest, DiagnoseWithAModelReadsTheStepsAsTheDatasetHasThem) {
     if (from == std::string::npos || report.find("\"top_operators\"", at) < from) break;
     const std::string is_abnormal = JsonValueAfter(report, "abnormal", &from);
     const std::string fault = JsonValueAfter(report, "fault_type", &from);
+    const std::string explanation = JsonValueAfter(report, "explanation", &from);
     const std::string rule = JsonValueAfter(report, "rule_fault_type", &from);
     const double pv = std::stod(JsonValueAfter(report, "vertical", &from));
     const double ph = std::stod(JsonValueAfter(report, "horizontal", &from));
@@ -202,6 +203,11 @@ TEST_F(TrainCliTest, DiagnoseWithAModelReadsTheStepsAsTheDatasetHasThem) {
     if (is_abnormal == "true") {
       ++abnormal;
       EXPECT_EQ(fault, want) << "step " << step;
+      // The sentence names the rules' category, and then whose the fault type is.
+      EXPECT_NE(explanation.find("Likely " + rule + ": "), std::string::npos) << explanation;
+      EXPECT_NE(explanation.find("The learned model (gcn) names " + want + " (probability "),
+                std::string::npos)
+          << explanation;
       teller::FaultCategory c;
       EXPECT_TRUE(teller::ParseFaultCategory(rule, &c)) << "step " << step << ": " << rule;
     } else {
