@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "teller/dataset/build.h"
+#include "teller/dataset/log_text.h"
 #include "teller/dataset/step_record.h"
 #include "teller/format/dataset_node.h"
 #include "teller/logs/template_miner.h"
@@ -40,12 +41,8 @@ std::vector<std::vector<std::string>> StepLogLines(const Trace& trace,
   for (uint32_t row : all) template_of[row] = miner.Add(trace.strings.Get(logs.message[row]));
   std::vector<std::vector<std::string>> out(steps.size());
   for (size_t e = 0; e < steps.size(); ++e) {
-    for (uint32_t row : rows[e]) {
-      const LogLevel level = logs.level[row];
-      const std::string_view name =
-          level == LogLevel::kUnknown ? std::string_view("-") : LogLevelName(level);
-      out[e].push_back(std::string(name) + " " + miner.Text(template_of[row]));
-    }
+    for (uint32_t row : rows[e])
+      out[e].push_back(dataset::ModelLogLine(logs.level[row], miner.Text(template_of[row])));
   }
   return out;
 }

@@ -39,6 +39,15 @@ bool LevelOf(std::string_view word, LogLevel* out) {
 
 }  // namespace
 
+std::string ModelLogLine(LogLevel level, std::string_view template_text) {
+  const std::string_view name =
+      level == LogLevel::kUnknown ? std::string_view("-") : LogLevelName(level);
+  std::string out;
+  out.reserve(name.size() + 1 + template_text.size());
+  out.append(name).append(1, ' ').append(template_text);
+  return out;
+}
+
 void AppendDatasetLogLine(std::string& out, const DatasetLogLine& line) {
   char buf[24];
   if (line.ts_ns == LogTable::kNoTime) {

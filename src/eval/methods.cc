@@ -7,6 +7,7 @@
 #include <set>
 
 #include "teller/core/vocabulary.h"
+#include "teller/dataset/log_text.h"
 #include "teller/eval/models.h"
 #include "teller/eval/numeric.h"
 #include "teller/format/ground_truth.h"
@@ -116,12 +117,14 @@ int FaultClass(const std::string& name) {
 // type the model's among those seen in training, the MoT's generated explanation; evidence
 // nodes by the baselines' rule.
 Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, uint64_t seed,
-                                         int epochs, rca::Variant variant, const MethodSpec& spec,
+                                         int epochs, const MethodSpec& spec,
                                          const NodeDeviations& deviations,
                                          const std::function<void(std::string_view)>& progress) {
   const std::string& name = spec.name;
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
+  const rca::Variant variant =
+      spec.kind == MethodKind::kTellerMot ? rca::Variant::kMot : rca::Variant::kGcn;
   const bool mot = variant == rca::Variant::kMot;
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
@@ -218,11 +221,8 @@ std::vector<std::string> UnitLogLines(const Dataset& ds, uint32_t unit) {
   const Unit& u = ds.units[unit];
   const std::vector<std::string>& text = ds.settings[u.setting].template_text;
   std::vector<std::string> out;
-  for (const auto& [level, id] : u.logs.sequence) {
-    const std::string_view name =
-        level == LogLevel::kUnknown ? std::string_view("-") : LogLevelName(level);
-    out.push_back(std::string(name) + " " + (id < text.size() ? text[id] : std::string()));
-  }
+  for (const auto& [level, id] : u.logs.sequence)
+    out.push_back(dataset::ModelLogLine(level, id < text.size() ? text[id] : std::string_view()));
   return out;
 }
 
@@ -386,16 +386,14 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
 
   if (!deviations_) deviations_ = std::make_unique<NodeDeviations>(ds);
   if (method.kind == MethodKind::kTellerGcn) {
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kGcn, method, *deviations_,
-                                progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
   }
   if (method.kind == MethodKind::kTellerMot) {
     if (!with_logs_)
       return Status::Error(method.name +
                            ": reads the logs by design; --without-logs applies to "
                            "teller-numeric and the feature baselines");
-    return PredictTellerLearned(ds, fold, seed_, epochs_, rca::Variant::kMot, method, *deviations_,
-                                progress_);
+    return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
   }
   // Template rarity (a log feature) is counted on the fold's training units only.
   const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);

@@ -40,6 +40,11 @@ struct DatasetLogLine {
 // Appends one version 2 line, '\n' included. The message must hold no '\n'.
 void AppendDatasetLogLine(std::string& out, const DatasetLogLine& line);
 
+// A log line as the learned models read it (docs/rca.md): "LEVEL template", "-" for an
+// unknown level. `teller diagnose --model` and `teller eval` both make their lines here,
+// so a model reads at diagnosis what it was trained and evaluated on.
+std::string ModelLogLine(LogLevel level, std::string_view template_text);
+
 // Parses one line (without its '\n') of either version. Errors say what is wrong; the
 // caller adds the file and line number.
 Status ParseDatasetLogLine(std::string_view text, DatasetLogLine* out);
