@@ -174,6 +174,10 @@ void OnAlarm(int) {
 }
 
 int SigAlrm(long us, long ms) {
+  // NVTX loads its injection library on the first call, spinning while that is in progress:
+  // a handler's first call made while the interrupted thread is inside that load would
+  // spin forever. A program that calls NVTX from a signal handler initializes it first.
+  nvtxInitialize(nullptr);
   struct sigaction sa {};
   sa.sa_handler = OnAlarm;
   sa.sa_flags = SA_RESTART;
