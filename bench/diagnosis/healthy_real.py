@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Healthy real traces: `teller diagnose` on every third-party trace in ../shared/data/real,
 self-fit and against itself as baseline. None of these traces has a fault, so every
-abnormal step and every persistent-slowdown finding is a false alarm, and every evidence
+abnormal step and every slowdown finding (a persistent slowdown, a slow GPU) is a false alarm, and every evidence
 entry at or below 1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="teller-healthy-")
-    # files flagged, abnormal steps, steps, bad evidence, persistent-slowdown findings
+    # files flagged, abnormal steps, steps, bad evidence, slowdown findings
     total = {m: [0, 0, 0, 0, 0] for m in a.modes.split(",")}
     seconds = {m: [] for m in total}
     for name, paths in traces(a.data, tmp):
@@ -72,7 +72,8 @@ def main():
                     t, x = e.get("time_ns", e.get("self_ns", 0)), e.get("expected_ns", 0)
                     if x > 0 and t <= x:
                         bad += 1
-            persistent = sum(f.get("kind") == "persistent_slowdown" for f in d.get("findings", []))
+            persistent = sum(f.get("kind") in ("persistent_slowdown", "slow_gpu")
+                             for f in d.get("findings", []))
             total[mode][0] += abnormal > 0 or persistent > 0
             total[mode][1] += abnormal
             total[mode][2] += nsteps
@@ -81,13 +82,13 @@ def main():
             top = d.get("top_operators", [])
             top_s = f"  top {top[0].get('suspicion', 0):7.1f} {top[0].get('name', '')[:40]}" if top else ""
             if a.verbose or abnormal or persistent:
-                print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  persistent {persistent}  "
+                print(f"{name:80s} {mode:8s} abnormal {abnormal:3d}  slowdowns {persistent}  "
                       f"evidence<=1.0x {bad:3d}  {dt:.2f}s{top_s if a.verbose else ''}")
     for mode, (files, ab, n, bad, persistent) in total.items():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0
-        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, {persistent} persistent "
-              f"slowdowns, {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
+        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
+              f"findings (persistent, slow GPU), {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
               f"max {max(s or [0]):.2f}s")
     shutil.rmtree(tmp)
 

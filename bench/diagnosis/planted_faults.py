@@ -26,10 +26,13 @@ then scores the reports. Cases (seeded, --seed):
              ProfilerStep#N ranges)
   throttle   the GPU itself is slower for one step: every compute kernel the step launches
              x1.3/x1.6 (1 step after the first; traces with 3+ ProfilerStep#N ranges)
+  gpu        rank folders: one rank's GPU is slower, every compute kernel of the rank
+             x1.3/x1.6 (3 ranks drawn); the collectives are solved again as for a straggler
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
 launching cpu_op or the launch API in the top 3; hostop: the op in the top 3;
 pause: the step's range in the top 3; throttle: an abnormal step of
-category runtime_driver;
+category runtime_driver or a slow_gpu finding in that step; gpu: a slow_gpu finding on the
+rank, or an abnormal runtime_driver step whose first root evidence is on it;
 straggler: top_operators[0] on the straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
 step names a family the plant did not touch.
 
@@ -224,6 +227,10 @@ def gen_cases(label, files, rng, quick):
             plans = {order[q]: p for q, p in enumerate(plans_by_rank) if p}
             c["plans"], c["file"], c["wait_us"] = plans, fi_r, shift / 1000
             out.append(c)
+        for c in C.gpu_cases(ranks, random.Random("gpu:" + label)):
+            plans_by_rank, _ = solve_collectives(ranks, comms, c["rank"], c.pop("plan"), None)
+            c["plans"], c["file"] = {order[q]: p for q, p in enumerate(plans_by_rank) if p}, order[c["rank"]]
+            out.append(c)
         for c in C.link_cases(ranks, random.Random("link:" + label)):
             scale = c.pop("scale")
             plans_by_rank, _ = solve_collectives(ranks, comms, 0, {}, None,
@@ -254,7 +261,10 @@ def score_case(case, rep):
         # launch call or an op that encloses it), not just anything on that rank.
         out["hit_compute"] = hit and rep.in_top(case["compute_names"], 1)
     elif cls == "throttle":
-        hit = rep.abnormal_category(case["accept"][0])
+        step = case["window"].rsplit("#", 1)[-1]
+        hit = rep.abnormal_category(case["accept"][0]) or rep.slow_gpu(step=step)
+    elif cls == "gpu":
+        hit = rep.slow_gpu(rank=case["rank_id"])
     else:
         hit = rep.in_top(case["accept"])
     out.update({"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
@@ -444,7 +454,7 @@ def summarize(rows):
         n = len(lst)
         f = [sum(r[m]["hit"] for r in lst) for m in ("self", "baseline")]
         u = [sum(r[m]["untouched"] for r in lst) for m in ("self", "baseline")]
-        unit = "x" if cls in ("kernel", "copy", "throttle", "link") else "%" if cls == "pause" else "+us "
+        unit = "x" if cls in ("kernel", "copy", "throttle", "link", "gpu") else "%" if cls == "pause" else "+us "
         print("%-10s %-8s %5d  %5.1f%% / %5.1f%%     %5.1f%% / %5.1f%%" % (
             cls, "%s%g" % (unit, param), n, 100 * f[0] / n, 100 * f[1] / n, 100 * u[0] / n, 100 * u[1] / n))
         t = tot.setdefault(cls, [0, 0, 0, 0, 0])
@@ -503,7 +513,7 @@ def main():
                          "hostop, straggler, copy, pause, throttle, link); "
                          "case ids stay those of the whole run")
     a = ap.parse_args()
-    known = ("kernel", "launch", "hostop", "straggler", "copy", "pause", "throttle", "link")
+    known = ("kernel", "launch", "hostop", "straggler", "copy", "pause", "throttle", "link", "gpu")
     if a.classes:
         # "--class kernel,launch" and "--class kernel --class launch" alike.
         a.classes = [c for arg in a.classes for c in arg.split(",") if c]

@@ -495,6 +495,63 @@ std::string StepLabel(const StepDiagnosis& s) {
   return s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal);
 }
 
+// A GPU slower than its peers in a step that is not abnormal (docs/diagnose.md, "Slow
+// GPUs"): a device-wide slow time (localize::SlowTime) whose excess is within the step's
+// healthy spread. One rank's GPU running every kernel 1.6x slower changes little when kernels are
+// a small part of the step (communication-bound ranks that wait for another one anyway),
+// so no step is abnormal, yet the device is degraded and will hold the job up when the
+// work shifts. A warning, with the kernels that lost most.
+std::vector<Finding> SlowGpus(const Trace& trace, const reconstruct::Reconstruction& r,
+                              const localize::Result& loc, const localize::Options& lo,
+                              const std::vector<StepDiagnosis>& steps) {
+  const reconstruct::Nodes& n = r.nodes;
+  std::vector<Finding> out;
+  for (const localize::SlowTime& s : loc.slow_times) {
+    const uint32_t g = loc.group_of_unit[s.unit];
+    // An abnormal step's explanation names its slow time; a few kernels slower around one
+    // time are not a slower device.
+    if (steps[g].abnormal || !s.device_wide) continue;
+    std::vector<Evidence> kernels;
+    for (uint32_t k = 0; k < loc.instances.size(); ++k) {
+      const localize::Instance& in = loc.instances[k];
+      if (in.unit != s.unit || !localize::InSlowTime(loc, k) ||
+          trace.events.device[n.event[in.node]] != s.device)
+        continue;
+      kernels.push_back(MakeEvidence(trace, r, loc, in, lo));
+    }
+    if (kernels.empty()) continue;
+    const double median_ratio = s.ratio;  // of all its kernels, not only those kept
+    std::sort(kernels.begin(), kernels.end(),
+              [](const Evidence& a, const Evidence& b) { return a.excess_ns > b.excess_ns; });
+    const Evidence& first = kernels.front();
+    Finding f;
+    f.category = FaultCategory::kRuntimeDriver;
+    f.kind = "slow_gpu";
+    f.severity = "warning";
+    f.rank = first.rank;
+    f.pid = first.pid;
+    f.ts_ns = loc.units[s.unit].start_ns;
+    f.title = "rank " + std::to_string(first.rank) + ", device " + std::to_string(s.device) +
+              " ran its kernels " + Fixed(median_ratio, 2) + "x their peers' time in step " +
+              StepLabel(steps[g]) + " (" + std::to_string(s.families) + " kernel families)";
+    f.explanation = std::string(
+                        "The GPU itself was slower (clocks lowered by power or heat, a degraded "
+                        "device, another process on it): its kernels took a median ") +
+                    Fixed(median_ratio, 2) + "x their " + localize::PeerSourceName(first.source) +
+                    " peers' time; " + "the " + std::to_string(kernels.size()) +
+                    " that share the slowdown (at least the square root of that ratio) lost " +
+                    Duration(s.excess_ns) + " in all. That is within the step's healthy spread (" +
+                    Duration(loc.group_spread_ns[g]) + " of " + Duration(loc.group_duration_ns[g]) +
+                    "), so the step is not abnormal.";
+    for (size_t i = 0; i < kernels.size() && i < 3; ++i) {
+      f.details.push_back(ShortName(kernels[i].name) + " took " + Duration(kernels[i].time_ns) +
+                          " against " + Duration(kernels[i].expected_ns));
+    }
+    out.push_back(std::move(f));
+  }
+  return out;  // by unit, then device
+}
+
 // A slowdown that lasts the whole trace (docs/diagnose.md, "Persistent slowdowns"): a
 // family whose instances on one process are mostly evidence from its first quarter to its
 // last. Each step then carries a small share of the excess, within its own healthy spread,
@@ -620,7 +677,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       d.damage.emplace_back(std::string(c.name), c.value);
   }
   // Stragglers per engine step.
-  const std::vector<localize::SlowTime> slow_times = localize::SlowTimes(trace, r, loc);
+  const std::vector<localize::SlowTime>& slow_times = loc.slow_times;
   std::map<uint32_t, std::vector<const localize::Straggler*>> stragglers_of;
   for (const localize::Straggler& s : loc.stragglers) stragglers_of[s.group].push_back(&s);
   for (uint32_t g = 0; g < loc.group_units.size(); ++g) {
@@ -840,6 +897,9 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
                                           [](const Finding& f) { return f.severity != "error"; });
   d.findings.insert(first_warning, std::make_move_iterator(persistent.begin()),
                     std::make_move_iterator(persistent.end()));
+  std::vector<Finding> slow_gpus = SlowGpus(trace, r, loc, lo, d.steps);
+  d.findings.insert(d.findings.end(), std::make_move_iterator(slow_gpus.begin()),
+                    std::make_move_iterator(slow_gpus.end()));
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

@@ -14,6 +14,7 @@
 
 #include "teller/core/parallel.h"
 #include "teller/core/progress.h"
+#include "teller/core/stats.h"
 #include "teller/localize/iterations.h"
 #include "teller/localize/shared.h"
 
@@ -93,7 +94,14 @@ std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstru
   std::vector<SlowTime> out;
   for (const auto& [where, x] : by) {
     if (x.second.size() < kSlowTimeFamilies) continue;
-    out.push_back({where.first, where.second, x.first, static_cast<uint32_t>(x.second.size())});
+    SlowTime s{where.first, where.second, x.first, static_cast<uint32_t>(x.second.size())};
+    for (const SlowDevice& d : result.slow_devices) {
+      if (d.unit == s.unit && d.device == s.device) {
+        s.device_wide = true;
+        s.ratio = d.ratio;
+      }
+    }
+    out.push_back(s);
   }
   return out;
 }
@@ -1485,6 +1493,97 @@ void MarkShared(const Reconstruction& r, Result* out) {
   }
 }
 
+// A slowed device (docs/localization.md, "Shared deviations"): clocks lowered by power or
+// heat, a degraded GPU, another process on it slow every kernel of a step on that device by
+// a similar factor. Where kernels are short against the trace's resolution or their peers
+// vary, few of them clear the evidence margins one by one, yet together they leave no doubt.
+// Per unit and device, each kernel name's median time / expected is one vote (a fault of
+// one kernel, however many its instances, is one name); the device is slowed when the
+// median of its names' ratios is at least the minimum effect, at least that far above the
+// other devices that ran the same engine step (else above the other units' devices, by
+// min_z of their spread), and a sign test over its names says they are slower than their
+// peers more often than faster by chance. Each of its kernels slower than its peers by at
+// least the square root of that median ratio is then evidence shared with the operators
+// around it: part of a slow time (SlowTimes), not a fault of its operator.
+void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options& o, Result* out) {
+  struct Cell {
+    std::vector<double> log_ratios;
+    std::vector<uint32_t> instances;
+    std::map<std::string_view, std::vector<double>> by_name;
+    double median = 0;  // of its names' medians
+    uint64_t up = 0, down = 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Cell> cells;  // (unit, device)
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    const Family& f = out->families[in.family];
+    // Kernels: lowered clocks slow the SMs; copies move at the link's pace. Only kernels
+    // whose launch configuration the trace records: without it, a kernel of a larger step
+    // (more tokens, another rank's larger batch) has the smaller ones as peers, and a
+    // larger step looks like a slower device.
+    const uint32_t event = r.nodes.event[in.node];
+    if (f.measure != Measure::kGpuTime || f.layer != Layer::kGpu ||
+        trace.events.type[event] != EventType::kKernel || trace.events.signature[event] == 0)
+      continue;
+    if (in.source == PeerSource::kNone || in.warmup || in.consequence || in.expected_ns <= 0 ||
+        in.time_ns <= 0)
+      continue;
+    Cell& c = cells[{in.unit, trace.events.device[event]}];
+    c.log_ratios.push_back(std::log(static_cast<double>(in.time_ns) / in.expected_ns));
+    c.instances.push_back(k);
+    c.by_name[f.pattern].push_back(c.log_ratios.back());
+  }
+  // The cells with enough kernels to judge, per engine step.
+  std::map<uint32_t, std::vector<Cell*>> by_group;
+  std::vector<double> medians;
+  for (auto& [where, c] : cells) {
+    if (c.instances.size() < kSlowDeviceInstances || c.by_name.size() < kSlowTimeFamilies) continue;
+    std::vector<double> names;
+    for (auto& [name, v] : c.by_name) {
+      const double m = MedianInPlace(v);
+      names.push_back(m);
+      c.up += m > 0;
+      c.down += m < 0;
+    }
+    c.median = MedianInPlace(names);
+    medians.push_back(c.median);
+    by_group[out->group_of_unit[where.first]].push_back(&c);
+  }
+  // Steps of one device: judged against the other units' devices; too few of those to say
+  // what a healthy one looks like, against its peers' expectation alone (a ratio of 1).
+  double center = 0, spread = 0;
+  if (medians.size() >= o.min_position_units) {
+    const Spread s = RobustSpread(medians);
+    center = s.median;
+    spread = 1.4826 * s.mad;
+  }
+  const double noise = std::max(spread, std::log1p(o.noise_rel_floor));
+  const double effect = std::log(o.min_ratio);
+  for (auto& [where, c] : cells) {
+    if (c.instances.size() < kSlowDeviceInstances || c.by_name.size() < kSlowTimeFamilies) continue;
+    if (c.median < effect) continue;
+    // A step whose every device is slower than its peers is a larger step (more tokens, a
+    // longer sequence), not a slower device: compared with the devices that ran it.
+    std::vector<double> others;
+    for (const Cell* d : by_group[out->group_of_unit[where.first]]) {
+      if (d != &c) others.push_back(d->median);
+    }
+    if (!others.empty() ? c.median - MedianInPlace(others) < effect
+                        : c.median - center < o.min_z * noise)
+      continue;
+    if (-BinomialTailLog10(c.up + c.down, c.up, 0.5) < kSlowDeviceSignLog10) continue;
+    out->slow_devices.push_back(
+        {where.first, where.second, std::exp(c.median), static_cast<uint32_t>(c.by_name.size())});
+    for (size_t i = 0; i < c.instances.size(); ++i) {
+      Instance& in = out->instances[c.instances[i]];
+      if (in.evidence || c.log_ratios[i] < 0.5 * c.median) continue;
+      in.evidence = true;
+      in.shared = true;
+      in.excess_ns = in.time_ns - in.expected_ns;
+    }
+  }
+}
+
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& options,
              const Model* baseline) {
   Result& out = p.res;
@@ -1816,6 +1915,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     FindSlowCallers(o, &out);
   }
   MarkShared(r, &out);
+  MarkSlowDevices(trace, r, o, &out);
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});
@@ -1849,7 +1949,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   }
   // A slow time on one device is a root of its own: its kernels together explain its
   // summed excess, though no family alone stands out.
-  for (const SlowTime& s : SlowTimes(trace, r, out))
+  out.slow_times = SlowTimes(trace, r, out);
+  for (const SlowTime& s : out.slow_times)
     unit_excess[s.unit] = std::max(unit_excess[s.unit], s.excess_ns);
   // Healthy step durations per kind: the baseline's when given, else this trace's.
   std::unordered_map<std::string, Spread> step_spread;

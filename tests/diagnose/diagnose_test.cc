@@ -388,6 +388,102 @@ TEST(Diagnose, KernelsOfManyFamiliesSlowerTogetherAreTheGpuSlower) {
   for (const auto& e : s4.evidence) EXPECT_TRUE(e.shared) << e.name;
 }
 
+// One GPU slower, by a factor no kernel shows alone: 8 ranks run step 10 (20 ms ranges),
+// each 20 kernels K1..K20 of 40 us x a natural factor per rank and kernel of 0.8, 0.9, 1.0,
+// 1.1 or 1.2 ((2q + 3k) mod 5), so each kernel's 8 position peers have a median near 40 us
+// and a MAD of about 4 us: noise about 6 us, evidence only from about 70 us (z 5). Rank 6's
+// kernels take `slow` times as long: at 1.4 none passes 67 us (1.4 x 48), yet all 20 are
+// slower than their peers, the median ratio about 1.4 against about 1.0 on the other ranks
+// (sign test: 20 of 20, 2^-20). A slowed device; its excess, about 20 x 16 us, is within
+// the step's spread (the 5% floor of 20 ms, 1 ms), so no step is abnormal: a slow_gpu
+// warning for rank 6. Without a recorded launch configuration, nothing: a larger step would
+// look the same.
+void RanksWithOneSlowGpu(double slow, Trace& t) {
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  for (int q = 0; q < 8; ++q) {
+    const uint32_t p = t.ProcessIndex("h" + std::to_string(q), 100 + q);
+    t.processes[p].rank = q;
+    Append(t, p, EventType::kRange, t.strings.Intern("teller.step kind=decode seq=10"), kT0,
+           kT0 + 20'000'000);
+    for (int k = 0; k < 20; ++k) {
+      const int64_t start = kT0 + 10'000 + k * 100'000;
+      const double natural = 1.0 + 0.1 * (((2 * q + 3 * k) % 5) - 2);
+      const double d = 40'000 * natural * (q == 6 ? slow : 1.0);
+      Append(t, p, EventType::kKernel, t.strings.Intern("K" + std::to_string(k + 1)), start,
+             start + static_cast<int64_t>(d));
+      // The launch configuration, as the traces record it (docs/signature.md): a slowed
+      // device is only judged by kernels whose size the trace says.
+      t.events.signature.back() = t.strings.Intern("grid=64,1,1 block=128,1,1");
+    }
+  }
+}
+
+TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
+  Trace healthy;
+  RanksWithOneSlowGpu(1.0, healthy);
+  const auto hrec = reconstruct::Reconstruct(healthy);
+  EXPECT_TRUE(localize::Localize(healthy, hrec).slow_devices.empty());
+  const auto hd = diagnose::Diagnose(healthy, hrec, {});
+  EXPECT_EQ(hd.abnormal_steps, 0u);
+  EXPECT_TRUE(hd.findings.empty());
+
+  Trace t;
+  RanksWithOneSlowGpu(1.4, t);
+  const auto rec = reconstruct::Reconstruct(t);
+  const auto loc = localize::Localize(t, rec);
+  // No kernel is evidence on its own margins...
+  size_t alone = 0;
+  for (const auto& in : loc.instances) alone += in.evidence && !in.shared;
+  EXPECT_EQ(alone, 0u);
+  // ...but rank 6's device is slower as a whole.
+  ASSERT_EQ(loc.slow_devices.size(), 1u);
+  const localize::SlowDevice& slow = loc.slow_devices[0];
+  EXPECT_EQ(t.processes[loc.units[slow.unit].process].rank, 6);
+  EXPECT_EQ(slow.kernels, 20u);
+  // Its median natural factor is 1.0 and its peers' medians are about 40 us: about 1.4.
+  EXPECT_GT(slow.ratio, 1.3);
+  EXPECT_LT(slow.ratio, 1.5);
+  ASSERT_EQ(loc.slow_times.size(), 1u);
+  EXPECT_TRUE(loc.slow_times[0].device_wide);
+  EXPECT_DOUBLE_EQ(loc.slow_times[0].ratio, slow.ratio);
+  // Kept: the kernels at least sqrt(ratio) slower, not the ones with a natural factor 0.8.
+  EXPECT_GE(loc.slow_times[0].families, 3u);
+  EXPECT_LT(loc.slow_times[0].families, 20u);
+  EXPECT_LT(loc.slow_times[0].excess_ns, 1'000'000);
+  const auto d = diagnose::Diagnose(t, rec, {});
+  EXPECT_EQ(d.abnormal_steps, 0u);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const diagnose::Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "slow_gpu");
+  EXPECT_EQ(f.severity, "warning");
+  EXPECT_EQ(f.category, FaultCategory::kRuntimeDriver);
+  EXPECT_EQ(f.rank, 6);
+  const std::string families = std::to_string(loc.slow_times[0].families);
+  char ratio[16];
+  std::snprintf(ratio, sizeof ratio, "%.2f", slow.ratio);
+  EXPECT_EQ(f.title, std::string("rank 6, device 0 ran its kernels ") + ratio +
+                         "x their peers' time in step 10 (" + families + " kernel families)");
+  EXPECT_EQ(f.details.size(), 3u);
+
+  // Two kernels of rank 6 slowed, not its GPU: 2 of 20 slower, the sign test fails.
+  Trace two;
+  RanksWithOneSlowGpu(1.0, two);
+  for (size_t i = 0; i < two.events.size(); ++i) {
+    const std::string_view name = two.strings.Get(two.events.name[i]);
+    if (two.processes[two.events.process[i]].rank == 6 && (name == "K3" || name == "K4"))
+      two.events.end_ns[i] += (two.events.end_ns[i] - two.events.start_ns[i]) * 2 / 5;
+  }
+  const auto trec = reconstruct::Reconstruct(two);
+  EXPECT_TRUE(localize::Localize(two, trec).slow_devices.empty());
+  EXPECT_TRUE(diagnose::Diagnose(two, trec, {}).findings.empty());
+
+  Trace unsized;
+  RanksWithOneSlowGpu(1.4, unsized);
+  for (StringId& sig : unsized.events.signature) sig = 0;
+  const auto urec = reconstruct::Reconstruct(unsized);
+  EXPECT_TRUE(localize::Localize(unsized, urec).slow_devices.empty());
+}
+
 // Every copy of a direction has one name; its size tells the operations apart. A few
 // large copies slowed among many small ones of the same name are an operator of their
 // own: judged as 3 of their 16, not 3 of all 256 copies, where they would look like the

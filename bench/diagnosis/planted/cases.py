@@ -1,6 +1,7 @@
 """The planted cases: which events get which extra time, chosen with a seeded generator.
 
-A case is a dict: cls (kernel | launch | hostop | straggler | copy), param (factor or extra us),
+A case is a dict: cls (kernel | launch | hostop | straggler | copy | link | pause | throttle |
+gpu), param (factor or extra us),
 window, family, the file it is planted in and, per planted file, the plan handed to
 `Trace.solve`: dur_extra / host_ins / min_start / min_end.
 """
@@ -25,6 +26,8 @@ LINK_FACTORS = (2.0, 4.0)
 LINK_WINDOWS = (1, 3)
 LINK_COLLECTIVES = 2
 THROTTLE_FACTORS = (1.3, 1.6)
+GPU_FACTORS = (1.3, 1.6)
+GPU_RANKS = 3
 PAUSE_PERCENT = (5, 25)
 PAUSE_STEPS = 2
 STEP_RANGE = re.compile(r"ProfilerStep#\d+$")
@@ -378,4 +381,27 @@ def pause_cases(t, rng, steps_drawn=PAUSE_STEPS):
                         "instances": len(steps),
                         "plan": {"pause_ins": [(key, t.ts[b], round(median * pct / 100))]},
                         "accept": [t.name(st)]})
+    return out
+
+
+def gpu_cases(ranks, rng, drawn=GPU_RANKS):
+    """ranks: [Trace] in rank order. One rank's GPU is slower (clocks lowered, a degraded
+    device): every compute kernel of that rank x1.3 / x1.6, its streams pushed back; the
+    collectives are solved again by the caller (the others wait for it where it now
+    arrives last). Scored by a slow-GPU finding or an abnormal runtime_driver step naming
+    the rank."""
+    out = []
+    for r in sorted(rng.sample(range(len(ranks)), min(drawn, len(ranks)))):
+        t = ranks[r]
+        kernels = [g for k, lst in t.streams.items() if k[0] != "ann" for g in lst
+                   if t.events[g].get("cat", "").lower() == "kernel" and not is_comm(t.name(g))]
+        if not kernels:
+            continue
+        for f in GPU_FACTORS:
+            out.append({"cls": "gpu", "param": f, "window": "-", "rank": r,
+                        "rank_id": t.rank if t.rank is not None else r,
+                        "family": "rank %d" % (t.rank if t.rank is not None else r),
+                        "instances": len(kernels),
+                        "plan": {"dur_extra": {g: round(t.dur[g] * f) - t.dur[g] for g in kernels}},
+                        "accept": ["runtime_driver"]})
     return out

@@ -40,6 +40,27 @@ class Report:
         """An abnormal step of this fault type."""
         return any(s.get("fault_type") == category for s in self.abnormal_steps())
 
+    def slow_gpu(self, rank=None, step=None):
+        """A slow_gpu finding (on `rank`, in step `step` when given), or an abnormal step
+        of category runtime_driver (whose first root evidence is on `rank` when given)."""
+        for f in self.d.get("findings", []):
+            if f.get("kind") != "slow_gpu":
+                continue
+            if rank is not None and f.get("rank") != rank:
+                continue
+            if step is not None and not f.get("title", "").split(" (")[0].endswith(" step " + str(step)):
+                continue
+            return True
+        for s in self.abnormal_steps():
+            if s.get("fault_type") != "runtime_driver":
+                continue
+            if step is not None and str(s.get("step")) != str(step):
+                continue
+            roots = [e for e in s.get("evidence", []) if e.get("role", "root") == "root"]
+            if rank is None or (roots and roots[0].get("rank") == rank):
+                return True
+        return False
+
     def root_evidence(self):
         for s in self.abnormal_steps():
             for e in s.get("evidence", []):

@@ -172,6 +172,39 @@ struct Straggler {
   int64_t late_start_ns = 0;  // its step's start after the median start of the other ranks'
 };
 
+// A slow time (docs/localization.md, "Shared deviations"): on one device of one unit, the
+// GPU-time evidence shared with the operators around it (Instance::shared) of at least
+// kSlowTimeFamilies kernel families. Clocks lowered by power or heat, or another process
+// on the GPU, slow every kernel a little, so no family stands out but together they make
+// the step longer. `excess_ns` is their summed excess.
+inline constexpr uint32_t kSlowTimeFamilies = 3;
+// A slowed device (MarkSlowDevices in localize.cc): the least kernels of a unit on one
+// device to judge it by, and -log10 of the sign test's chance that so many more of its
+// kernel names are slower than their peers than faster (10 names of 10, 13 of 14).
+inline constexpr size_t kSlowDeviceInstances = 16;
+inline constexpr double kSlowDeviceSignLog10 = 3.0;
+struct SlowTime {
+  uint32_t unit = 0;
+  uint32_t device = 0;
+  int64_t excess_ns = 0;
+  uint32_t families = 0;
+  // Most of the unit's kernels on the device are slower than their peers by a similar
+  // factor (SlowDevice): the device was slower, not a few operators around a time. `ratio`
+  // is then the median of its kernels' time / expected, else 0.
+  bool device_wide = false;
+  double ratio = 0;
+};
+
+// A device whose kernels in one unit were slower than their peers together (MarkSlowDevices
+// in localize.cc): the median over its kernel names of their median time / expected, over
+// `kernels` kernel names.
+struct SlowDevice {
+  uint32_t unit = 0;
+  uint32_t device = 0;
+  double ratio = 0;
+  uint32_t kernels = 0;
+};
+
 struct Result {
   // The resolution of the trace's times: the greatest common divisor of its GPU times, at
   // most 1 us (whole-microsecond Kineto files: 1000; nanosecond traces: 1 or a few). A
@@ -196,6 +229,8 @@ struct Result {
   // Per group: collectives slower than their peers whose partner ranks the trace lacks.
   std::vector<std::vector<uint32_t>> unseen_waits;
   std::vector<Straggler> stragglers;
+  std::vector<SlowTime> slow_times;      // SlowTimes(), by unit then device
+  std::vector<SlowDevice> slow_devices;  // by unit then device
   // No step markers: each process's timeline is one unit (whole_trace), or, where its
   // work repeats (iterations.h), each of its iterations is (iterations).
   bool whole_trace = false;
@@ -237,19 +272,8 @@ Model FitBaseline(
 Result Localize(const Trace& trace, const reconstruct::Reconstruction& r,
                 const Options& options = {}, const Model* baseline = nullptr);
 
-// A slow time (docs/localization.md, "Shared deviations"): on one device of one unit, the
-// GPU-time evidence shared with the operators around it (Instance::shared) of at least
-// kSlowTimeFamilies kernel families. Clocks lowered by power or heat, or another process
-// on the GPU, slow every kernel a little, so no family stands out but together they make
-// the step longer. `excess_ns` is their summed excess.
-inline constexpr uint32_t kSlowTimeFamilies = 3;
-struct SlowTime {
-  uint32_t unit = 0;
-  uint32_t device = 0;
-  int64_t excess_ns = 0;
-  uint32_t families = 0;
-};
-// The slow times of a scored result, by unit then device.
+// The slow times of a scored result, by unit then device (Score keeps them in
+// Result::slow_times).
 std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstruction& r,
                                 const Result& result);
 // Whether instance k is part of a slow time (shared GPU-time evidence).
