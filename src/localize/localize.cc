@@ -257,9 +257,13 @@ class Keys {
                       kind,       signature,
                       within,     context,
                       bytes_class};
-    auto [it, added] = by_tuple_.emplace(tuple, static_cast<uint32_t>(tuples_.size()));
-    if (added) tuples_.push_back(tuple);
-    return it->second;
+    // Looked up before it is inserted: emplace would allocate a node for every instance,
+    // and almost every instance's identity is there already.
+    if (const auto it = by_tuple_.find(tuple); it != by_tuple_.end()) return it->second;
+    const auto key = static_cast<uint32_t>(tuples_.size());
+    by_tuple_.emplace(tuple, key);
+    tuples_.push_back(tuple);
+    return key;
   }
   const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
   uint32_t WithinOf(uint32_t key) const { return tuples_[key].within; }
