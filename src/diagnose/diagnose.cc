@@ -265,13 +265,12 @@ std::map<std::pair<uint32_t, uint32_t>, int64_t> ExcessByUnitAndFamily(const loc
 // The evidence of engine step g that explains its abnormality (see its use in Diagnose).
 std::vector<uint32_t> ExplainingRoots(const Trace& t, const reconstruct::Reconstruction& r,
                                       const localize::Result& loc, uint32_t g,
-                                      const std::vector<localize::SlowTime>& slow_times,
                                       const std::vector<const localize::Straggler*>& late) {
   const reconstruct::Nodes& n = r.nodes;
   const std::vector<uint32_t>& all = loc.suspicious[g];
   // The slow times of the step that explain as much: their kernels are listed together.
   std::set<std::pair<uint32_t, uint32_t>> slow;  // (unit, device)
-  for (const localize::SlowTime& s : slow_times) {
+  for (const localize::SlowTime& s : loc.slow_times) {
     if (loc.group_of_unit[s.unit] == g && s.excess_ns >= loc.group_spread_ns[g])
       slow.insert({s.unit, s.device});
   }
@@ -538,7 +537,7 @@ std::vector<Finding> SlowGpus(const Trace& trace, const reconstruct::Reconstruct
                         "The GPU itself was slower (clocks lowered by power or heat, a degraded "
                         "device, another process on it): its kernels took a median ") +
                     Fixed(median_ratio, 2) + "x their " + localize::PeerSourceName(first.source) +
-                    " peers' time; " + "the " + std::to_string(kernels.size()) +
+                    " peers' time; the " + std::to_string(kernels.size()) +
                     " that share the slowdown (at least the square root of that ratio) lost " +
                     Duration(s.excess_ns) + " in all. That is within the step's healthy spread (" +
                     Duration(loc.group_spread_ns[g]) + " of " + Duration(loc.group_duration_ns[g]) +
@@ -677,7 +676,6 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       d.damage.emplace_back(std::string(c.name), c.value);
   }
   // Stragglers per engine step.
-  const std::vector<localize::SlowTime>& slow_times = loc.slow_times;
   std::map<uint32_t, std::vector<const localize::Straggler*>> stragglers_of;
   for (const localize::Straggler& s : loc.stragglers) stragglers_of[s.group].push_back(&s);
   for (uint32_t g = 0; g < loc.group_units.size(); ++g) {
@@ -752,8 +750,7 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     // step's healthy spread (less is within what steps naturally vary by), a slow time's
     // kernels, and a late rank's work before the collective the others waited for; every
     // root when none does (a late rank that nothing of its own explains).
-    std::vector<uint32_t> explaining =
-        ExplainingRoots(trace, r, loc, g, slow_times, stragglers_of[g]);
+    std::vector<uint32_t> explaining = ExplainingRoots(trace, r, loc, g, stragglers_of[g]);
     std::sort(explaining.begin(), explaining.end(), most_excess_first);
     std::vector<Evidence> all;
     std::set<uint32_t> explaining_nodes;

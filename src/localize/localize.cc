@@ -1539,9 +1539,11 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
   }
   // The cells with enough kernels to judge, per engine step.
   std::map<uint32_t, std::vector<Cell*>> by_group;
+  std::vector<std::pair<std::pair<uint32_t, uint32_t>, Cell*>> judged;  // in (unit, device) order
   std::vector<double> medians;
   for (auto& [where, c] : cells) {
     if (c.instances.size() < kSlowDeviceInstances || c.by_name.size() < kSlowTimeFamilies) continue;
+    judged.push_back({where, &c});
     std::vector<double> names;
     for (auto& [name, v] : c.by_name) {
       const double m = MedianInPlace(v);
@@ -1563,8 +1565,8 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
   }
   const double noise = std::max(spread, std::log1p(o.noise_rel_floor));
   const double effect = std::log(o.min_ratio);
-  for (auto& [where, c] : cells) {
-    if (c.instances.size() < kSlowDeviceInstances || c.by_name.size() < kSlowTimeFamilies) continue;
+  for (auto& [where, cell] : judged) {
+    Cell& c = *cell;
     if (c.median < effect) continue;
     // A step whose every device is slower than its peers is a larger step (more tokens, a
     // longer sequence), not a slower device: compared with the devices that ran it.

@@ -190,7 +190,7 @@ struct SlowTime {
   uint32_t families = 0;
   // Most of the unit's kernels on the device are slower than their peers by a similar
   // factor (SlowDevice): the device was slower, not a few operators around a time. `ratio`
-  // is then the median of its kernels' time / expected, else 0.
+  // is then SlowDevice::ratio (over its kernel names), else 0.
   bool device_wide = false;
   double ratio = 0;
 };
