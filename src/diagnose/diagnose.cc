@@ -324,7 +324,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     TopOperator op;
     int64_t best = -1;
     double weighted = 0;
-    std::set<int> ranks;
+    std::map<int, int64_t> ranks;  // rank -> its excess in this family
     uint32_t cls = 0;
     int64_t straggling = 0;          // excess on a late rank before the collective it was late to
     double straggler_suspicion = 0;  // that straggler's
@@ -397,7 +397,7 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
     a->op.instances = group_instances[in.family];
     a->op.median_ns = static_cast<int64_t>(f.median_ns);
     a->op.max_ratio = std::max(a->op.max_ratio, ratio);
-    a->ranks.insert(trace.processes[n.process[in.node]].rank);
+    a->ranks[trace.processes[n.process[in.node]].rank] += in.excess_ns;
     if (in.excess_ns > a->best) {
       a->best = in.excess_ns;
       a->op.name = std::string(trace.strings.Get(trace.events.name[n.event[in.node]]));
@@ -471,7 +471,13 @@ std::vector<TopOperator> TopOperators(const Trace& trace, const reconstruct::Rec
   for (size_t slot = 0; slot < judged.size(); ++slot) {
     Agg& a = judged[slot]->second;
     a.op.score = weighted_total > 0 ? static_cast<float>(a.weighted / weighted_total) : 0.0f;
-    a.op.ranks.assign(a.ranks.begin(), a.ranks.end());
+    // The rank with the most excess first (a straggler's own rank before ranks where the
+    // family only varies), then by rank.
+    std::vector<std::pair<int, int64_t>> by_excess(a.ranks.begin(), a.ranks.end());
+    std::stable_sort(by_excess.begin(), by_excess.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    a.op.ranks.clear();
+    for (const auto& [rank, excess] : by_excess) a.op.ranks.push_back(rank);
     const double suspicion = suspicions[slot];
     // Deviating right before a rank made every other rank wait, or making a step abnormal
     // on its own, is a second, independent sign: the suspicions add (their chances

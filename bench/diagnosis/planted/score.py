@@ -81,14 +81,15 @@ class Report:
         return False
 
     def straggler_named(self, rank):
-        """top_operators[0] is on the straggler rank and is not a comm kernel."""
+        """top_operators[0] is on the straggler rank (named first) and is not a comm kernel."""
         if not self.top:
             return False
         t0 = self.top[0]
         if is_comm(t0.get("name", "")):
             return False
         if self.v2:
-            if t0.get("ranks") == [rank]:
+            # Its ranks list the rank with the most of its excess first.
+            if (t0.get("ranks") or [None])[0] == rank:
                 return True
             st = self.d.get("stragglers") or []
             return bool(st) and st[0].get("rank") == rank

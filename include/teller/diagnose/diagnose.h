@@ -160,7 +160,7 @@ struct TopOperator {
   uint32_t instances = 0;
   int64_t median_ns = 0;   // the family's median time
   double max_ratio = 0;    // the largest time / expected among its evidence
-  std::vector<int> ranks;  // ranks its evidence is on
+  std::vector<int> ranks;  // ranks its evidence is on, the most excess first
 };
 
 struct StragglerReport {
