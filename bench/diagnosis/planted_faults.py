@@ -28,11 +28,15 @@ then scores the reports. Cases (seeded, --seed):
              x1.3/x1.6 (1 step after the first; traces with 3+ ProfilerStep#N ranges)
   gpu        rank folders: one rank's GPU is slower, every compute kernel of the rank
              x1.3/x1.6 (3 ranks drawn); the collectives are solved again as for a straggler
+  cpu        the host itself is slower for one step (CPU contention): the own time of every
+             host event of the process inside the step x1.3/x2 (1 step after the first;
+             traces with 3+ ProfilerStep#N ranges)
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
 launching cpu_op or the launch API in the top 3; hostop: the op in the top 3;
 pause: the step's range in the top 3; throttle: an abnormal step of
 category runtime_driver or a slow_gpu finding in that step; gpu: a slow_gpu finding on the
-rank, or an abnormal runtime_driver step whose first root evidence is on it;
+rank, or an abnormal runtime_driver step whose first root evidence is on it; cpu: a
+slow_host finding in that step or an abnormal scheduling_software step there;
 straggler: top_operators[0] on the straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
 step names a family the plant did not touch.
 
@@ -207,7 +211,8 @@ def gen_cases(label, files, rng, quick):
     for c in C.kernel_cases(t, rng, fams) + C.launch_cases(t, rng, 1 if quick else C.LAUNCH_FAMILIES) + \
             C.copy_cases(t, rng) + C.hostop_cases(t, host_rng, 1 if quick else C.HOSTOP_FAMILIES) + \
             C.pause_cases(t, pause_rng, 1 if quick else C.PAUSE_STEPS) + \
-            C.throttle_cases(t, random.Random("throttle:" + label)):
+            C.throttle_cases(t, random.Random("throttle:" + label)) + \
+            C.cpu_cases(t, random.Random("cpu:" + label)):
         c["plans"] = {fi: c.pop("plan")}
         c["file"] = fi
         out.append(c)
@@ -265,6 +270,8 @@ def score_case(case, rep):
         hit = rep.abnormal_category(case["accept"][0]) or rep.slow_gpu(step=step)
     elif cls == "gpu":
         hit = rep.slow_gpu(rank=case["rank_id"])
+    elif cls == "cpu":
+        hit = rep.slow_host(step=case["window"].rsplit("#", 1)[-1])
     else:
         hit = rep.in_top(case["accept"])
     out.update({"hit": hit, "untouched": rep.names_untouched(set(case["touched"])),
@@ -454,7 +461,7 @@ def summarize(rows):
         n = len(lst)
         f = [sum(r[m]["hit"] for r in lst) for m in ("self", "baseline")]
         u = [sum(r[m]["untouched"] for r in lst) for m in ("self", "baseline")]
-        unit = "x" if cls in ("kernel", "copy", "throttle", "link", "gpu") else "%" if cls == "pause" else "+us "
+        unit = "x" if cls in ("kernel", "copy", "throttle", "link", "gpu", "cpu") else "%" if cls == "pause" else "+us "
         print("%-10s %-8s %5d  %5.1f%% / %5.1f%%     %5.1f%% / %5.1f%%" % (
             cls, "%s%g" % (unit, param), n, 100 * f[0] / n, 100 * f[1] / n, 100 * u[0] / n, 100 * u[1] / n))
         t = tot.setdefault(cls, [0, 0, 0, 0, 0])
@@ -510,10 +517,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a small subset of traces and cases")
     ap.add_argument("--class", dest="classes", action="append",
                     help="only cases of these classes, comma-separated or repeated (kernel, launch, "
-                         "hostop, straggler, copy, pause, throttle, link); "
+                         "hostop, straggler, copy, pause, throttle, link, gpu, cpu); "
                          "case ids stay those of the whole run")
     a = ap.parse_args()
-    known = ("kernel", "launch", "hostop", "straggler", "copy", "pause", "throttle", "link", "gpu")
+    known = ("kernel", "launch", "hostop", "straggler", "copy", "pause", "throttle", "link", "gpu",
+             "cpu")
     if a.classes:
         # "--class kernel,launch" and "--class kernel --class launch" alike.
         a.classes = [c for arg in a.classes for c in arg.split(",") if c]

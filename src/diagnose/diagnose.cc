@@ -280,7 +280,7 @@ std::vector<uint32_t> ExplainingRoots(const Trace& t, const reconstruct::Reconst
     const localize::Instance& in = loc.instances[k];
     bool keep = excess[{in.unit, in.family}] >= loc.group_spread_ns[g];
     keep |= localize::InSlowTime(loc, k) &&
-            slow.count({in.unit, t.events.device[n.event[in.node]]}) > 0;
+            slow.count({in.unit, localize::SlowTimeDevice(t, r, loc, k)}) > 0;
     for (const localize::Straggler* s : late) {
       keep |= n.process[in.node] == s->process && n.start_ns[in.node] < n.start_ns[s->node];
     }
@@ -500,61 +500,72 @@ std::string StepLabel(const StepDiagnosis& s) {
   return s.number >= 0 ? std::to_string(s.number) : "#" + std::to_string(s.ordinal);
 }
 
-// A GPU slower than its peers in a step that is not abnormal (docs/diagnose.md, "Slow
-// GPUs"): a device-wide slow time (localize::SlowTime) whose excess is within the step's
-// healthy spread. One rank's GPU running every kernel 1.6x slower changes little when kernels are
-// a small part of the step (communication-bound ranks that wait for another one anyway),
-// so no step is abnormal, yet the device is degraded and will hold the job up when the
-// work shifts. A warning, with the kernels that lost most.
-std::vector<Finding> SlowGpus(const Trace& trace, const reconstruct::Reconstruction& r,
-                              const localize::Result& loc, const localize::Options& lo,
-                              const std::vector<StepDiagnosis>& steps) {
-  const reconstruct::Nodes& n = r.nodes;
+// A GPU or host slower than its peers in a step that is not abnormal (docs/diagnose.md,
+// "Slow GPUs and hosts"): a device-wide slow time (localize::SlowTime) whose excess is
+// within the step's healthy spread. One rank's GPU running every kernel 1.6x slower changes
+// little when kernels are a small part of the step (communication-bound ranks that wait for
+// another one anyway), so no step is abnormal, yet the device is degraded and will hold the
+// job up when the work shifts; a host under CPU contention likewise where the GPU bounds
+// the step. A warning, with the operations that lost most.
+std::vector<Finding> SlowDevicesInNormalSteps(const Trace& trace,
+                                              const reconstruct::Reconstruction& r,
+                                              const localize::Result& loc,
+                                              const localize::Options& lo,
+                                              const std::vector<StepDiagnosis>& steps) {
   std::vector<Finding> out;
   for (const localize::SlowTime& s : loc.slow_times) {
     const uint32_t g = loc.group_of_unit[s.unit];
     // An abnormal step's explanation names its slow time; a few kernels slower around one
     // time are not a slower device.
     if (steps[g].abnormal || !s.device_wide) continue;
-    std::vector<Evidence> kernels;
+    const bool host = s.device == localize::kHostDevice;
+    std::vector<Evidence> slower;
     for (uint32_t k = 0; k < loc.instances.size(); ++k) {
       const localize::Instance& in = loc.instances[k];
       if (in.unit != s.unit || !localize::InSlowTime(loc, k) ||
-          trace.events.device[n.event[in.node]] != s.device)
+          localize::SlowTimeDevice(trace, r, loc, k) != s.device)
         continue;
-      kernels.push_back(MakeEvidence(trace, r, loc, in, lo));
+      slower.push_back(MakeEvidence(trace, r, loc, in, lo));
     }
-    if (kernels.empty()) continue;
-    const double median_ratio = s.ratio;  // of all its kernels, not only those kept
-    std::sort(kernels.begin(), kernels.end(),
+    if (slower.empty()) continue;
+    const double median_ratio = s.ratio;  // of all its operations, not only those kept
+    std::sort(slower.begin(), slower.end(),
               [](const Evidence& a, const Evidence& b) { return a.excess_ns > b.excess_ns; });
-    const Evidence& first = kernels.front();
+    const Evidence& first = slower.front();
     Finding f;
-    f.category = FaultCategory::kRuntimeDriver;
-    f.kind = "slow_gpu";
+    f.category = host ? FaultCategory::kSchedulingSoftware : FaultCategory::kRuntimeDriver;
+    f.kind = host ? "slow_host" : "slow_gpu";
     f.severity = "warning";
     f.rank = first.rank;
     f.pid = first.pid;
     f.ts_ns = loc.units[s.unit].start_ns;
-    f.title = "rank " + std::to_string(first.rank) + ", device " + std::to_string(s.device) +
-              " ran its kernels " + Fixed(median_ratio, 2) + "x their peers' time in step " +
-              StepLabel(steps[g]) + " (" + std::to_string(s.families) + " kernel families)";
-    f.explanation = std::string(
-                        "The GPU itself was slower (clocks lowered by power or heat, a degraded "
-                        "device, another process on it): its kernels took a median ") +
-                    Fixed(median_ratio, 2) + "x their " + localize::PeerSourceName(first.source) +
-                    " peers' time; the " + std::to_string(kernels.size()) +
-                    " that share the slowdown (at least the square root of that ratio) lost " +
-                    Duration(s.excess_ns) + " in all. That is within the step's healthy spread (" +
-                    Duration(loc.group_spread_ns[g]) + " of " + Duration(loc.group_duration_ns[g]) +
-                    "), so the step is not abnormal.";
-    for (size_t i = 0; i < kernels.size() && i < 3; ++i) {
-      f.details.push_back(ShortName(kernels[i].name) + " took " + Duration(kernels[i].time_ns) +
-                          " against " + Duration(kernels[i].expected_ns));
+    const std::string where = host ? "rank " + std::to_string(first.rank) + " (pid " +
+                                         std::to_string(first.pid) + ") ran its host operations "
+                                   : "rank " + std::to_string(first.rank) + ", device " +
+                                         std::to_string(s.device) + " ran its kernels ";
+    f.title = where + Fixed(median_ratio, 2) + "x their peers' time in step " +
+              StepLabel(steps[g]) + " (" + std::to_string(s.families) +
+              (host ? " operation families)" : " kernel families)");
+    f.explanation =
+        std::string(host ? "The host itself was slower (CPU contention: other processes or "
+                           "threads on its cores, a throttled or oversubscribed CPU): its "
+                           "operators' own time and runtime calls took a median "
+                         : "The GPU itself was slower (clocks lowered by power or heat, a "
+                           "degraded device, another process on it): its kernels took a "
+                           "median ") +
+        Fixed(median_ratio, 2) + "x their " + localize::PeerSourceName(first.source) +
+        " peers' time; the " + std::to_string(slower.size()) +
+        " that share the slowdown (at least the square root of that ratio) lost " +
+        Duration(s.excess_ns) + " in all. That is within the step's healthy spread (" +
+        Duration(loc.group_spread_ns[g]) + " of " + Duration(loc.group_duration_ns[g]) +
+        "), so the step is not abnormal.";
+    for (size_t i = 0; i < slower.size() && i < 3; ++i) {
+      f.details.push_back(ShortName(slower[i].name) + " took " + Duration(slower[i].time_ns) +
+                          " against " + Duration(slower[i].expected_ns));
     }
     out.push_back(std::move(f));
   }
-  return out;  // by unit, then device
+  return out;  // by unit, then device (the host last)
 }
 
 // A slowdown that lasts the whole trace (docs/diagnose.md, "Persistent slowdowns"): a
@@ -815,6 +826,19 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
     int64_t top_root = 0;
     for (const Evidence& e : all) top_root = std::max(top_root, e.excess_ns);
     const bool idle_first = idle != nullptr && idle->gap_ns > top_root;
+    // A slowed host (localize::SlowDevice on kHostDevice) whose shared slowdown is the
+    // step's root excess: no operator of it was slow, the host running them all was.
+    for (const localize::SlowTime& s : loc.slow_times) {
+      if (idle_first || loc.group_of_unit[s.unit] != g || s.device != localize::kHostDevice ||
+          !s.device_wide || s.excess_ns < loc.group_excess_ns[g])
+        continue;
+      sd.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
+      why = std::to_string(s.families) + " host operation families on rank " +
+            std::to_string(trace.processes[loc.units[s.unit].process].rank) +
+            " are slower together (a median " + Fixed(s.ratio, 2) +
+            "x their peers' time): the host itself was slower (CPU contention: other "
+            "processes or threads on its cores, a throttled or oversubscribed CPU)";
+    }
     if (idle_first) {
       sd.fault_type = FaultCategoryName(FaultCategory::kSchedulingSoftware);
       why = "rank " + std::to_string(trace.processes[idle->process].rank) +
@@ -900,9 +924,9 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
                                           [](const Finding& f) { return f.severity != "error"; });
   d.findings.insert(first_warning, std::make_move_iterator(persistent.begin()),
                     std::make_move_iterator(persistent.end()));
-  std::vector<Finding> slow_gpus = SlowGpus(trace, r, loc, lo, d.steps);
-  d.findings.insert(d.findings.end(), std::make_move_iterator(slow_gpus.begin()),
-                    std::make_move_iterator(slow_gpus.end()));
+  std::vector<Finding> slow = SlowDevicesInNormalSteps(trace, r, loc, lo, d.steps);
+  d.findings.insert(d.findings.end(), std::make_move_iterator(slow.begin()),
+                    std::make_move_iterator(slow.end()));
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

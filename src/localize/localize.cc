@@ -73,10 +73,38 @@ Feature MeasureFeature(Measure m) {
   return kSelfNs;
 }
 
+namespace {
+// The host operations a slowed host is judged by (MarkSlowDevices): operator ranges (their
+// own time) and runtime calls that do not wait for the GPU (call time). Synchronizations,
+// whose time is the GPU's, and a step range's own time (a host pause, docs/localization.md)
+// are not among them.
+bool InHostCell(const Family& f) {
+  return (f.measure == Measure::kOwnTime && f.layer != Layer::kStep) ||
+         f.measure == Measure::kCallTime;
+}
+}  // namespace
+
 bool InSlowTime(const Result& result, uint32_t k) {
   const Instance& in = result.instances[k];
-  return in.evidence && in.shared && !in.consequence &&
-         result.families[in.family].measure == Measure::kGpuTime;
+  if (!in.evidence || !in.shared || in.consequence) return false;
+  const Family& f = result.families[in.family];
+  if (f.measure == Measure::kGpuTime) return true;
+  // Host evidence shared with the operators around it is a slow time only on a host found
+  // slowed as a whole: host time varies more, and a few host operators slower around one
+  // time are no slower host.
+  if (!InHostCell(f)) return false;
+  for (const SlowDevice& d : result.slow_devices) {
+    if (d.unit == in.unit && d.device == kHostDevice) return true;
+  }
+  return false;
+}
+
+uint32_t SlowTimeDevice(const Trace& trace, const reconstruct::Reconstruction& r,
+                        const Result& result, uint32_t k) {
+  const Instance& in = result.instances[k];
+  return result.families[in.family].measure == Measure::kGpuTime
+             ? trace.events.device[r.nodes.event[in.node]]
+             : kHostDevice;
 }
 
 std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstruction& r,
@@ -85,7 +113,7 @@ std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstru
   for (uint32_t k = 0; k < result.instances.size(); ++k) {
     if (!InSlowTime(result, k)) continue;
     const Instance& in = result.instances[k];
-    auto& [excess, families] = by[{in.unit, trace.events.device[r.nodes.event[in.node]]}];
+    auto& [excess, families] = by[{in.unit, SlowTimeDevice(trace, r, result, k)}];
     excess += in.excess_ns;
     // Kernel families as the top operators count them: one kernel after different
     // operators (its contexts) is one.
@@ -1509,7 +1537,11 @@ void MarkShared(const Reconstruction& r, Result* out) {
 // peers more often than faster by chance. Each of its kernels slower than its peers by at
 // least the square root of that median ratio is then evidence shared with the operators
 // around it: part of a slow time (SlowTimes), not a fault of its operator.
-void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options& o, Result* out) {
+// With `host`, the same for the process's host (kHostDevice, InHostCell): CPU contention
+// (other processes or threads on its cores, a throttled CPU) slows every operator's own
+// time and every runtime call a little.
+void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options& o, bool host,
+                     Result* out) {
   struct Cell {
     std::vector<double> log_ratios;
     std::vector<uint32_t> instances;
@@ -1526,13 +1558,15 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
     // (more tokens, another rank's larger batch) has the smaller ones as peers, and a
     // larger step looks like a slower device.
     const uint32_t event = r.nodes.event[in.node];
-    if (f.measure != Measure::kGpuTime || f.layer != Layer::kGpu ||
-        trace.events.type[event] != EventType::kKernel || trace.events.signature[event] == 0)
+    if (host ? !InHostCell(f)
+             : f.measure != Measure::kGpuTime || f.layer != Layer::kGpu ||
+                   trace.events.type[event] != EventType::kKernel ||
+                   trace.events.signature[event] == 0)
       continue;
     if (in.source == PeerSource::kNone || in.warmup || in.consequence || in.expected_ns <= 0 ||
         in.time_ns <= 0)
       continue;
-    Cell& c = cells[{in.unit, trace.events.device[event]}];
+    Cell& c = cells[{in.unit, host ? kHostDevice : trace.events.device[event]}];
     c.log_ratios.push_back(std::log(static_cast<double>(in.time_ns) / in.expected_ns));
     c.instances.push_back(k);
     c.by_name[f.pattern].push_back(c.log_ratios.back());
@@ -1565,6 +1599,8 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
   }
   const double noise = std::max(spread, std::log1p(o.noise_rel_floor));
   const double effect = std::log(o.min_ratio);
+  const double sign_bar =
+      kSlowDeviceSignLog10 + std::log10(static_cast<double>(std::max<size_t>(1, judged.size())));
   for (auto& [where, cell] : judged) {
     Cell& c = *cell;
     if (c.median < effect) continue;
@@ -1577,7 +1613,9 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
     if (!others.empty() ? c.median - MedianInPlace(others) < effect
                         : c.median - center < o.min_z * noise)
       continue;
-    if (-BinomialTailLog10(c.up + c.down, c.up, 0.5) < kSlowDeviceSignLog10) continue;
+    // Every judged cell is one more chance of a healthy one passing by luck (a run of
+    // hundreds of steps on several ranks): the bar rises with their count (Bonferroni).
+    if (-BinomialTailLog10(c.up + c.down, c.up, 0.5) < sign_bar) continue;
     out->slow_devices.push_back(
         {where.first, where.second, std::exp(c.median), static_cast<uint32_t>(c.by_name.size())});
     for (size_t i = 0; i < c.instances.size(); ++i) {
@@ -1921,7 +1959,8 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     FindSlowCallers(o, &out);
   }
   MarkShared(r, &out);
-  MarkSlowDevices(trace, r, o, &out);
+  MarkSlowDevices(trace, r, o, /*host=*/false, &out);
+  MarkSlowDevices(trace, r, o, /*host=*/true, &out);
   // Engine steps: evidence, root excess, healthy spread and score.
   const size_t groups = out.group_units.size();
   out.suspicious.assign(groups, {});

@@ -418,14 +418,19 @@ void RanksWithOneSlowGpu(double slow, Trace& t) {
   }
 }
 
+// A healthy trace: no slowed device or host, no abnormal step, no finding.
+void ExpectNothingSlowed(Trace& healthy) {
+  const auto rec = reconstruct::Reconstruct(healthy);
+  EXPECT_TRUE(localize::Localize(healthy, rec).slow_devices.empty());
+  const auto d = diagnose::Diagnose(healthy, rec, {});
+  EXPECT_EQ(d.abnormal_steps, 0u);
+  EXPECT_TRUE(d.findings.empty());
+}
+
 TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
   Trace healthy;
   RanksWithOneSlowGpu(1.0, healthy);
-  const auto hrec = reconstruct::Reconstruct(healthy);
-  EXPECT_TRUE(localize::Localize(healthy, hrec).slow_devices.empty());
-  const auto hd = diagnose::Diagnose(healthy, hrec, {});
-  EXPECT_EQ(hd.abnormal_steps, 0u);
-  EXPECT_TRUE(hd.findings.empty());
+  ExpectNothingSlowed(healthy);
 
   Trace t;
   RanksWithOneSlowGpu(1.4, t);
@@ -482,6 +487,100 @@ TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
   for (StringId& sig : unsized.events.signature) sig = 0;
   const auto urec = reconstruct::Reconstruct(unsized);
   EXPECT_TRUE(localize::Localize(unsized, urec).slow_devices.empty());
+}
+
+// One process, 8 steps of 20 host operators each (no GPU), every operator's time with a
+// natural factor in 0.8-1.2 that differs by operator and step; in step 15 (the sixth) all
+// of them take `slow` times as long: the host was slower. `packed`: the operators run back
+// to back and the step ends with the last one (the host bounds the step); else each has
+// its slot in a step of fixed length (something else bounds it).
+void StepsWithASlowHost(double slow, bool packed, Trace& t) {
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  const uint32_t p = t.ProcessIndex("h0", 100);
+  t.processes[p].rank = 0;
+  for (int s = 0; s < 8; ++s) {
+    const int64_t begin = kT0 + s * 30'000'000;
+    int64_t at = begin + 10'000, end = begin + 20'000'000;
+    std::vector<std::pair<int64_t, int64_t>> ops;
+    for (int k = 0; k < 20; ++k) {
+      const double natural = 1.0 + 0.1 * (((2 * s + 3 * k) % 5) - 2);
+      const auto d = static_cast<int64_t>(50'000 * natural * (s == 5 ? slow : 1.0));
+      const int64_t start = packed ? at : begin + 10'000 + k * 500'000;
+      ops.push_back({start, start + d});
+      at = start + d;
+    }
+    if (packed) end = at + 10'000;
+    Append(t, p, EventType::kRange,
+           t.strings.Intern("teller.step kind=decode seq=" + std::to_string(10 + s)), begin, end);
+    for (int k = 0; k < 20; ++k) {
+      Append(t, p, EventType::kRange, t.strings.Intern("aten::op" + std::to_string(k + 1)),
+             ops[k].first, ops[k].second);
+    }
+  }
+}
+
+TEST(Diagnose, AHostWhoseOperatorsAreAllALittleSlowerIsASlowHost) {
+  for (const bool packed : {false, true}) {
+    SCOPED_TRACE(packed ? "host-bound steps" : "steps of fixed length");
+    Trace healthy;
+    StepsWithASlowHost(1.0, packed, healthy);
+    ExpectNothingSlowed(healthy);
+
+    Trace t;
+    StepsWithASlowHost(1.5, packed, t);
+    const auto rec = reconstruct::Reconstruct(t);
+    const auto loc = localize::Localize(t, rec);
+    ASSERT_EQ(loc.slow_devices.size(), 1u);
+    const localize::SlowDevice& slow = loc.slow_devices[0];
+    EXPECT_EQ(slow.device, localize::kHostDevice);
+    EXPECT_EQ(loc.units[slow.unit].start_ns, 1'700'000'000'000'000'000 + 5 * 30'000'000);
+    EXPECT_EQ(slow.kernels, 20u);  // operator names
+    // Each operator's peers are its other steps, whose natural factors average out to
+    // about 1: its median ratio is about 1.5 times its own natural factor, and the median
+    // over the 20 names about 1.5.
+    EXPECT_GT(slow.ratio, 1.35);
+    EXPECT_LT(slow.ratio, 1.65);
+    const auto d = diagnose::Diagnose(t, rec, {});
+    if (packed) {
+      // The host bounds the step: 20 operators of 50 us each 1.5x are 0.5 ms more in a
+      // step of about 1 ms, beyond every healthy spread. Its fault type is the host's.
+      ASSERT_EQ(d.abnormal_steps, 1u);
+      for (const auto& s : d.steps) {
+        if (!s.abnormal) continue;
+        EXPECT_EQ(s.number, 15);
+        EXPECT_EQ(s.fault_type, "scheduling_software");
+        EXPECT_NE(s.explanation.find("host operation families on rank 0 are slower together"),
+                  std::string::npos)
+            << s.explanation;
+      }
+      for (const auto& f : d.findings) EXPECT_NE(f.kind, "slow_host");
+    } else {
+      // The step keeps its length: not abnormal, and the slower host is a warning.
+      EXPECT_EQ(d.abnormal_steps, 0u);
+      ASSERT_EQ(d.findings.size(), 1u);
+      const diagnose::Finding& f = d.findings[0];
+      EXPECT_EQ(f.kind, "slow_host");
+      EXPECT_EQ(f.severity, "warning");
+      EXPECT_EQ(f.category, FaultCategory::kSchedulingSoftware);
+      char ratio[16];
+      std::snprintf(ratio, sizeof ratio, "%.2f", slow.ratio);
+      EXPECT_EQ(f.title.substr(0, f.title.find(" (", f.title.find("step"))),
+                std::string("rank 0 (pid 100) ran its host operations ") + ratio +
+                    "x their peers' time in step 15");
+    }
+  }
+  // Two operators of step 15 slowed, not the host: 2 of 20 names slower, no slow host.
+  Trace two;
+  StepsWithASlowHost(1.0, false, two);
+  for (size_t i = 0; i < two.events.size(); ++i) {
+    const std::string_view name = two.strings.Get(two.events.name[i]);
+    if (two.events.start_ns[i] >= 1'700'000'000'000'000'000 + 5 * 30'000'000 &&
+        two.events.start_ns[i] < 1'700'000'000'000'000'000 + 6 * 30'000'000 &&
+        (name == "aten::op3" || name == "aten::op4"))
+      two.events.end_ns[i] += (two.events.end_ns[i] - two.events.start_ns[i]) / 2;
+  }
+  const auto trec = reconstruct::Reconstruct(two);
+  EXPECT_TRUE(localize::Localize(two, trec).slow_devices.empty());
 }
 
 // Every copy of a direction has one name; its size tells the operations apart. A few

@@ -27,6 +27,7 @@ LINK_WINDOWS = (1, 3)
 LINK_COLLECTIVES = 2
 THROTTLE_FACTORS = (1.3, 1.6)
 GPU_FACTORS = (1.3, 1.6)
+CPU_FACTORS = (1.3, 2.0)
 GPU_RANKS = 3
 PAUSE_PERCENT = (5, 25)
 PAUSE_STEPS = 2
@@ -404,4 +405,38 @@ def gpu_cases(ranks, rng, drawn=GPU_RANKS):
                         "instances": len(kernels),
                         "plan": {"dur_extra": {g: round(t.dur[g] * f) - t.dur[g] for g in kernels}},
                         "accept": ["runtime_driver"]})
+    return out
+
+
+def cpu_cases(t, rng):
+    """The host itself is slower for one step (CPU contention: other processes or threads
+    on its cores, a throttled CPU): every host event of the process that lies inside the
+    step's window (operators, Python functions, runtime calls, on any thread; not the step
+    range itself) gets its own time, its duration less its children's, x1.3 / x2, inserted
+    at its end; what follows on each thread moves, and GPU work starts no earlier than its
+    launch. One step drawn after the first, in traces with 3+ ProfilerStep#N ranges. Scored
+    by a slow_host finding in that step or an abnormal step of category scheduling_software
+    there (the category of a host that is slower)."""
+    steps, _ = profiler_steps(t)
+    if len(steps) < 3:
+        return []
+    st = rng.choice(steps[1:])
+    lo, hi = t.ts[st], t.end(st)
+    kids = {}
+    for i, p in t.parent.items():
+        kids.setdefault(p, []).append(i)
+    own = {}
+    for lst in t.threads.values():
+        for i in lst:
+            if i == st or not (lo <= t.ts[i] and t.end(i) <= hi):
+                continue
+            own[i] = t.dur[i] - sum(t.dur[c] for c in kids.get(i, []))
+    out = []
+    for f in CPU_FACTORS:
+        ins = {i: round(x * (f - 1)) for i, x in own.items() if round(x * (f - 1)) > 0}
+        if not ins:
+            continue
+        out.append({"cls": "cpu", "param": f, "window": t.name(st), "family": t.name(st),
+                    "instances": len(ins), "plan": {"host_ins": ins},
+                    "accept": ["scheduling_software"]})
     return out

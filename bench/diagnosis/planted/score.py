@@ -43,16 +43,25 @@ class Report:
     def slow_gpu(self, rank=None, step=None):
         """A slow_gpu finding (on `rank`, in step `step` when given), or an abnormal step
         of category runtime_driver (whose first root evidence is on `rank` when given)."""
+        return self._slowed("slow_gpu", "runtime_driver", rank, step)
+
+    def slow_host(self, rank=None, step=None):
+        """The same for a slower host: a slow_host finding, or an abnormal step of category
+        scheduling_software."""
+        return self._slowed("slow_host", "scheduling_software", rank, step)
+
+    def _slowed(self, kind, category, rank, step):
         for f in self.d.get("findings", []):
-            if f.get("kind") != "slow_gpu":
+            if f.get("kind") != kind:
                 continue
             if rank is not None and f.get("rank") != rank:
                 continue
-            if step is not None and not f.get("title", "").split(" (")[0].endswith(" step " + str(step)):
+            m = re.search(r" in step (\S+) \(", f.get("title", ""))
+            if step is not None and (m is None or m.group(1) != str(step)):
                 continue
             return True
         for s in self.abnormal_steps():
-            if s.get("fault_type") != "runtime_driver":
+            if s.get("fault_type") != category:
                 continue
             if step is not None and str(s.get("step")) != str(step):
                 continue

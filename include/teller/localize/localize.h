@@ -180,12 +180,17 @@ struct Straggler {
 inline constexpr uint32_t kSlowTimeFamilies = 3;
 // A slowed device (MarkSlowDevices in localize.cc): the least kernels of a unit on one
 // device to judge it by, and -log10 of the sign test's chance that so many more of its
-// kernel names are slower than their peers than faster (10 names of 10, 13 of 14).
+// kernel names are slower than their peers than faster (10 names of 10, 13 of 14), for one
+// cell judged; plus log10 of the number of cells judged (units x devices, or units for
+// the hosts).
 inline constexpr size_t kSlowDeviceInstances = 16;
 inline constexpr double kSlowDeviceSignLog10 = 3.0;
+// SlowTime::device and SlowDevice::device of a slowed host: the process's host threads
+// (their operators' own time and runtime calls), not a GPU.
+inline constexpr uint32_t kHostDevice = UINT32_MAX;
 struct SlowTime {
   uint32_t unit = 0;
-  uint32_t device = 0;
+  uint32_t device = 0;  // or kHostDevice
   int64_t excess_ns = 0;
   uint32_t families = 0;
   // Most of the unit's kernels on the device are slower than their peers by a similar
@@ -197,12 +202,14 @@ struct SlowTime {
 
 // A device whose kernels in one unit were slower than their peers together (MarkSlowDevices
 // in localize.cc): the median over its kernel names of their median time / expected, over
-// `kernels` kernel names.
+// `kernels` kernel names. With device kHostDevice, the process's host was slower (CPU
+// contention): the same over its host operations' names (operators' own time, runtime
+// calls that do not wait for the GPU).
 struct SlowDevice {
   uint32_t unit = 0;
-  uint32_t device = 0;
+  uint32_t device = 0;  // or kHostDevice
   double ratio = 0;
-  uint32_t kernels = 0;
+  uint32_t kernels = 0;  // kernel names, or host operation names
 };
 
 struct Result {
@@ -276,8 +283,12 @@ Result Localize(const Trace& trace, const reconstruct::Reconstruction& r,
 // Result::slow_times).
 std::vector<SlowTime> SlowTimes(const Trace& trace, const reconstruct::Reconstruction& r,
                                 const Result& result);
-// Whether instance k is part of a slow time (shared GPU-time evidence).
+// Whether instance k is part of a slow time (shared GPU-time evidence, or shared host
+// evidence on a slowed host).
 bool InSlowTime(const Result& result, uint32_t k);
+// The SlowTime::device instance k counts in: its GPU's, or kHostDevice for host work.
+uint32_t SlowTimeDevice(const Trace& trace, const reconstruct::Reconstruction& r,
+                        const Result& result, uint32_t k);
 
 // A name with what varies between repeated instances of one operator replaced by '#':
 // layer indices ("model.layers.12.mlp" -> "model.layers.#.mlp", "Qwen2Attention_3" ->
