@@ -30,13 +30,15 @@ then scores the reports. Cases (seeded, --seed):
              x1.3/x1.6 (3 ranks drawn); the collectives are solved again as for a straggler
   cpu        the host itself is slower for one step (CPU contention): the own time of every
              host event of the process inside the step x1.3/x2 (1 step after the first;
-             traces with 3+ ProfilerStep#N ranges)
+             traces with 3+ ProfilerStep#N ranges); rank folders: one rank's host slower
+             all through (3 ranks drawn), the collectives solved again
 Scores: kernel/copy: the planted name in the top 3 of top_operators; launch: the
 launching cpu_op or the launch API in the top 3; hostop: the op in the top 3;
 pause: the step's range in the top 3; throttle: an abnormal step of
 category runtime_driver or a slow_gpu finding in that step; gpu: a slow_gpu finding on the
 rank, or an abnormal runtime_driver step whose first root evidence is on it; cpu: a
-slow_host finding in that step or an abnormal scheduling_software step there;
+slow_host finding in that step (rank folders: on that rank) or an abnormal
+scheduling_software step there (whose first root evidence is on it);
 straggler: top_operators[0] on the straggler rank and not a comm kernel; untouched: a root evidence entry of an abnormal
 step names a family the plant did not touch.
 
@@ -236,6 +238,10 @@ def gen_cases(label, files, rng, quick):
             plans_by_rank, _ = solve_collectives(ranks, comms, c["rank"], c.pop("plan"), None)
             c["plans"], c["file"] = {order[q]: p for q, p in enumerate(plans_by_rank) if p}, order[c["rank"]]
             out.append(c)
+        for c in C.cpu_rank_cases(ranks, random.Random("cpu:" + label)):
+            plans_by_rank, _ = solve_collectives(ranks, comms, c["rank"], c.pop("plan"), None)
+            c["plans"], c["file"] = {order[q]: p for q, p in enumerate(plans_by_rank) if p}, order[c["rank"]]
+            out.append(c)
         for c in C.link_cases(ranks, random.Random("link:" + label)):
             scale = c.pop("scale")
             plans_by_rank, _ = solve_collectives(ranks, comms, 0, {}, None,
@@ -270,6 +276,8 @@ def score_case(case, rep):
         hit = rep.abnormal_category(case["accept"][0]) or rep.slow_gpu(step=step)
     elif cls == "gpu":
         hit = rep.slow_gpu(rank=case["rank_id"])
+    elif cls == "cpu" and case["window"] == "-":
+        hit = rep.slow_host(rank=case["rank_id"])
     elif cls == "cpu":
         hit = rep.slow_host(step=case["window"].rsplit("#", 1)[-1])
     else:

@@ -1869,17 +1869,20 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   // not a fault; except a launch of kernels already loaded (Relaunches).
   // Only where the program may be warming up: in a process's first unit, unless that unit
   // is a step the trace numbers above 0 (a profiler window that starts at ProfilerStep#12
-  // was recorded after the program's first iterations).
+  // was recorded after the program's first iterations). A `teller run` trace (it has the
+  // run's manifest) records every process from its start, whatever its steps' numbers (the
+  // Python hooks count from 1).
   std::vector<uint8_t> warmup(p.raw.size(), 0);
   {
     const std::vector<uint8_t> relaunch = Relaunches(trace, r);
     std::unordered_map<uint32_t, uint32_t> first_unit = FirstUnits(out.units);
     std::unordered_map<uint64_t, bool> seen;
+    const bool from_start = trace.run.known;
     for (size_t i = 0; i < p.raw.size(); ++i) {
       const Unit& unit = out.units[p.raw[i].unit];
       const uint64_t k = (static_cast<uint64_t>(unit.process) << 32) | fam[i];
       const bool first = seen.emplace(k, true).second;
-      const bool late_window = unit.step >= 0 && r.steps[unit.step].number > 0;
+      const bool late_window = !from_start && unit.step >= 0 && r.steps[unit.step].number > 0;
       // The first iteration counts as the first unit after a prologue (set-up work).
       const bool first_unit_here = first_unit[unit.process] == p.raw[i].unit || unit.iteration == 0;
       // A script without step markers whose work repeats: its first iteration is its
@@ -1888,7 +1891,9 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       // operator's first call. Its GPU work is not: a kernel takes its time in every pass.
       // The host work before the iterations and after them (allocating and freeing buffers
       // of every size, loading modules) happens once and has no peers that cost the same.
-      const bool once = unit.iteration == 0 || unit.OutsideIterations();
+      // So is a process's first step in a trace recorded from its start: its first pass.
+      const bool once = unit.iteration == 0 || unit.OutsideIterations() ||
+                        (from_start && first_unit[unit.process] == p.raw[i].unit);
       const bool warmup_pass = once && p.raw[i].measure != Measure::kGpuTime &&
                                p.raw[i].measure != Measure::kTransferTime;
       warmup[i] =

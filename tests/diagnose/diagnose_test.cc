@@ -494,7 +494,7 @@ TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
 // of them take `slow` times as long: the host was slower. `packed`: the operators run back
 // to back and the step ends with the last one (the host bounds the step); else each has
 // its slot in a step of fixed length (something else bounds it).
-void StepsWithASlowHost(double slow, bool packed, Trace& t) {
+void StepsWithASlowHost(double slow, bool packed, Trace& t, int slow_step = 5, int first_seq = 10) {
   constexpr int64_t kT0 = 1'700'000'000'000'000'000;
   const uint32_t p = t.ProcessIndex("h0", 100);
   t.processes[p].rank = 0;
@@ -504,14 +504,15 @@ void StepsWithASlowHost(double slow, bool packed, Trace& t) {
     std::vector<std::pair<int64_t, int64_t>> ops;
     for (int k = 0; k < 20; ++k) {
       const double natural = 1.0 + 0.1 * (((2 * s + 3 * k) % 5) - 2);
-      const auto d = static_cast<int64_t>(50'000 * natural * (s == 5 ? slow : 1.0));
+      const auto d = static_cast<int64_t>(50'000 * natural * (s == slow_step ? slow : 1.0));
       const int64_t start = packed ? at : begin + 10'000 + k * 500'000;
       ops.push_back({start, start + d});
       at = start + d;
     }
     if (packed) end = at + 10'000;
     Append(t, p, EventType::kRange,
-           t.strings.Intern("teller.step kind=decode seq=" + std::to_string(10 + s)), begin, end);
+           t.strings.Intern("teller.step kind=decode seq=" + std::to_string(first_seq + s)), begin,
+           end);
     for (int k = 0; k < 20; ++k) {
       Append(t, p, EventType::kRange, t.strings.Intern("aten::op" + std::to_string(k + 1)),
              ops[k].first, ops[k].second);
@@ -581,6 +582,29 @@ TEST(Diagnose, AHostWhoseOperatorsAreAllALittleSlowerIsASlowHost) {
   }
   const auto trec = reconstruct::Reconstruct(two);
   EXPECT_TRUE(localize::Localize(two, trec).slow_devices.empty());
+}
+
+// A program's first pass is slower on the host throughout (lazy initialization, caches,
+// allocator growth): the Python hooks' steps count from 1, so in a `teller run` trace (it
+// has the run's manifest) step 1 is the process's first pass and warm-up. The same trace
+// without a manifest is a profiler window that began later: its step 1 is judged.
+TEST(Diagnose, TheFirstStepOfARunRecordedFromItsStartIsItsWarmUpPass) {
+  for (const bool from_start : {false, true}) {
+    SCOPED_TRACE(from_start ? "teller run" : "profiler window");
+    Trace t;
+    StepsWithASlowHost(10.0, true, t, /*slow_step=*/0, /*first_seq=*/1);
+    t.run.known = from_start;
+    t.run.finished = from_start;
+    const auto rec = reconstruct::Reconstruct(t);
+    const auto d = diagnose::Diagnose(t, rec, {});
+    if (from_start) {
+      EXPECT_EQ(d.abnormal_steps, 0u);
+      for (const auto& f : d.findings) EXPECT_NE(f.kind, "slow_host") << f.title;
+    } else {
+      ASSERT_EQ(d.abnormal_steps, 1u);
+      for (const auto& s : d.steps) EXPECT_EQ(s.abnormal, s.number == 1) << s.number;
+    }
+  }
 }
 
 // Every copy of a direction has one name; its size tells the operations apart. A few

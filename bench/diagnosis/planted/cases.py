@@ -28,6 +28,7 @@ LINK_COLLECTIVES = 2
 THROTTLE_FACTORS = (1.3, 1.6)
 GPU_FACTORS = (1.3, 1.6)
 CPU_FACTORS = (1.3, 2.0)
+CPU_RANKS = 3
 GPU_RANKS = 3
 PAUSE_PERCENT = (5, 25)
 PAUSE_STEPS = 2
@@ -422,15 +423,7 @@ def cpu_cases(t, rng):
         return []
     st = rng.choice(steps[1:])
     lo, hi = t.ts[st], t.end(st)
-    kids = {}
-    for i, p in t.parent.items():
-        kids.setdefault(p, []).append(i)
-    own = {}
-    for lst in t.threads.values():
-        for i in lst:
-            if i == st or not (lo <= t.ts[i] and t.end(i) <= hi):
-                continue
-            own[i] = t.dur[i] - sum(t.dur[c] for c in kids.get(i, []))
+    own = host_own_times(t, lambda i: i != st and lo <= t.ts[i] and t.end(i) <= hi)
     out = []
     for f in CPU_FACTORS:
         ins = {i: round(x * (f - 1)) for i, x in own.items() if round(x * (f - 1)) > 0}
@@ -439,4 +432,36 @@ def cpu_cases(t, rng):
         out.append({"cls": "cpu", "param": f, "window": t.name(st), "family": t.name(st),
                     "instances": len(ins), "plan": {"host_ins": ins},
                     "accept": ["scheduling_software"]})
+    return out
+
+
+def host_own_times(t, keep):
+    """{host event: its own time (duration less its children's)} for the events keep(i)
+    accepts, on every thread."""
+    kids = {}
+    for i, p in t.parent.items():
+        kids.setdefault(p, []).append(i)
+    return {i: t.dur[i] - sum(t.dur[c] for c in kids.get(i, []))
+            for lst in t.threads.values() for i in lst if keep(i)}
+
+
+def cpu_rank_cases(ranks, rng, drawn=CPU_RANKS):
+    """ranks: [Trace] in rank order. One rank's host is slower (CPU contention on its
+    node): every host event of that rank gets its own time x1.3 / x2, as in cpu_cases but
+    over the whole trace; the collectives are solved again by the caller (the others wait
+    for it where it now arrives last). Scored by a slow_host finding on the rank, or an
+    abnormal scheduling_software step whose first root evidence is on it."""
+    out = []
+    for r in sorted(rng.sample(range(len(ranks)), min(drawn, len(ranks)))):
+        t = ranks[r]
+        own = host_own_times(t, lambda i: True)
+        for f in CPU_FACTORS:
+            ins = {i: round(x * (f - 1)) for i, x in own.items() if round(x * (f - 1)) > 0}
+            if not ins:
+                continue
+            out.append({"cls": "cpu", "param": f, "window": "-", "rank": r,
+                        "rank_id": t.rank if t.rank is not None else r,
+                        "family": "rank %d" % (t.rank if t.rank is not None else r),
+                        "instances": len(ins), "plan": {"host_ins": ins},
+                        "accept": ["scheduling_software"]})
     return out
