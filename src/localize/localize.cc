@@ -1620,7 +1620,10 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
         {where.first, where.second, std::exp(c.median), static_cast<uint32_t>(c.by_name.size())});
     for (size_t i = 0; i < c.instances.size(); ++i) {
       Instance& in = out->instances[c.instances[i]];
-      if (in.evidence || c.log_ratios[i] < 0.5 * c.median) continue;
+      // Evidence on its own margins is part of the slowdown too, unless it is slower than
+      // the square of the device's ratio: then it is a fault of its own on a slow device.
+      if (c.log_ratios[i] < 0.5 * c.median || (in.evidence && c.log_ratios[i] > 2 * c.median))
+        continue;
       in.evidence = true;
       in.shared = true;
       in.excess_ns = in.time_ns - in.expected_ns;
