@@ -46,6 +46,11 @@ Status ReadEvidence(const JsonContext& c, od::object& o, bool consequence, diagn
   TELLER_RETURN_IF_ERROR(c.Field(o, "peers", &peers, "evidence"));
   TELLER_RETURN_IF_ERROR(c.Field(peers, "count", &e->peers, "evidence.peers"));
   e->consequence = consequence;
+  // A root that does not explain its step's abnormality (docs/diagnose.md, "Root before
+  // impact"): the reports mark it, so reading it back must keep it.
+  std::string role;
+  TELLER_RETURN_IF_ERROR(c.OptionalField(o, "role", &role, &present, "evidence"));
+  e->minor = present && role == "minor";
   int64_t waited = -1;
   TELLER_RETURN_IF_ERROR(c.OptionalField(o, "waited_for_rank", &waited, &present, "evidence"));
   e->waited_for_rank = present ? static_cast<int>(waited) : -1;
