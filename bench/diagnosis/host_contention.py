@@ -118,7 +118,7 @@ def main():
                 if p.returncode != 0:
                     sys.exit("teller diagnose failed (%d): %s" % (p.returncode, p.stderr[-500:]))
                 said = slower_steps(json.load(open(js)))
-                window = [s for s in secs[a.start:a.stop]]
+                window = secs[a.start:a.stop]
                 rest = secs[:a.start - 1] + secs[a.stop + 1:]
                 slowdown = (sorted(window)[len(window) // 2] / sorted(rest)[len(rest) // 2]) if window and rest else 0
                 hit = any(("slow_host" in k or "abnormal:scheduling_software" in k)

@@ -427,6 +427,27 @@ void ExpectNothingSlowed(Trace& healthy) {
   EXPECT_TRUE(d.findings.empty());
 }
 
+// A diagnosis with no abnormal step and one finding, a warning of `kind` and `category`
+// (a slowed GPU or host in a normal step); null when it has not exactly one finding.
+const diagnose::Finding* OnlySlowWarning(const diagnose::Diagnosis& d, std::string_view kind,
+                                         FaultCategory category) {
+  EXPECT_EQ(d.abnormal_steps, 0u);
+  EXPECT_EQ(d.findings.size(), 1u);
+  if (d.findings.size() != 1) return nullptr;
+  const diagnose::Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, kind);
+  EXPECT_EQ(f.severity, "warning");
+  EXPECT_EQ(f.category, category);
+  return &f;
+}
+
+// A ratio as the finding titles print it.
+std::string TitleRatio(double ratio) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.2f", ratio);
+  return text;
+}
+
 TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
   Trace healthy;
   RanksWithOneSlowGpu(1.0, healthy);
@@ -456,17 +477,12 @@ TEST(Diagnose, AGpuWhoseKernelsAreAllALittleSlowerIsASlowGpu) {
   EXPECT_LT(loc.slow_times[0].families, 20u);
   EXPECT_LT(loc.slow_times[0].excess_ns, 1'000'000);
   const auto d = diagnose::Diagnose(t, rec, {});
-  EXPECT_EQ(d.abnormal_steps, 0u);
-  ASSERT_EQ(d.findings.size(), 1u);
-  const diagnose::Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "slow_gpu");
-  EXPECT_EQ(f.severity, "warning");
-  EXPECT_EQ(f.category, FaultCategory::kRuntimeDriver);
+  const diagnose::Finding* found = OnlySlowWarning(d, "slow_gpu", FaultCategory::kRuntimeDriver);
+  ASSERT_NE(found, nullptr);
+  const diagnose::Finding& f = *found;
   EXPECT_EQ(f.rank, 6);
   const std::string families = std::to_string(loc.slow_times[0].families);
-  char ratio[16];
-  std::snprintf(ratio, sizeof ratio, "%.2f", slow.ratio);
-  EXPECT_EQ(f.title, std::string("rank 6, device 0 ran its kernels ") + ratio +
+  EXPECT_EQ(f.title, "rank 6, device 0 ran its kernels " + TitleRatio(slow.ratio) +
                          "x their peers' time in step 10 (" + families + " kernel families)");
   EXPECT_EQ(f.details.size(), 3u);
 
@@ -569,16 +585,11 @@ TEST(Diagnose, AHostWhoseOperatorsAreAllALittleSlowerIsASlowHost) {
       for (const auto& f : d.findings) EXPECT_NE(f.kind, "slow_host");
     } else {
       // The step keeps its length: not abnormal, and the slower host is a warning.
-      EXPECT_EQ(d.abnormal_steps, 0u);
-      ASSERT_EQ(d.findings.size(), 1u);
-      const diagnose::Finding& f = d.findings[0];
-      EXPECT_EQ(f.kind, "slow_host");
-      EXPECT_EQ(f.severity, "warning");
-      EXPECT_EQ(f.category, FaultCategory::kSchedulingSoftware);
-      char ratio[16];
-      std::snprintf(ratio, sizeof ratio, "%.2f", slow.ratio);
-      EXPECT_EQ(f.title.substr(0, f.title.find(" (", f.title.find("step"))),
-                std::string("rank 0 (pid 100) ran its host operations ") + ratio +
+      const diagnose::Finding* f =
+          OnlySlowWarning(d, "slow_host", FaultCategory::kSchedulingSoftware);
+      ASSERT_NE(f, nullptr);
+      EXPECT_EQ(f->title.substr(0, f->title.find(" (", f->title.find("step"))),
+                "rank 0 (pid 100) ran its host operations " + TitleRatio(slow.ratio) +
                     "x their peers' time in step 15");
     }
   }
