@@ -82,7 +82,7 @@ Status ApplyModel(const rca::Model& model, const std::string& path, const Trace&
   corpus.names.push_back(&names);
   for (const format::DatasetColumns& c : columns) corpus.steps.push_back({0, &c});
   std::vector<std::vector<std::string>> lines;
-  if (model.config().variant == rca::Variant::kMot) lines = StepLogLines(trace, r, steps);
+  if (rca::ReadsText(model.config().variant)) lines = StepLogLines(trace, r, steps);
   std::vector<rca::Query> queries;
   std::vector<size_t> asked;  // the diagnosis step of each query
   for (size_t i = 0; i < d->steps.size(); ++i) {

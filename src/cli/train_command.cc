@@ -1,5 +1,5 @@
-// `teller train`: trains a learned model (src/rca, docs/rca.md: the trace encoder or the
-// MoT) on a labelled dataset and writes a model directory.
+// `teller train`: trains a learned model (src/rca, docs/rca.md: the trace encoder, the MoT
+// or the single stream) on a labelled dataset and writes a model directory.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,21 +18,23 @@ namespace teller::cli {
 namespace {
 
 constexpr const char* kTrainHelp =
-    "usage: teller train --data DIR --out MODEL [--variant gcn|mot] [--epochs E] [--seed S]\n"
-    "                    [--split all|incident|request] [--vocab N] [--width W] [--layers L]\n"
-    "                    [-q]\n"
+    "usage: teller train --data DIR --out MODEL [--variant gcn|mot|single] [--epochs E]\n"
+    "                    [--seed S] [--split all|incident|request] [--vocab N] [--width W]\n"
+    "                    [--layers L] [-q]\n"
     "\n"
     "Trains a learned model (docs/rca.md). gcn: the trace encoder, TPE tokens of every step,\n"
     "graph convolution over the call tree, a head for \"step abnormal\" per view and one for\n"
     "the fault type. mot: the same encoder as the trace stream of a mixture of transformers\n"
-    "that also reads the unit's log lines and generates the explanation. DIR is a labelled\n"
-    "dataset from `teller dataset build`. Writes MODEL/model.json, MODEL/weights.pt,\n"
-    "MODEL/tpe/ (the TPE vocabulary it reads) and, for mot, MODEL/text.json (its words).\n"
+    "that also reads the unit's log lines and generates the explanation. single: one causal\n"
+    "transformer over the step's TPE tokens and log words in one sequence, generating its\n"
+    "verdicts, <fault_type> y </fault_type> and the explanation. DIR is a labelled dataset\n"
+    "from `teller dataset build`. Writes MODEL/model.json, MODEL/weights.pt, MODEL/tpe/ (the\n"
+    "TPE vocabulary it reads) and, for mot and single, MODEL/text.json (its words).\n"
     "\n"
     "options:\n"
     "  --data DIR      labelled dataset\n"
     "  --out MODEL     model directory (created)\n"
-    "  --variant V     gcn (default) or mot\n"
+    "  --variant V     gcn (default), mot or single\n"
     "  --epochs E      passes over the training units (default 30)\n"
     "  --seed S        model (and split) seed (default 1)\n"
     "  --split NAME    all (default): every unit; incident or request: only the training\n"
@@ -121,10 +123,11 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
   }
   rca::Variant variant = rca::Variant::kGcn;
   if (!rca::ParseVariant(variant_text, &variant)) {
-    std::fprintf(stderr, "teller train: --variant is gcn or mot, got '%s'\n", variant_text.c_str());
+    std::fprintf(stderr, "teller train: --variant is gcn, mot or single, got '%s'\n",
+                 variant_text.c_str());
     return 2;
   }
-  const bool mot = variant == rca::Variant::kMot;
+  const bool mot = rca::ReadsText(variant);  // reads logs, writes explanations
   if (!rca::Available()) {
     std::fprintf(stderr,
                  "teller train: this build of Teller has no libtorch (apt-get install libtorch-dev "
@@ -132,7 +135,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     return 1;
   }
   eval::LoadOptions load;
-  load.explanations = mot;  // the MoT learns to generate them
+  load.explanations = mot;  // the MoT and the single stream learn to generate them
   auto ds = eval::LoadDataset(data, load);
   if (!ds.ok()) {
     std::fprintf(stderr, "teller train: %s\n", ds.status().message().c_str());
@@ -190,7 +193,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
   std::vector<std::vector<std::string>> lines;
   std::vector<rca::Query> queries;
   if (mot) {
-    // On the first 256 units: greedy decoding makes the MoT's pass per unit far dearer than
+    // On the first 256 units: greedy decoding makes a text model's pass per unit far dearer than
     // the trace encoder's, and the rate is what is wanted.
     const auto n = static_cast<uint32_t>(std::min<size_t>(ds->units.size(), 256));
     lines.resize(n);

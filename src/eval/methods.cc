@@ -42,6 +42,8 @@ std::vector<MethodSpec> AllMethods() {
       {"teller-gcn", "Teller (trace encoder)", MethodKind::kTellerGcn, FeatureSet::kStat, true});
   out.push_back(
       {"teller-mot", "Teller (MoT: trace + log)", MethodKind::kTellerMot, FeatureSet::kStat, true});
+  out.push_back({"teller-single", "Teller (single stream: trace + log)", MethodKind::kTellerSingle,
+                 FeatureSet::kStat, true});
   for (FeatureSet set : {FeatureSet::kStat, FeatureSet::kStruct}) {
     for (const Known& k : kBaselines) {
       MethodSpec m;
@@ -111,11 +113,11 @@ int FaultClass(const std::string& name) {
   return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
 }
 
-// teller-gcn and teller-mot on `fold` (docs/rca.md, "In teller eval"): the network trained
-// on the fold's training units (its TPE and text vocabularies too), the alarm threshold per
-// view the best step F1 on the validation units (0.5 when they hold no positive), the fault
-// type the model's among those seen in training, the MoT's generated explanation; evidence
-// nodes by the baselines' rule.
+// teller-gcn, teller-mot and teller-single on `fold` (docs/rca.md, "In teller eval"): the
+// network trained on the fold's training units (its TPE and text vocabularies too), the
+// alarm threshold per view the best step F1 on the validation units (0.5 when they hold no
+// positive), the fault type the model's among those seen in training, the generated
+// explanation (MoT, single stream); evidence nodes by the baselines' rule.
 Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, uint64_t seed,
                                          int epochs, const MethodSpec& spec,
                                          const NodeDeviations& deviations,
@@ -123,9 +125,10 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   const std::string& name = spec.name;
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
-  const rca::Variant variant =
-      spec.kind == MethodKind::kTellerMot ? rca::Variant::kMot : rca::Variant::kGcn;
-  const bool mot = variant == rca::Variant::kMot;
+  const rca::Variant variant = spec.kind == MethodKind::kTellerMot      ? rca::Variant::kMot
+                               : spec.kind == MethodKind::kTellerSingle ? rca::Variant::kSingle
+                                                                        : rca::Variant::kGcn;
+  const bool mot = rca::ReadsText(variant);
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
   const std::vector<rca::Sample> train = input.Samples(ds, fold.train, mot);
@@ -276,7 +279,7 @@ std::vector<std::string> MethodNames() {
 
 bool MethodAvailable(MethodKind kind) {
   if (kind == MethodKind::kXgboost) return XgboostModel::Available();
-  if (kind == MethodKind::kTellerGcn || kind == MethodKind::kTellerMot) return rca::Available();
+  if (IsLearned(kind)) return rca::Available();
   return true;
 }
 
@@ -311,7 +314,7 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
     }
     if (!MethodAvailable(it->kind)) {
       return Status::Error("method \"" + name + "\" needs " +
-                           (it->kind == MethodKind::kTellerGcn || it->kind == MethodKind::kTellerMot
+                           (IsLearned(it->kind)
                                 ? "libtorch, which this build of Teller lacks (apt-get install "
                                   "libtorch-dev libopenblas0-pthread, then re-run cmake)"
                                 : "XGBoost, which this build of Teller lacks (apt-get install "
@@ -319,8 +322,9 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
     }
     MethodSpec m = *it;
     if (at != std::string::npos) {
-      if (m.kind != MethodKind::kTellerGcn && m.kind != MethodKind::kTellerMot)
-        return Status::Error("method \"" + name + "\": only teller-gcn and teller-mot take @VOCAB");
+      if (!IsLearned(m.kind))
+        return Status::Error("method \"" + name +
+                             "\": only teller-gcn, teller-mot and teller-single take @VOCAB");
       const std::string v = spec.substr(at + 1);
       char* end = nullptr;
       const unsigned long n = std::strtoul(v.c_str(), &end, 10);
@@ -332,10 +336,10 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       m.display.insert(m.display.size() - 1, ", vocab " + v);
     }
     if (colon != std::string::npos) {
-      if (m.kind != MethodKind::kTellerMot || (stream != "no-trace" && stream != "no-log"))
+      if (!IsLearnedWithText(m.kind) || (stream != "no-trace" && stream != "no-log"))
         return Status::Error("method \"" + name +
-                             "\": teller-mot takes :no-trace or :no-log (the modality "
-                             "ablation); no other method or option does");
+                             "\": teller-mot and teller-single take :no-trace or :no-log (the "
+                             "modality ablation); no other method or option does");
       (stream == "no-trace" ? m.trace_stream : m.log_stream) = false;
       m.name = name;
       const std::string both = "trace + log";
@@ -388,7 +392,7 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
   if (method.kind == MethodKind::kTellerGcn) {
     return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
   }
-  if (method.kind == MethodKind::kTellerMot) {
+  if (IsLearnedWithText(method.kind)) {
     if (!with_logs_)
       return Status::Error(method.name +
                            ": reads the logs by design; --without-logs applies to "

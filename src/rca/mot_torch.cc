@@ -17,75 +17,10 @@
 
 #include "src/rca/text.h"
 #include "src/rca/torch_encoder.h"
+#include "src/rca/torch_transformer.h"
 
 namespace teller::rca::internal {
 namespace {
-
-// One layer: shared attention, layer norms and feed-forward blocks per modality. The first
-// `trace` positions of the sequence are the trace stream, the rest text.
-struct BlockImpl : torch::nn::Module {
-  BlockImpl(int64_t width, int64_t heads) : heads_(heads) {
-    qkv = register_module("qkv", torch::nn::Linear(width, 3 * width));
-    out = register_module("out", torch::nn::Linear(width, width));
-    const auto ln = torch::nn::LayerNormOptions({width});
-    for (const char* m : {"trace", "text"}) {
-      norm1.push_back(register_module(std::string("norm1_") + m, torch::nn::LayerNorm(ln)));
-      norm2.push_back(register_module(std::string("norm2_") + m, torch::nn::LayerNorm(ln)));
-      up.push_back(register_module(std::string("up_") + m, torch::nn::Linear(width, 4 * width)));
-      down.push_back(
-          register_module(std::string("down_") + m, torch::nn::Linear(4 * width, width)));
-    }
-  }
-  // x [B, S, W]; allowed [B, 1, S, S] (true: query i may attend key j).
-  torch::Tensor forward(const torch::Tensor& x, int64_t trace, const torch::Tensor& allowed) {
-    return Run(x, trace, allowed, {}, {}, nullptr, nullptr);
-  }
-  // The same for positions that follow earlier ones whose keys and values (`past_k`,
-  // `past_v` [B, H, P, D]; undefined: none) are kept from an earlier call: greedy decoding
-  // then runs each new word through the layer alone (the condition's and the earlier words'
-  // outputs never depend on later words). allowed [B, 1, S, P + S]; *k_all, *v_all (when
-  // not null) get the keys and values of [past; x].
-  torch::Tensor Run(const torch::Tensor& x, int64_t trace, const torch::Tensor& allowed,
-                    const torch::Tensor& past_k, const torch::Tensor& past_v, torch::Tensor* k_all,
-                    torch::Tensor* v_all) {
-    const int64_t b = x.size(0), s = x.size(1), w = x.size(2), d = w / heads_;
-    // Per modality: the first `trace` positions, the rest.
-    auto by_modality = [&](const torch::Tensor& t, auto&& f0, auto&& f1) {
-      if (trace == 0) return f1(t);
-      if (trace == s) return f0(t);
-      return torch::cat({f0(t.narrow(1, 0, trace)), f1(t.narrow(1, trace, s - trace))}, 1);
-    };
-    const torch::Tensor h = by_modality(
-        x, [&](const torch::Tensor& t) { return norm1[0](t); },
-        [&](const torch::Tensor& t) { return norm1[1](t); });
-    const std::vector<torch::Tensor> qkv_ = qkv(h).chunk(3, 2);
-    auto heads = [&](const torch::Tensor& t) {
-      return t.reshape({b, s, heads_, d}).transpose(1, 2);
-    };
-    const torch::Tensor q = heads(qkv_[0]);
-    torch::Tensor k = heads(qkv_[1]), v = heads(qkv_[2]);
-    if (past_k.defined()) {
-      k = torch::cat({past_k, k}, 2);
-      v = torch::cat({past_v, v}, 2);
-    }
-    if (k_all != nullptr) *k_all = k;
-    if (v_all != nullptr) *v_all = v;
-    torch::Tensor score = q.matmul(k.transpose(2, 3)) / std::sqrt(static_cast<double>(d));
-    // A large negative rather than -inf: a row with no allowed key (none occurs: every query
-    // may see the step token) would give NaN with -inf.
-    score = score.masked_fill(allowed.logical_not(), -1e9);
-    const torch::Tensor a = torch::softmax(score, 3).matmul(v).transpose(1, 2).reshape({b, s, w});
-    const torch::Tensor y = x + out(a);
-    return by_modality(
-        y, [&](const torch::Tensor& p) { return p + down[0](torch::gelu(up[0](norm2[0](p)))); },
-        [&](const torch::Tensor& p) { return p + down[1](torch::gelu(up[1](norm2[1](p)))); });
-  }
-  int64_t heads_;
-  torch::nn::Linear qkv{nullptr}, out{nullptr};
-  std::vector<torch::nn::LayerNorm> norm1, norm2;
-  std::vector<torch::nn::Linear> up, down;
-};
-TORCH_MODULE(Block);
 
 struct MotImpl : torch::nn::Module {
   MotImpl(const ModelConfig& c, int64_t vocab, int64_t text_vocab) {
@@ -97,7 +32,8 @@ struct MotImpl : torch::nn::Module {
     position = register_module(
         "position", torch::nn::Embedding(c.max_log_tokens + c.max_explanation_tokens + 2, c.width));
     for (int l = 0; l < c.mot_layers; ++l) {
-      blocks.push_back(register_module("block" + std::to_string(l), Block(c.width, c.heads)));
+      blocks.push_back(
+          register_module("block" + std::to_string(l), Block(c.width, c.heads, /*modalities=*/2)));
     }
     const auto ln = torch::nn::LayerNormOptions({static_cast<int64_t>(c.width)});
     final_trace = register_module("final_trace", torch::nn::LayerNorm(ln));
@@ -123,87 +59,13 @@ struct TraceStream {
   torch::Tensor x, present;
 };
 
-class MotNetwork final : public Network {
+class MotNetwork final : public TextNetwork<Mot> {
  public:
   MotNetwork(const ModelConfig& c, uint32_t vocab, uint32_t text_vocab, uint64_t seed)
-      : config_(c) {
+      : TextNetwork(/*predict_batch=*/64), config_(c) {
     OneThread();
     torch::manual_seed(seed);
     net_ = Mot(c, static_cast<int64_t>(vocab), static_cast<int64_t>(text_vocab));
-  }
-
-  Result<std::vector<double>> Train(const std::vector<Example>& x, const std::vector<Target>& y,
-                                    const TrainOptions& options) override {
-    try {
-      OneThread();
-      torch::manual_seed(options.seed);
-      net_->train();
-      const torch::Tensor pw = PositiveWeights(y);
-      std::vector<double> losses =
-          TrainEpochs(net_->parameters(), x.size(), options, [&](const std::vector<size_t>& batch) {
-            std::vector<const Example*> bx;
-            std::vector<const Target*> by;
-            for (const size_t i : batch) {
-              bx.push_back(&x[i]);
-              by.push_back(&y[i]);
-            }
-            return Loss(bx, by, pw, options);
-          });
-      net_->eval();
-      return losses;
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
-  }
-
-  Result<std::vector<Output>> Predict(const std::vector<Example>& x) const override {
-    try {
-      OneThread();
-      torch::NoGradGuard no_grad;
-      net_->eval();
-      std::vector<Output> out;
-      constexpr size_t kBatch = 64;
-      for (size_t begin = 0; begin < x.size(); begin += kBatch) {
-        const size_t end = std::min(x.size(), begin + kBatch);
-        std::vector<const Example*> bx;
-        for (size_t i = begin; i < end; ++i) bx.push_back(&x[i]);
-        Generate(bx, &out);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
-  }
-
-  Result<std::string> SaveWeights() const override {
-    try {
-      torch::serialize::OutputArchive archive;
-      net_->save(archive);
-      std::ostringstream os;
-      archive.save_to(os);
-      return std::move(os).str();
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
-  }
-
-  Status LoadWeights(std::string_view bytes) override {
-    try {
-      torch::serialize::InputArchive archive;
-      std::istringstream is{std::string(bytes)};
-      archive.load_from(is);
-      net_->load(archive);
-      net_->eval();
-      return Status::Ok();
-    } catch (const std::exception& e) {
-      return Status::Error("cannot read the weights (" + TorchError(e).substr(10) + ")");
-    }
-  }
-
-  uint64_t Parameters() const override {
-    uint64_t n = 0;
-    for (const auto& p : net_->parameters()) n += static_cast<uint64_t>(p.numel());
-    return n;
   }
 
  private:
@@ -279,17 +141,8 @@ class MotNetwork final : public Network {
     return (trace_out * m).sum(1) / m.sum(1).clamp_min(1);
   }
 
-  // Word ids per example into [B, max(len, 1)] padded with kPad.
   static torch::Tensor Padded(const std::vector<std::vector<int64_t>>& rows) {
-    size_t n = 1;
-    for (const auto& r : rows) n = std::max(n, r.size());
-    std::vector<int64_t> flat(rows.size() * n, TextVocabulary::kPad);
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::copy(rows[i].begin(), rows[i].end(), flat.begin() + i * n);
-    return torch::from_blob(flat.data(),
-                            {static_cast<int64_t>(rows.size()), static_cast<int64_t>(n)},
-                            torch::kInt64)
-        .clone();
+    return PaddedRows(rows, TextVocabulary::kPad);
   }
 
   std::vector<int64_t> LogOf(const Example& e) const {
@@ -300,7 +153,7 @@ class MotNetwork final : public Network {
   }
 
   torch::Tensor Loss(const std::vector<const Example*>& bx, const std::vector<const Target*>& by,
-                     const torch::Tensor& pw, const TrainOptions& options) const {
+                     const torch::Tensor& pw, const TrainOptions& options) const override {
     const auto rows = static_cast<int64_t>(bx.size());
     const TraceStream trace = Trace(bx);
     std::vector<std::vector<int64_t>> logs, inputs, targets;
@@ -355,7 +208,7 @@ class MotNetwork final : public Network {
   // The condition (trace and log tokens) runs through the layers once, keeping every
   // layer's keys and values; then each word runs alone against them (a key/value cache),
   // which is what Forward computes for the same words, without redoing the condition.
-  void Generate(const std::vector<const Example*>& bx, std::vector<Output>* out) const {
+  void Generate(const std::vector<const Example*>& bx, std::vector<Output>* out) const override {
     const auto rows = static_cast<int64_t>(bx.size());
     const TraceStream trace = Trace(bx);
     std::vector<std::vector<int64_t>> logs;
@@ -428,7 +281,6 @@ class MotNetwork final : public Network {
   }
 
   ModelConfig config_;
-  mutable Mot net_{nullptr};  // eval() and forward are not const in libtorch
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The trace encoder's network in libtorch (docs/method.md §6 trace encoder; docs/rca.md) and
-// the module's entry point. With mot_torch.cc and torch_encoder.h the only files of the
-// stage that include torch/torch.h; built as a module (libteller_rca_torch.so) that
-// network_loader.cc opens on first use, so that programs linking the stage do not load
-// libtorch (about 1 s of CPU at every start) unless they train or predict. Every libtorch
-// call runs inside a try block: exceptions become Status errors and never leave the stage.
+// the module's entry point. With mot_torch.cc, single_torch.cc and the torch_*.h headers
+// the only files of the stage that include torch/torch.h; built as a module
+// (libteller_rca_torch.so) that network_loader.cc opens on first use, so that programs linking the
+// stage do not load libtorch (about 1 s of CPU at every start) unless they train or predict. Every
+// libtorch call runs inside a try block: exceptions become Status errors and never leave the stage.
 #include <chrono>
 #include <random>
 #include <sstream>
@@ -33,7 +33,7 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
-class TorchNetwork final : public Network {
+class TorchNetwork final : public ArchivedNetwork<Net> {
  public:
   TorchNetwork(const ModelConfig& c, uint32_t vocab, uint64_t seed) : config_(c) {
     OneThread();
@@ -112,43 +112,8 @@ class TorchNetwork final : public Network {
     }
   }
 
-  Result<std::string> SaveWeights() const override {
-    try {
-      torch::serialize::OutputArchive archive;
-      net_->save(archive);
-      std::ostringstream os;
-      archive.save_to(os);
-      return std::move(os).str();
-    } catch (const std::exception& e) {
-      return Status::Error(std::string("libtorch: ") + e.what());
-    }
-  }
-
-  Status LoadWeights(std::string_view bytes) override {
-    try {
-      torch::serialize::InputArchive archive;
-      std::istringstream is{std::string(bytes)};
-      archive.load_from(is);
-      net_->load(archive);
-      net_->eval();
-      return Status::Ok();
-    } catch (const std::exception& e) {
-      // libtorch's messages carry a C++ backtrace; the first line says what was wrong.
-      std::string what = e.what();
-      what = what.substr(0, what.find('\n'));
-      return Status::Error("cannot read the weights (" + what + ")");
-    }
-  }
-
-  uint64_t Parameters() const override {
-    uint64_t n = 0;
-    for (const auto& p : net_->parameters()) n += static_cast<uint64_t>(p.numel());
-    return n;
-  }
-
  private:
   ModelConfig config_;
-  mutable Net net_{nullptr};  // eval() and forward are not const in libtorch
 };
 
 }  // namespace
@@ -163,6 +128,9 @@ TellerRcaMakeTorchNetwork(const teller::rca::ModelConfig* config, uint32_t vocab
   try {
     if (config->variant == teller::rca::Variant::kMot) {
       return teller::rca::internal::NewMotNetwork(*config, vocab, text_vocab, seed);
+    }
+    if (config->variant == teller::rca::Variant::kSingle) {
+      return teller::rca::internal::NewSingleNetwork(*config, vocab, text_vocab, seed);
     }
     return new teller::rca::internal::TorchNetwork(*config, vocab, seed);
   } catch (const std::exception& e) {

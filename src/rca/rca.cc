@@ -35,13 +35,25 @@ struct Model::Impl {
 
 bool Available() { return internal::TorchAvailable(); }
 
-const char* VariantName(Variant variant) { return variant == Variant::kMot ? "mot" : "gcn"; }
+const char* VariantName(Variant variant) {
+  switch (variant) {
+    case Variant::kMot:
+      return "mot";
+    case Variant::kSingle:
+      return "single";
+    case Variant::kGcn:
+      break;
+  }
+  return "gcn";
+}
 
 bool ParseVariant(std::string_view text, Variant* out) {
   if (text == "gcn") {
     *out = Variant::kGcn;
   } else if (text == "mot") {
     *out = Variant::kMot;
+  } else if (text == "single") {
+    *out = Variant::kSingle;
   } else {
     return false;
   }
@@ -52,7 +64,15 @@ namespace {
 
 // The name model.json gives each network.
 const char* NetworkName(Variant variant) {
-  return variant == Variant::kMot ? "mot" : "trace-encoder-gcn";
+  switch (variant) {
+    case Variant::kMot:
+      return "mot";
+    case Variant::kSingle:
+      return "single-stream";
+    case Variant::kGcn:
+      break;
+  }
+  return "trace-encoder-gcn";
 }
 
 // The ranges a config must lie in (Train's options and a loaded model.json alike).
@@ -61,17 +81,22 @@ Status CheckConfig(const ModelConfig& c) {
       c.layers > 64 || c.max_depth < 1 || c.max_depth > 65536) {
     return Status::Error("config out of range");
   }
-  if (c.variant == Variant::kMot &&
+  if (ReadsText(c.variant) &&
       (c.heads < 1 || c.width % c.heads != 0 || c.mot_layers < 0 || c.mot_layers > 64 ||
        c.max_ranks < 1 || c.max_ranks > 1024 || c.max_log_tokens < 0 || c.max_log_tokens > 65536 ||
        c.max_explanation_tokens < 1 || c.max_explanation_tokens > 4096 ||
        c.text_vocab < TextVocabulary::kSpecials || c.text_vocab > (1u << 20))) {
-    return Status::Error("MoT config out of range (heads must divide width)");
+    return Status::Error(std::string(VariantName(c.variant)) +
+                         " config out of range (heads must divide width)");
   }
-  if (!c.trace_stream && (c.variant != Variant::kMot || !c.log_stream))
-    return Status::Error("a model without its trace stream is a MoT that reads the logs");
-  if (!c.log_stream && c.variant != Variant::kMot)
-    return Status::Error("only a MoT reads a log stream to leave out");
+  if (c.variant == Variant::kSingle && (c.max_trace_tokens < 1 || c.max_trace_tokens > 65536))
+    return Status::Error("single config out of range (max_trace_tokens 1 to 65536)");
+  if (!c.trace_stream && (!ReadsText(c.variant) || !c.log_stream))
+    return Status::Error(
+        "a model without its trace stream is a MoT or single stream that reads "
+        "the logs");
+  if (!c.log_stream && !ReadsText(c.variant))
+    return Status::Error("only a MoT or single stream reads a log stream to leave out");
   return Status::Ok();
 }
 
@@ -116,7 +141,7 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   Model m;
   Impl& impl = *m.impl_;
   impl.config = options.config;
-  const bool mot = impl.config.variant == Variant::kMot;
+  const bool mot = ReadsText(impl.config.variant);
   std::vector<uint32_t> steps;
   {
     std::set<uint32_t> distinct;
@@ -194,7 +219,7 @@ Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl_->vocabulary, impl_->config, steps);
   if (!encoded.ok()) return encoded.status();
-  const bool mot = impl_->config.variant == Variant::kMot;
+  const bool mot = ReadsText(impl_->config.variant);
   std::vector<internal::Example> x;
   const EncodedStep blank = BlankStep();
   for (const Query& q : queries) {
@@ -272,7 +297,7 @@ std::string ConfigJson(const ModelConfig& c) {
       .Field("layers", c.layers)
       .Field("max_depth", c.max_depth)
       .Field("duration_scale", c.duration_scale);
-  if (c.variant == Variant::kMot) {
+  if (ReadsText(c.variant)) {
     w.Field("text_vocab", static_cast<uint64_t>(c.text_vocab))
         .Field("mot_layers", c.mot_layers)
         .Field("heads", c.heads)
@@ -282,6 +307,7 @@ std::string ConfigJson(const ModelConfig& c) {
         .FieldBool("trace_stream", c.trace_stream)
         .FieldBool("log_stream", c.log_stream);
   }
+  if (c.variant == Variant::kSingle) w.Field("max_trace_tokens", c.max_trace_tokens);
   w.Close();
   return out;
 }
@@ -299,7 +325,7 @@ Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
   meta.data = trained_on.data;
   TELLER_RETURN_IF_ERROR(impl_->vocabulary.Save(dir + "/tpe", meta));
   TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kWeightsFile, *weights));
-  const bool mot = impl_->config.variant == Variant::kMot;
+  const bool mot = ReadsText(impl_->config.variant);
   const std::string text = mot ? impl_->text.Serialize() : std::string();
   if (mot) TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kTextFile, text));
   std::string out;
@@ -388,6 +414,8 @@ Result<Model> Model::Load(const std::string& dir) {
       impl.config.variant = Variant::kGcn;
     } else if (network == NetworkName(Variant::kMot) && version >= 2) {
       impl.config.variant = Variant::kMot;
+    } else if (network == NetworkName(Variant::kSingle) && version >= 2) {
+      impl.config.variant = Variant::kSingle;
     } else {
       return Status::Error(path + ": unknown network \"" + network + "\" in a version " +
                            std::to_string(version) + " model");
@@ -407,7 +435,7 @@ Result<Model> Model::Load(const std::string& dir) {
     impl.config.hidden = narrow(hidden);
     impl.config.layers = narrow(layers);
     impl.config.max_depth = narrow(max_depth);
-    if (impl.config.variant == Variant::kMot) {
+    if (ReadsText(impl.config.variant)) {
       int64_t mot_layers = 0, heads = 0, ranks = 0, log_tokens = 0, explanation_tokens = 0;
       TELLER_RETURN_IF_ERROR(ctx.Field(c, "text_vocab", &impl.config.text_vocab, "config"));
       TELLER_RETURN_IF_ERROR(ctx.Field(c, "mot_layers", &mot_layers, "config"));
@@ -426,6 +454,11 @@ Result<Model> Model::Load(const std::string& dir) {
           ctx.OptionalField(c, "trace_stream", &impl.config.trace_stream, &present, "config"));
       TELLER_RETURN_IF_ERROR(
           ctx.OptionalField(c, "log_stream", &impl.config.log_stream, &present, "config"));
+    }
+    if (impl.config.variant == Variant::kSingle) {
+      int64_t trace_tokens = 0;
+      TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_trace_tokens", &trace_tokens, "config"));
+      impl.config.max_trace_tokens = narrow(trace_tokens);
     }
     if (Status s = CheckConfig(impl.config); !s.ok()) {
       return Status::Error(path + ": " + s.message());
@@ -457,7 +490,7 @@ Result<Model> Model::Load(const std::string& dir) {
   }
   std::string weights_path, weights;
   TELLER_RETURN_IF_ERROR(ReadCheckedFile(ctx, doc, "weights", dir, &weights_path, &weights));
-  if (impl.config.variant == Variant::kMot) {
+  if (ReadsText(impl.config.variant)) {
     std::string text_path, text;
     TELLER_RETURN_IF_ERROR(ReadCheckedFile(ctx, doc, "text", dir, &text_path, &text));
     Result<TextVocabulary> words = TextVocabulary::Parse(text, text_path);

@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/rca/network.h"
@@ -242,6 +244,56 @@ inline std::string TorchError(const std::exception& e) {
   return "libtorch: " + what.substr(0, what.find('\n'));
 }
 
+// A module's parameters as a libtorch archive, and back (then in eval mode). Throw
+// libtorch's exceptions.
+inline std::string SaveArchive(torch::nn::Module& module) {
+  torch::serialize::OutputArchive archive;
+  module.save(archive);
+  std::ostringstream os;
+  archive.save_to(os);
+  return std::move(os).str();
+}
+inline void LoadArchive(torch::nn::Module& module, std::string_view bytes) {
+  torch::serialize::InputArchive archive;
+  std::istringstream is{std::string(bytes)};
+  archive.load_from(is);
+  module.load(archive);
+  module.eval();
+}
+inline uint64_t ParameterCount(const torch::nn::Module& module) {
+  uint64_t n = 0;
+  for (const auto& p : module.parameters()) n += static_cast<uint64_t>(p.numel());
+  return n;
+}
+
+// A network whose parameters are the module `Net` (a TORCH_MODULE holder): its weights as
+// a libtorch archive and its size. libtorch's exceptions become errors.
+template <typename Net>
+class ArchivedNetwork : public Network {
+ public:
+  Result<std::string> SaveWeights() const override {
+    try {
+      return SaveArchive(*net_);
+    } catch (const std::exception& e) {
+      return Status::Error(TorchError(e));
+    }
+  }
+
+  Status LoadWeights(std::string_view bytes) override {
+    try {
+      LoadArchive(*net_, bytes);
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return Status::Error("cannot read the weights (" + TorchError(e).substr(10) + ")");
+    }
+  }
+
+  uint64_t Parameters() const override { return ParameterCount(*net_); }
+
+ protected:
+  mutable Net net_{nullptr};  // eval() and forward are not const in libtorch
+};
+
 // Abnormal steps are the minority: positives weighed by negatives / positives per view (at
 // most 20), so the head does not settle on "normal".
 inline torch::Tensor PositiveWeights(const std::vector<Target>& y) {
@@ -255,9 +307,12 @@ inline torch::Tensor PositiveWeights(const std::vector<Target>& y) {
   return torch::tensor(pos_weight);
 }
 
-// The MoT (mot_torch.cc); throws libtorch's exceptions.
+// The MoT (mot_torch.cc) and the single stream (single_torch.cc); throw libtorch's
+// exceptions.
 Network* NewMotNetwork(const ModelConfig& config, uint32_t vocab, uint32_t text_vocab,
                        uint64_t seed);
+Network* NewSingleNetwork(const ModelConfig& config, uint32_t vocab, uint32_t text_vocab,
+                          uint64_t seed);
 
 }  // namespace teller::rca::internal
 

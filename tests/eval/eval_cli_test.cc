@@ -542,11 +542,13 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 16 methods (14 without XGBoost; two more, the
-  // trace encoder and the MoT, with libtorch) x 2 x 3.
-  const size_t methods = (r.out.find("XGBoost") == std::string::npos ? 14 : 16) +
-                         (r.out.find("Teller (trace encoder)") == std::string::npos ? 0 : 1) +
-                         (r.out.find("Teller (MoT: trace + log)") == std::string::npos ? 0 : 1);
+  // One row per method, view and split: 16 methods (14 without XGBoost; three more, the
+  // trace encoder, the MoT and the single stream, with libtorch) x 2 x 3.
+  const size_t methods =
+      (r.out.find("XGBoost") == std::string::npos ? 14 : 16) +
+      (r.out.find("Teller (trace encoder)") == std::string::npos ? 0 : 1) +
+      (r.out.find("Teller (MoT: trace + log)") == std::string::npos ? 0 : 1) +
+      (r.out.find("Teller (single stream: trace + log)") == std::string::npos ? 0 : 1);
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).

@@ -90,9 +90,9 @@ TEST(LabelCopyTest, IsANamedMethodInAll) {
 // tables; any other method or option, or a size outside 64 to 65536, is an error that
 // says so.
 TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
-  auto m = ParseMethods("teller-gcn,teller-gcn@512,teller-mot@1024");
+  auto m = ParseMethods("teller-gcn,teller-gcn@512,teller-mot@1024,teller-single@512:no-log");
   ASSERT_TRUE(m.ok()) << m.status().message();
-  ASSERT_EQ(m->size(), 3u);
+  ASSERT_EQ(m->size(), 4u);
   EXPECT_EQ((*m)[0].tpe_vocab, 0u);
   EXPECT_EQ((*m)[1].kind, MethodKind::kTellerGcn);
   EXPECT_EQ((*m)[1].tpe_vocab, 512u);
@@ -101,6 +101,10 @@ TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
   EXPECT_EQ((*m)[2].kind, MethodKind::kTellerMot);
   EXPECT_EQ((*m)[2].tpe_vocab, 1024u);
   EXPECT_EQ((*m)[2].display, "Teller (MoT: trace + log, vocab 1024)");
+  EXPECT_EQ((*m)[3].kind, MethodKind::kTellerSingle);
+  EXPECT_EQ((*m)[3].tpe_vocab, 512u);
+  EXPECT_FALSE((*m)[3].log_stream);
+  EXPECT_EQ((*m)[3].display, "Teller (single stream: trace only, vocab 512)");
   auto streams = ParseMethods("teller-mot:no-trace,teller-mot@512:no-log");
   ASSERT_TRUE(streams.ok()) << streams.status().message();
   EXPECT_FALSE((*streams)[0].trace_stream);

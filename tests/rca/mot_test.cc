@@ -16,111 +16,17 @@
 #include <vector>
 
 #include "teller/rca/rca.h"
-#include "tests/rca/toy_steps.h"
+#include "tests/rca/toy_text.h"
 
 namespace teller::rca {
 namespace {
 
-// The reference sentences: shared words ("Step", "Fault:") so that the model must choose
-// by what it read, not by the first word.
-const std::string kGemmSentence =
-    "Step slow: GEMM kernels on rank 0 run 10x longer than in other steps. Fault: cuda_kernel "
-    "(slow kernel).";
-const std::string kAllReduceSentence =
-    "Step slow: the all-reduce kernel waits 37x longer for a late peer. Fault: communication "
-    "(straggler rank).";
-
-// Log lines every unit has (the trace-separable set) and those that mark a fault (the
-// log-separable set).
-const std::vector<std::string> kRoutineLines = {"INFO decode batch running <*> requests",
-                                                "INFO <*> tokens generated"};
-const std::string kKernelErrorLine = "ERROR CUDA error: an illegal memory access was encountered";
-const std::string kTimeoutLine = "WARNING NCCL watchdog: collective operation timed out";
-
-const std::string& SentenceOf(Kind k) {
-  return k == Kind::kSlowGemm ? kGemmSentence : kAllReduceSentence;
-}
-
-// The toy set with text. by_logs: every trace is normal (Kind::kNormal) and the labels come
-// from the log lines; otherwise the traces carry the faults and the logs are alike.
-void MakeMotToy(Toy& toy, int n, uint64_t seed, bool by_logs) {
-  MakeToy(toy, n, seed);
-  if (by_logs) {
-    std::mt19937_64 rng(seed + 1000);
-    toy.records.clear();
-    for (int i = 0; i < n; ++i) toy.records.push_back(MakeStep(Kind::kNormal, rng));
-    toy.corpus.steps.clear();
-    for (const auto& r : toy.records) toy.corpus.steps.push_back({0, &r});
-  }
-  for (int i = 0; i < n; ++i) {
-    Sample& s = toy.samples[i];
-    const Kind k = toy.kinds[i];
-    s.logs = kRoutineLines;
-    if (by_logs && k == Kind::kSlowGemm) s.logs.insert(s.logs.begin() + 1, kKernelErrorLine);
-    if (by_logs && k == Kind::kSlowAllReduce) s.logs.push_back(kTimeoutLine);
-    if (k != Kind::kNormal) s.explanation = SentenceOf(k);
-  }
-}
-
-TrainOptions MotOptions(uint64_t seed) {
-  TrainOptions o;
-  o.config.variant = Variant::kMot;
-  o.config.tpe_vocab = 24;
-  o.config.width = 16;
-  o.config.hidden = 16;
-  o.config.layers = 2;
-  o.config.mot_layers = 1;
-  o.config.heads = 2;
-  o.config.text_vocab = 128;
-  o.config.max_ranks = 2;
-  o.config.max_log_tokens = 32;
-  o.config.max_explanation_tokens = 24;
-  o.epochs = 30;
-  o.batch = 8;
-  o.learning_rate = 1e-2;
-  o.seed = seed;
-  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
-    o.progress = [](std::string_view line) {
-      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
-    };
-  }
-  return o;
-}
-
-std::vector<Query> Queries(const Toy& toy) {
-  std::vector<Query> out;
-  for (uint32_t i = 0; i < toy.samples.size(); ++i) out.push_back({i, &toy.samples[i].logs});
-  return out;
-}
-
-std::vector<std::string> Words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void Spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/teller-mot-XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl), nullptr);
-  return tmpl;
-}
+TrainOptions MotOptions(uint64_t seed) { return TextToyOptions(Variant::kMot, seed); }
 
 TEST(MotWithoutTorch, TrainingIsAClearError) {
   if (Available()) GTEST_SKIP() << "built with libtorch";
   Toy toy;
-  MakeMotToy(toy, 10, 1, false);
+  MakeTextToy(toy, 10, 1, false);
   auto m = Model::Train(toy.corpus, toy.samples, MotOptions(1));
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
@@ -133,36 +39,12 @@ class MotTest : public ::testing::Test {
   }
 };
 
-// Scores of a model on a fresh set: units whose both views are right, abnormal units whose
-// fault type is right, abnormal units whose explanation is exactly their kind's sentence.
-struct Scores {
-  int right = 0, faults = 0, faults_right = 0, sentences_right = 0;
-};
-Scores Score(const Model& m, const Toy& test) {
-  auto out = m.Predict(test.corpus, Queries(test));
-  EXPECT_TRUE(out.ok()) << out.status().message();
-  Scores sc;
-  if (!out.ok()) return sc;
-  EXPECT_EQ(out->size(), test.samples.size());
-  for (size_t i = 0; i < out->size(); ++i) {
-    const Sample& s = test.samples[i];
-    const StepOutput& o = (*out)[i];
-    sc.right += (o.abnormal[0] > 0.5f) == s.abnormal[0] && (o.abnormal[1] > 0.5f) == s.abnormal[1];
-    if (s.fault < 0) continue;
-    ++sc.faults;
-    sc.faults_right += static_cast<int>(o.Fault(m.fault_classes())) == s.fault;
-    sc.sentences_right += o.explanation == s.explanation;
-    EXPECT_EQ(o.explanation, s.explanation) << "unit " << i;
-  }
-  return sc;
-}
-
 // The faults are in the traces, the logs alike: the trace stream carries the decision and
 // selects the sentence.
 TEST_F(MotTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
   Toy train, test;
-  MakeMotToy(train, 60, 1, false);
-  MakeMotToy(test, 40, 2, false);
+  MakeTextToy(train, 60, 1, false);
+  MakeTextToy(test, 40, 2, false);
   auto m = Model::Train(train.corpus, train.samples, MotOptions(7));
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->config().variant, Variant::kMot);
@@ -180,8 +62,8 @@ TEST_F(MotTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
 // condition of trace and log tokens is seen whole by the trace stream).
 TEST_F(MotTest, LearnsFromTheLogLines) {
   Toy train, test;
-  MakeMotToy(train, 60, 3, true);
-  MakeMotToy(test, 40, 4, true);
+  MakeTextToy(train, 60, 3, true);
+  MakeTextToy(test, 40, 4, true);
   auto m = Model::Train(train.corpus, train.samples, MotOptions(8));
   ASSERT_TRUE(m.ok()) << m.status().message();
   const Scores sc = Score(*m, test);
@@ -199,10 +81,10 @@ TEST_F(MotTest, LearnsFromTheLogLines) {
 // trace-only model those only the traces show.
 TEST_F(MotTest, AStreamLeftOutIsNotRead) {
   Toy by_logs, by_logs_test, by_trace, by_trace_test;
-  MakeMotToy(by_logs, 60, 3, true);
-  MakeMotToy(by_logs_test, 40, 4, true);
-  MakeMotToy(by_trace, 60, 1, false);
-  MakeMotToy(by_trace_test, 40, 2, false);
+  MakeTextToy(by_logs, 60, 3, true);
+  MakeTextToy(by_logs_test, 40, 4, true);
+  MakeTextToy(by_trace, 60, 1, false);
+  MakeTextToy(by_trace_test, 40, 2, false);
   auto faults_right = [](const Model& m, const Toy& test, const std::vector<Query>& q) {
     auto out = m.Predict(test.corpus, q);
     EXPECT_TRUE(out.ok()) << out.status().message();
@@ -267,7 +149,7 @@ TEST_F(MotTest, AStreamLeftOutIsNotRead) {
 // the training texts seen at least twice, and no longer than max_explanation_tokens.
 TEST_F(MotTest, ExplanationsKeepToTheSchema) {
   Toy train;
-  MakeMotToy(train, 30, 5, false);
+  MakeTextToy(train, 30, 5, false);
   TrainOptions o = MotOptions(9);
   o.epochs = 3;
   o.config.max_explanation_tokens = 4;
@@ -303,7 +185,7 @@ TEST_F(MotTest, ExplanationsKeepToTheSchema) {
 // weights and outputs.
 TEST_F(MotTest, SameSeedSameModel) {
   Toy toy;
-  MakeMotToy(toy, 30, 6, false);
+  MakeTextToy(toy, 30, 6, false);
   TrainOptions o = MotOptions(11);
   o.epochs = 4;
   auto a = Model::Train(toy.corpus, toy.samples, o);
@@ -338,7 +220,7 @@ TEST_F(MotTest, SameSeedSameModel) {
 // that claims model version 1 (which knew no MoT) and a missing text entry are refused.
 TEST_F(MotTest, ModelFileRoundTrip) {
   Toy toy;
-  MakeMotToy(toy, 20, 7, false);
+  MakeTextToy(toy, 20, 7, false);
   TrainOptions o = MotOptions(5);
   o.epochs = 3;
   auto m = Model::Train(toy.corpus, toy.samples, o);
@@ -401,7 +283,7 @@ TEST_F(MotTest, ModelFileRoundTrip) {
 // A config the network cannot be built with is refused before training.
 TEST_F(MotTest, HeadsMustDivideTheWidth) {
   Toy toy;
-  MakeMotToy(toy, 10, 8, false);
+  MakeTextToy(toy, 10, 8, false);
   TrainOptions o = MotOptions(1);
   o.config.heads = 3;
   auto m = Model::Train(toy.corpus, toy.samples, o);

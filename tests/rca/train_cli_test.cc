@@ -92,9 +92,9 @@ TEST_F(TrainCliTest, TrainRefusesBadArguments) {
   o = Run("train --data " + Ds() + " --out '" + tmp_ + "/m2' --epochs 0");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--epochs expects a whole number"), std::string::npos) << o.err;
-  o = Run("train --data " + Ds() + " --out '" + tmp_ + "/m2' --variant single");
+  o = Run("train --data " + Ds() + " --out '" + tmp_ + "/m2' --variant lstm");
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find("--variant is gcn or mot, got 'single'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--variant is gcn, mot or single, got 'lstm'"), std::string::npos) << o.err;
   o = Run("train --data '" + tmp_ + "/nowhere' --out '" + tmp_ + "/m2'");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("nowhere"), std::string::npos) << o.err;
@@ -263,6 +263,39 @@ TEST_F(TrainCliTest, TrainTheMot) {
   auto m = teller::rca::Model::Load(tmp_ + "/mot");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->config().variant, teller::rca::Variant::kMot);
+}
+
+// `--variant single`: the single stream's model directory holds its word vocabulary and
+// its trace budget, it loads, and `teller diagnose --model` reads the trace's steps and
+// their log lines with it, naming it in the text and the JSON.
+TEST_F(TrainCliTest, TrainTheSingleStreamAndDiagnoseWithIt) {
+  const std::string model = tmp_ + "/single";
+  const Outcome t =
+      Run("train --data " + Ds() + " --out '" + model + "' --variant single --epochs 1 --width 32");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("teller train: single, "), std::string::npos) << t.err;
+  EXPECT_NE(t.out.find("ms per unit"), std::string::npos) << t.out;
+  const std::string json = ReadText(model + "/model.json");
+  EXPECT_NE(json.find("\"network\":\"single-stream\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"max_trace_tokens\":192"), std::string::npos) << json;
+  EXPECT_NE(ReadText(model + "/text.json").find("\"format\":\"teller-rca-text\""),
+            std::string::npos);
+  auto m = teller::rca::Model::Load(model);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->config().variant, teller::rca::Variant::kSingle);
+  const std::string report = tmp_ + "/single-diag.json";
+  const Outcome d = Run("diagnose '" + tmp_ + "/raw/vllm-v1-online' --model '" + model +
+                        "' --json '" + report + "'");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("learned model " + model + " (single): read "), std::string::npos) << d.out;
+  EXPECT_NE(ReadText(report).find("\"model\":{\"path\":\"" + model + "\",\"network\":\"single\""),
+            std::string::npos);
+  // The report with the single stream's verdicts keeps to the published schema.
+  const std::string validate =
+      "python3 -c 'import json, sys, jsonschema; "
+      "jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' '" +
+      report + "' '" TELLER_SOURCE_DIR "/docs/diagnosis.schema.json'";
+  EXPECT_EQ(std::system(validate.c_str()), 0) << validate;
 }
 
 // teller-mot in eval: trained per fold, it explains its alarms (BLEU-1 above 0, where the

@@ -92,7 +92,7 @@ struct ModelVerdict {
 // The model a diagnosis used, when it used one.
 struct ModelInfo {
   std::string path;                      // the model directory
-  std::string network;                   // rca::VariantName: "gcn" or "mot"
+  std::string network;                   // rca::VariantName: "gcn", "mot" or "single"
   std::vector<std::string> fault_types;  // the fault types it learned (all it can name)
   size_t steps_read = 0;                 // steps it read (those with step markers)
 };

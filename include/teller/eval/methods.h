@@ -39,7 +39,17 @@ enum class MethodKind : uint8_t {
   kTellerGcn,
   // The learned mixture of transformers (trace, log and explanation; src/rca), likewise.
   kTellerMot,
+  // The learned single-stream transformer (trace and log tokens in one sequence), likewise.
+  kTellerSingle,
 };
+// The learned methods (src/rca, libtorch), and those of them that read the logs.
+inline bool IsLearned(MethodKind k) {
+  return k == MethodKind::kTellerGcn || k == MethodKind::kTellerMot ||
+         k == MethodKind::kTellerSingle;
+}
+inline bool IsLearnedWithText(MethodKind k) {
+  return k == MethodKind::kTellerMot || k == MethodKind::kTellerSingle;
+}
 
 struct MethodSpec {
   std::string name;     // as given on the command line: "teller-numeric", "random-forest-struct"
@@ -47,11 +57,12 @@ struct MethodSpec {
   MethodKind kind = MethodKind::kTellerNumeric;
   FeatureSet features = FeatureSet::kStat;  // baselines only
   bool supervised = false;
-  // teller-gcn and teller-mot: the TPE vocabulary size they train (the paper's Table 3
-  // ablation, "teller-gcn@512" on the command line); 0 = the model's default (256).
+  // The learned methods: the TPE vocabulary size they train (the paper's Table 3 ablation,
+  // "teller-gcn@512" on the command line); 0 = the model's default (256).
   uint32_t tpe_vocab = 0;
-  // teller-mot: the modality ablation (the paper's Table 5), "teller-mot:no-trace" and
-  // "teller-mot:no-log" (rca::ModelConfig::trace_stream, log_stream).
+  // teller-mot and teller-single: the modality ablation (the paper's Table 5),
+  // "teller-mot:no-trace" and "teller-mot:no-log" (rca::ModelConfig::trace_stream,
+  // log_stream).
   bool trace_stream = true, log_stream = true;
 };
 

@@ -3,7 +3,9 @@
 // with self-loops; pooling per step; projection to the backbone width) with two heads: the
 // step abnormal or not (one output per view) and its fault type (Variant::kGcn); or the same
 // encoder as the trace stream of a mixture of transformers (Variant::kMot) that also reads
-// the unit's log lines and generates the explanation.
+// the unit's log lines and generates the explanation; or one causal transformer over the
+// step's TPE tokens and log words serialized into one sequence, generating its verdicts,
+// `<fault_type> y </fault_type>` and the explanation (Variant::kSingle).
 //
 // This header does not include libtorch: the stage builds without it, and then Available()
 // is false and training or loading a model is an error that says so. libtorch exceptions
@@ -14,7 +16,8 @@
 //                 "training":{..},"weights":{"file":"weights.pt","bytes":N,"crc32c":X}}
 //   weights.pt   the network's parameters (libtorch archive), checked against model.json
 //   tpe/         the TPE vocabulary the network reads (docs/tpe.md, "Files")
-//   text.json    the MoT's word vocabulary (kMot only), checked against model.json
+//   text.json    the word vocabulary of the networks that read text (kMot, kSingle),
+//                checked against model.json
 #ifndef TELLER_RCA_RCA_H_
 #define TELLER_RCA_RCA_H_
 
@@ -70,11 +73,14 @@ struct Query {
   const std::vector<std::string>* logs = nullptr;
 };
 
-// Which network: the trace encoder with its two heads, or the mixture of transformers over
-// trace, log and explanation tokens (docs/rca.md, "Network", "MoT").
-enum class Variant : uint8_t { kGcn, kMot };
-const char* VariantName(Variant variant);  // "gcn", "mot"
+// Which network: the trace encoder with its two heads, the mixture of transformers over
+// trace, log and explanation tokens, or the single-stream transformer (docs/rca.md,
+// "Network", "MoT", "Single stream").
+enum class Variant : uint8_t { kGcn, kMot, kSingle };
+const char* VariantName(Variant variant);  // "gcn", "mot", "single"
 bool ParseVariant(std::string_view text, Variant* out);
+// The networks that read log lines and write explanations (a text vocabulary, text.json).
+inline bool ReadsText(Variant variant) { return variant != Variant::kGcn; }
 
 // The network's shape. The backbone width is what the trace encoder's projection and the
 // MoT's transformer share.
@@ -86,16 +92,19 @@ struct ModelConfig {
   int layers = 2;                // graph-convolution layers
   int max_depth = 64;            // depths above this share the last depth embedding
   double duration_scale = 1e-3;  // lambda of log(1 + lambda * D), D in ns (so: microseconds)
-  // The MoT only.
+  // The MoT and the single stream.
   uint32_t text_vocab = 2048;  // words of the text tokenizer, special tokens included
-  int mot_layers = 2;          // transformer layers (shared attention, FFN per modality)
+  int mot_layers = 2;          // transformer layers (MoT: shared attention, FFN per modality)
   int heads = 4;               // attention heads; divides width
   int max_ranks = 8;           // trace stream: the step token and one per rank (more share one)
   int max_log_tokens = 96;     // log stream length
   int max_explanation_tokens = 48;  // generated explanation length, end token excluded
-  // The modality ablation (the paper's Table 5): a MoT without its trace stream reads one
-  // blank token for every step; one without its log stream reads no log line. At least
-  // one of the two; the trace encoder always reads the trace.
+  // The single stream only: the step's TPE tokens it reads, at most this many (the rank
+  // roots, then the tokens that ran longest against their usual duration; docs/rca.md).
+  int max_trace_tokens = 192;
+  // The modality ablation (the paper's Table 5) of the networks that read text: one without
+  // its trace stream reads one blank token for every step; one without its log stream
+  // reads no log line. At least one of the two; the trace encoder always reads the trace.
   bool trace_stream = true;
   bool log_stream = true;
 };
