@@ -5,10 +5,40 @@ abnormal step and every slowdown finding (a persistent slowdown, a slow GPU or h
 entry at or below 1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
-                                       [--modes self,baseline] [--verbose]
+                                       [--modes self,baseline] [--scale F] [--verbose]
 Prints one line per (trace, mode) and the totals; exits 0 (a benchmark, not a test).
+
+--scale F: the same traces on a machine F times slower (F > 1) or faster: every Kineto
+event's time from the trace's start and its duration multiplied by F (the Nsight exports
+are left out). Still healthy: nothing in a trace stands out more or less than before, so
+a flag that appears only at some F comes from an absolute threshold, not from the peers.
 """
 import argparse, gzip, json, os, shutil, subprocess, sys, tempfile, time
+
+
+def scaled(paths, factor, tmp):
+    """Copies of the Kineto files `paths` (or a folder's files) with every event's start,
+    from the file's first, and duration multiplied by `factor`."""
+    files = []
+    for p in paths:
+        files += [os.path.join(p, f) for f in sorted(os.listdir(p))] if os.path.isdir(p) else [p]
+    out_dir = tempfile.mkdtemp(dir=tmp)
+    for f in files:
+        with (gzip.open(f, "rt") if f.endswith(".gz") else open(f)) as fh:
+            doc = json.load(fh)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        starts = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
+        t0 = min(starts) if starts else 0
+        for e in events:
+            if isinstance(e.get("ts"), (int, float)):
+                e["ts"] = t0 + (e["ts"] - t0) * factor
+            if isinstance(e.get("dur"), (int, float)):
+                e["dur"] = e["dur"] * factor
+        name = os.path.basename(f)
+        name = name[:-3] if name.endswith(".gz") else name
+        with open(os.path.join(out_dir, name), "w") as w:
+            json.dump(doc, w)
+    return [out_dir] if os.path.isdir(paths[0]) else [os.path.join(out_dir, os.listdir(out_dir)[0])]
 
 
 def traces(data, tmp):
@@ -42,6 +72,7 @@ def main():
     ap.add_argument("--teller", default="build/bin/teller")
     ap.add_argument("--data", default="../shared/data/real")
     ap.add_argument("--modes", default="self,baseline")
+    ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="teller-healthy-")
@@ -49,6 +80,10 @@ def main():
     total = {m: [0, 0, 0, 0, 0] for m in a.modes.split(",")}
     seconds = {m: [] for m in total}
     for name, paths in traces(a.data, tmp):
+        if a.scale != 1.0:
+            if name.startswith("nsys_pipit/"):
+                continue
+            paths = scaled(paths, a.scale, tmp)
         for mode in total:
             js = os.path.join(tmp, "d.json")
             cmd = [a.teller, "diagnose", *paths, "--json", js]
@@ -87,7 +122,7 @@ def main():
     for mode, (files, ab, n, bad, persistent) in total.items():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0
-        print(f"TOTAL {mode}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
+        print(f"TOTAL {mode}{'' if a.scale == 1.0 else f' (times x{a.scale:g})'}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
               f"findings (persistent, slow GPU or host), {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
               f"max {max(s or [0]):.2f}s")
     shutil.rmtree(tmp)

@@ -572,8 +572,9 @@ std::vector<Finding> SlowDevicesInNormalSteps(const Trace& trace,
 // family whose instances on one process are mostly evidence from its first quarter to its
 // last. Each step then carries a small share of the excess, within its own healthy spread,
 // so few steps are abnormal while the trace as a whole is slower than its peers (the other
-// ranks, or the baseline) say it should be. A finding of its own, for the top operators
-// whose suspicion passes kPersistentMinSuspicion.
+// ranks, or the baseline) say it should be, by more than one of its steps' healthy spread.
+// A finding of its own, for the top operators whose suspicion passes
+// kPersistentMinSuspicion.
 constexpr double kPersistentMinSuspicion = 3;  // a chance of 1 in 1,000 of being natural
 constexpr uint32_t kPersistentMinEvidence = 12;
 constexpr double kPersistentShare = 0.5;             // of the process's scored instances
@@ -637,6 +638,17 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
       ratios.push_back(e.ratio);
       excess += e.excess_ns;
     }
+    // What it adds up to must be more than one of its steps may vary by itself: less than
+    // that, and the whole trace is as slow as one healthy step's spread would allow (a
+    // launch call 1 us slower 20 times in a 20 ms step is no finding).
+    std::vector<int64_t> spreads;
+    for (const auto& [start, k] : seq) {
+      if (is_evidence(k))
+        spreads.push_back(loc.group_spread_ns[loc.group_of_unit[loc.instances[k].unit]]);
+    }
+    std::nth_element(spreads.begin(), spreads.begin() + static_cast<long>(spreads.size() / 2),
+                     spreads.end());
+    if (excess < spreads[spreads.size() / 2]) continue;
     std::nth_element(ratios.begin(), ratios.begin() + static_cast<long>(ratios.size() / 2),
                      ratios.end());
     const double median_ratio = ratios[ratios.size() / 2];

@@ -156,11 +156,10 @@ class SingleNetwork final : public TextNetwork<Single> {
       return torch::from_blob(v.data(), {rows, cols}, i64).clone();
     };
     const torch::Tensor dur = torch::from_blob(duration.data(), {rows, t, 2}).clone();
-    const torch::Tensor trace = net_->token(ids(token, t)) + net_->depth(ids(depth, t)) +
-                                net_->rank(ids(slot, t)) +
-                                net_->duration2(torch::relu(net_->duration1(dur))) +
-                                net_->position(torch::arange(t, i64)).unsqueeze(0) +
-                                net_->segment->weight[0];
+    const torch::Tensor trace =
+        net_->token(ids(token, t)) + net_->depth(ids(depth, t)) + net_->rank(ids(slot, t)) +
+        net_->duration2(torch::relu(net_->duration1(dur))) +
+        net_->position(torch::arange(t, i64)).unsqueeze(0) + net_->segment->weight[0];
     const torch::Tensor words = net_->text(ids(log, l)) +
                                 net_->position(torch::arange(l, i64)).unsqueeze(0) +
                                 net_->segment->weight[1];
@@ -235,9 +234,8 @@ class SingleNetwork final : public TextNetwork<Single> {
     const torch::Tensor has = f.ge(0);
     if (has.any().item<bool>()) {
       const torch::Tensor idx = has.nonzero().squeeze(1);
-      const torch::Tensor faults =
-          logits.index_select(0, idx).select(1, 3).narrow(1, Answer(kFirstFault),
-                                                          kFaultCategoryCount);
+      const torch::Tensor faults = logits.index_select(0, idx).select(1, 3).narrow(
+          1, Answer(kFirstFault), kFaultCategoryCount);
       loss = loss + options.fault_weight *
                         torch::nn::functional::cross_entropy(faults, f.index_select(0, idx));
     }
@@ -300,8 +298,7 @@ class SingleNetwork final : public TextNetwork<Single> {
     };
     const torch::Tensor pv = verdict(next);
     std::vector<int64_t> v(rows), h(rows);
-    for (int64_t r = 0; r < rows; ++r)
-      v[r] = Answer(pv.data_ptr<float>()[r] >= 0.5f ? kYes : kNo);
+    for (int64_t r = 0; r < rows; ++r) v[r] = Answer(pv.data_ptr<float>()[r] >= 0.5f ? kYes : kNo);
     const torch::Tensor ph = verdict(feed(v));
     for (int64_t r = 0; r < rows; ++r) {
       // <yes> when so read, and when V was <no> (both <no>: read on as abnormal, above).
@@ -309,14 +306,12 @@ class SingleNetwork final : public TextNetwork<Single> {
       h[r] = Answer(yes ? kYes : kNo);
     }
     feed(h);
-    const torch::Tensor fault_logits =
-        feed(std::vector<int64_t>(rows, Answer(kOpen))).narrow(1, Answer(kFirstFault),
-                                                               kFaultCategoryCount);
+    const torch::Tensor fault_logits = feed(std::vector<int64_t>(rows, Answer(kOpen)))
+                                           .narrow(1, Answer(kFirstFault), kFaultCategoryCount);
     const torch::Tensor pf = torch::softmax(fault_logits, 1).contiguous();
     const torch::Tensor pick = fault_logits.argmax(1).contiguous();
     std::vector<int64_t> y_ids(rows);
-    for (int64_t r = 0; r < rows; ++r)
-      y_ids[r] = Answer(kFirstFault + pick.data_ptr<int64_t>()[r]);
+    for (int64_t r = 0; r < rows; ++r) y_ids[r] = Answer(kFirstFault + pick.data_ptr<int64_t>()[r]);
     feed(y_ids);
     next = feed(std::vector<int64_t>(rows, Answer(kClose)));
     // The explanation: vocabulary words only, until <eos> or max_explanation_tokens.

@@ -29,8 +29,9 @@ struct BlockImpl : torch::nn::Module {
     qkv = register_module("qkv", torch::nn::Linear(width, 3 * width));
     out = register_module("out", torch::nn::Linear(width, width));
     const auto ln = torch::nn::LayerNormOptions({width});
-    const std::vector<const char*> names =
-        modalities == 2 ? std::vector<const char*>{"trace", "text"} : std::vector<const char*>{"text"};
+    const std::vector<const char*> names = modalities == 2
+                                               ? std::vector<const char*>{"trace", "text"}
+                                               : std::vector<const char*>{"text"};
     for (const char* m : names) {
       norm1.push_back(register_module(std::string("norm1_") + m, torch::nn::LayerNorm(ln)));
       norm2.push_back(register_module(std::string("norm2_") + m, torch::nn::LayerNorm(ln)));

@@ -33,8 +33,9 @@ inline const std::string kAllReduceSentence =
 // Log lines every unit has (the trace-separable set) and those that mark a fault (the
 // log-separable set).
 inline const std::vector<std::string> kRoutineLines = {"INFO decode batch running <*> requests",
-                                                "INFO <*> tokens generated"};
-inline const std::string kKernelErrorLine = "ERROR CUDA error: an illegal memory access was encountered";
+                                                       "INFO <*> tokens generated"};
+inline const std::string kKernelErrorLine =
+    "ERROR CUDA error: an illegal memory access was encountered";
 inline const std::string kTimeoutLine = "WARNING NCCL watchdog: collective operation timed out";
 
 inline const std::string& SentenceOf(Kind k) {
