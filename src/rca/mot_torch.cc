@@ -62,7 +62,7 @@ struct TraceStream {
 class MotNetwork final : public TextNetwork<Mot> {
  public:
   MotNetwork(const ModelConfig& c, uint32_t vocab, uint32_t text_vocab, uint64_t seed)
-      : TextNetwork(/*predict_batch=*/64), config_(c) {
+      : TextNetwork(/*predict_batch=*/64, /*clip_norm=*/0), config_(c) {
     OneThread();
     torch::manual_seed(seed);
     net_ = Mot(c, static_cast<int64_t>(vocab), static_cast<int64_t>(text_vocab));

@@ -199,13 +199,16 @@ inline std::string EpochLine(int epoch, int epochs, double loss, size_t units, d
   return buf;
 }
 
-// The training loop both networks share: Adam over `parameters`, the examples in an order
+// The training loop the networks share: Adam over `parameters`, the examples in an order
 // shuffled each epoch, batches of options.batch, the mean loss per epoch (returned) and one
 // progress line per epoch. `batch_loss` gets the example indices of one batch and returns
-// its mean loss. Throws libtorch's exceptions.
+// its mean loss. With `clip_norm` > 0 the gradients' global norm is clipped to it before
+// each step. Throws libtorch's exceptions.
 template <typename BatchLoss>
 std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t examples,
-                                const TrainOptions& options, BatchLoss&& batch_loss) {
+                                const TrainOptions& options, BatchLoss&& batch_loss,
+                                double clip_norm = 0) {
+  const std::vector<torch::Tensor> clipped = parameters;
   torch::optim::Adam optimizer(std::move(parameters),
                                torch::optim::AdamOptions(options.learning_rate));
   std::mt19937_64 rng(options.seed);
@@ -225,6 +228,7 @@ std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t ex
       torch::Tensor loss = batch_loss(indices);
       optimizer.zero_grad();
       loss.backward();
+      if (clip_norm > 0) torch::nn::utils::clip_grad_norm_(clipped, clip_norm);
       optimizer.step();
       total += loss.item<double>() * static_cast<double>(indices.size());
     }

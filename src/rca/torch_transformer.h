@@ -107,8 +107,8 @@ inline torch::Tensor PaddedRows(const std::vector<std::vector<int64_t>>& rows, i
 
 // A network that reads log words and writes explanations (the MoT, the single stream): its
 // module `Net` (a TORCH_MODULE holder), trained by TrainEpochs on the mean of Loss over
-// each batch, predicting by Generate over batches of `predict_batch` examples. Every
-// libtorch call runs inside a try block.
+// each batch (gradients clipped to `clip_norm` when above 0), predicting by Generate over
+// batches of `predict_batch` examples. Every libtorch call runs inside a try block.
 template <typename Net>
 class TextNetwork : public ArchivedNetwork<Net> {
  public:
@@ -119,8 +119,9 @@ class TextNetwork : public ArchivedNetwork<Net> {
       torch::manual_seed(options.seed);
       net_->train();
       const torch::Tensor pw = PositiveWeights(y);
-      std::vector<double> losses =
-          TrainEpochs(net_->parameters(), x.size(), options, [&](const std::vector<size_t>& batch) {
+      std::vector<double> losses = TrainEpochs(
+          net_->parameters(), x.size(), options,
+          [&](const std::vector<size_t>& batch) {
             std::vector<const Example*> bx;
             std::vector<const Target*> by;
             for (const size_t i : batch) {
@@ -128,7 +129,8 @@ class TextNetwork : public ArchivedNetwork<Net> {
               by.push_back(&y[i]);
             }
             return Loss(bx, by, pw, options);
-          });
+          },
+          clip_norm_);
       net_->eval();
       return losses;
     } catch (const std::exception& e) {
@@ -155,7 +157,9 @@ class TextNetwork : public ArchivedNetwork<Net> {
   }
 
  protected:
-  explicit TextNetwork(size_t predict_batch) : predict_batch_(predict_batch) {}
+  // clip_norm: TrainEpochs' gradient clipping (0: none).
+  TextNetwork(size_t predict_batch, double clip_norm)
+      : predict_batch_(predict_batch), clip_norm_(clip_norm) {}
   // The mean loss of one batch (pw: the positive weights per view of PositiveWeights).
   virtual torch::Tensor Loss(const std::vector<const Example*>& bx,
                              const std::vector<const Target*>& by, const torch::Tensor& pw,
@@ -167,6 +171,7 @@ class TextNetwork : public ArchivedNetwork<Net> {
 
  private:
   size_t predict_batch_;
+  double clip_norm_;
 };
 
 }  // namespace teller::rca::internal
