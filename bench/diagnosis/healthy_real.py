@@ -5,9 +5,12 @@ abnormal step and every slowdown finding (a persistent slowdown, a slow GPU or h
 entry at or below 1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
-                                       [--modes self,baseline] [--scale F] [--verbose]
+                                       [--modes self,baseline] [--scale F] [--model DIR]
+                                       [--verbose]
 Prints one line per (trace, mode) and the totals; exits 0 (a benchmark, not a test).
 
+--model DIR: diagnose with a learned model of `teller train` too (it names fault types and
+must flag nothing more).
 --scale F: the same traces on a machine F times slower (F > 1) or faster: every Kineto
 event's time from the trace's start and its duration multiplied by F (the Nsight exports
 are left out). Still healthy: nothing in a trace stands out more or less than before, so
@@ -18,18 +21,21 @@ import argparse, gzip, json, os, shutil, subprocess, sys, tempfile, time
 
 def scaled(paths, factor, tmp):
     """Copies of the Kineto files `paths` (or a folder's files) with every event's start,
-    from the file's first, and duration multiplied by `factor`."""
+    from the first start of all of them (one origin, so that ranks stay aligned), and
+    duration multiplied by `factor`."""
     files = []
     for p in paths:
         files += [os.path.join(p, f) for f in sorted(os.listdir(p))] if os.path.isdir(p) else [p]
-    out_dir = tempfile.mkdtemp(dir=tmp)
+    docs = []
     for f in files:
         with (gzip.open(f, "rt") if f.endswith(".gz") else open(f)) as fh:
-            doc = json.load(fh)
-        events = doc["traceEvents"] if isinstance(doc, dict) else doc
-        starts = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
-        t0 = min(starts) if starts else 0
-        for e in events:
+            docs.append(json.load(fh))
+    events = [d["traceEvents"] if isinstance(d, dict) else d for d in docs]
+    starts = [e["ts"] for ev in events for e in ev if isinstance(e.get("ts"), (int, float))]
+    t0 = min(starts) if starts else 0
+    out_dir = tempfile.mkdtemp(dir=tmp)
+    for f, doc, ev in zip(files, docs, events):
+        for e in ev:
             if isinstance(e.get("ts"), (int, float)):
                 e["ts"] = t0 + (e["ts"] - t0) * factor
             if isinstance(e.get("dur"), (int, float)):
@@ -73,6 +79,7 @@ def main():
     ap.add_argument("--data", default="../shared/data/real")
     ap.add_argument("--modes", default="self,baseline")
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--model", default="")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="teller-healthy-")
@@ -89,6 +96,8 @@ def main():
             cmd = [a.teller, "diagnose", *paths, "--json", js]
             if mode == "baseline":
                 cmd += ["--baseline", *paths]
+            if a.model:
+                cmd += ["--model", a.model]
             t0 = time.monotonic()
             p = subprocess.run(cmd, capture_output=True, text=True)
             dt = time.monotonic() - t0
