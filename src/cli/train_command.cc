@@ -127,7 +127,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
                  variant_text.c_str());
     return 2;
   }
-  const bool mot = rca::ReadsText(variant);  // reads logs, writes explanations
+  const bool reads_text = rca::ReadsText(variant);  // reads logs, writes explanations
   if (!rca::Available()) {
     std::fprintf(stderr,
                  "teller train: this build of Teller has no libtorch (apt-get install libtorch-dev "
@@ -135,7 +135,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     return 1;
   }
   eval::LoadOptions load;
-  load.explanations = mot;  // the MoT and the single stream learn to generate them
+  load.explanations = reads_text;  // the MoT and the single stream learn to generate them
   auto ds = eval::LoadDataset(data, load);
   if (!ds.ok()) {
     std::fprintf(stderr, "teller train: %s\n", ds.status().message().c_str());
@@ -173,7 +173,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "teller train: %s, %zu units (%s), %zu step records\n",
                  rca::VariantName(variant), units.size(), split.c_str(), input.corpus.steps.size());
   }
-  auto model = rca::Model::Train(input.corpus, input.Samples(*ds, units, mot), options);
+  auto model = rca::Model::Train(input.corpus, input.Samples(*ds, units, reads_text), options);
   if (!model.ok()) {
     std::fprintf(stderr, "teller train: %s\n", model.status().message().c_str());
     return 1;
@@ -192,7 +192,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
   std::vector<uint32_t> all;
   std::vector<std::vector<std::string>> lines;
   std::vector<rca::Query> queries;
-  if (mot) {
+  if (reads_text) {
     // On the first 256 units: greedy decoding makes a text model's pass per unit far dearer than
     // the trace encoder's, and the rate is what is wanted.
     const auto n = static_cast<uint32_t>(std::min<size_t>(ds->units.size(), 256));
@@ -224,7 +224,7 @@ int ModelTrainCommand(const std::vector<std::string>& args) {
       static_cast<unsigned long long>(log.steps), log.epoch_loss.size(), log.seconds,
       log.epoch_loss.front(), log.epoch_loss.back(),
       all.empty() ? 0.0 : 1e3 * infer_s / static_cast<double>(all.size()),
-      mot ? "unit" : "step record");
+      reads_text ? "unit" : "step record");
   return 0;
 }
 

@@ -128,10 +128,10 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   const rca::Variant variant = spec.kind == MethodKind::kTellerMot      ? rca::Variant::kMot
                                : spec.kind == MethodKind::kTellerSingle ? rca::Variant::kSingle
                                                                         : rca::Variant::kGcn;
-  const bool mot = rca::ReadsText(variant);
+  const bool reads_text = rca::ReadsText(variant);
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
-  const std::vector<rca::Sample> train = input.Samples(ds, fold.train, mot);
+  const std::vector<rca::Sample> train = input.Samples(ds, fold.train, reads_text);
   auto step_of = [&](uint32_t unit) { return input.StepOf(ds, unit); };
   rca::TrainOptions options;
   options.seed = seed;
@@ -153,7 +153,7 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   std::vector<std::vector<std::string>> lines(asked.size());
   std::vector<rca::Query> queries;
   for (size_t j = 0; j < asked.size(); ++j) {
-    if (mot) lines[j] = UnitLogLines(ds, asked[j]);
+    if (reads_text) lines[j] = UnitLogLines(ds, asked[j]);
     queries.push_back({step_of(asked[j]), &lines[j]});
   }
   Result<std::vector<rca::StepOutput>> outputs = model->Predict(corpus, queries);

@@ -27,7 +27,7 @@ using internal::TextVocabulary;
 struct Model::Impl {
   ModelConfig config;
   tpe::Model vocabulary;
-  TextVocabulary text;  // the MoT's words; empty for the trace encoder
+  TextVocabulary text;  // the words of the MoT or single stream; empty for the trace encoder
   std::unique_ptr<internal::Network> network;
   TrainingLog log;
   std::vector<int> fault_classes;
@@ -100,8 +100,8 @@ Status CheckConfig(const ModelConfig& c) {
   return Status::Ok();
 }
 
-// What a MoT without its trace stream reads for every step: one root token (id 0) of no
-// duration, the same for all, so that nothing of the trace reaches the heads.
+// What a MoT or single stream without its trace stream reads for every step: one root token (id 0)
+// of no duration, the same for all, so that nothing of the trace reaches the heads.
 EncodedStep BlankStep() {
   EncodedStep s;
   s.token = {0};
@@ -141,7 +141,7 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   Model m;
   Impl& impl = *m.impl_;
   impl.config = options.config;
-  const bool mot = ReadsText(impl.config.variant);
+  const bool reads_text = ReadsText(impl.config.variant);
   std::vector<uint32_t> steps;
   {
     std::set<uint32_t> distinct;
@@ -154,7 +154,7 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl.vocabulary, impl.config, steps);
   if (!encoded.ok()) return encoded.status();
-  if (mot) {
+  if (reads_text) {
     // The words of the training part's log lines and explanations.
     std::vector<std::string_view> texts;
     for (const Sample& s : train) {
@@ -183,7 +183,7 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
       t.fault = s.fault;
       faults.insert(s.fault);
     }
-    if (mot) {
+    if (reads_text) {
       if (impl.config.log_stream)
         e.log = internal::LogTokens(impl.text, s.logs, impl.config.max_log_tokens);
       t.explanation = impl.text.Words(s.explanation);
@@ -219,13 +219,13 @@ Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
   Result<std::vector<EncodedStep>> encoded =
       internal::EncodeCorpus(corpus, impl_->vocabulary, impl_->config, steps);
   if (!encoded.ok()) return encoded.status();
-  const bool mot = ReadsText(impl_->config.variant);
+  const bool reads_text = ReadsText(impl_->config.variant);
   std::vector<internal::Example> x;
   const EncodedStep blank = BlankStep();
   for (const Query& q : queries) {
     internal::Example e;
     e.step = impl_->config.trace_stream ? &(*encoded)[q.step] : &blank;
-    if (mot && impl_->config.log_stream && q.logs != nullptr) {
+    if (reads_text && impl_->config.log_stream && q.logs != nullptr) {
       e.log = internal::LogTokens(impl_->text, *q.logs, impl_->config.max_log_tokens);
     }
     x.push_back(std::move(e));
@@ -325,9 +325,9 @@ Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
   meta.data = trained_on.data;
   TELLER_RETURN_IF_ERROR(impl_->vocabulary.Save(dir + "/tpe", meta));
   TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kWeightsFile, *weights));
-  const bool mot = ReadsText(impl_->config.variant);
-  const std::string text = mot ? impl_->text.Serialize() : std::string();
-  if (mot) TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kTextFile, text));
+  const bool reads_text = ReadsText(impl_->config.variant);
+  const std::string text = reads_text ? impl_->text.Serialize() : std::string();
+  if (reads_text) TELLER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kTextFile, text));
   std::string out;
   JsonObjectWriter w(out, JsonDoubles::kShortest);
   w.Field("format", kModelFormat).Field("version", kModelVersion);
@@ -366,7 +366,7 @@ Status Model::Save(const std::string& dir, const TrainedOn& trained_on) const {
         .Field("crc32c", static_cast<uint64_t>(Crc32c(weights->data(), weights->size())));
     t.Close();
   }
-  if (mot) {
+  if (reads_text) {
     w.Key("text");
     JsonObjectWriter t(out);
     t.Field("file", kTextFile)

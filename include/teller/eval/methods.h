@@ -83,8 +83,8 @@ Result<Predictions> PredictLabelCopy(const Dataset& dataset, const Fold& fold);
 
 // The units of a dataset as the learned models (src/rca) read them: one corpus step per
 // step record, and a training sample per unit (its views' labels and fault type; with
-// `text`, also its log lines and reference explanation, which the MoT reads). Shared by
-// teller-gcn, teller-mot and `teller train`. Holds pointers into `dataset`, which must
+// `text`, also its log lines and reference explanation, which the MoT and the single stream read).
+// Shared by the learned methods and `teller train`. Holds pointers into `dataset`, which must
 // outlive it.
 struct GcnInput {
   rca::Corpus corpus;
