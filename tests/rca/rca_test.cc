@@ -21,38 +21,9 @@ namespace teller::rca {
 namespace {
 
 TrainOptions SmallOptions(uint64_t seed) {
-  TrainOptions o;
-  o.config.tpe_vocab = 24;
-  o.config.width = 16;
-  o.config.hidden = 16;
-  o.config.layers = 2;
+  TrainOptions o = ToyOptions(seed);
   o.epochs = 25;
-  o.batch = 8;
-  o.learning_rate = 1e-2;
-  o.seed = seed;
-  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
-    o.progress = [](std::string_view line) {
-      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
-    };
-  }
   return o;
-}
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/teller-rca-XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl), nullptr);
-  return tmpl;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void Spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 std::vector<uint32_t> AllSteps(const Toy& toy) {

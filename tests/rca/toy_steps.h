@@ -1,12 +1,20 @@
 // The learned stage's toy set, shared by its tests: hand-built step records of one rank
 // (four layers of launch/GEMM, launch/attention, all-reduce/NCCL kernel) whose labels follow
-// from the construction.
+// from the construction; and the helpers the stage's tests share.
 #ifndef TELLER_TESTS_RCA_TOY_STEPS_H_
 #define TELLER_TESTS_RCA_TOY_STEPS_H_
 
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "teller/rca/rca.h"
@@ -83,6 +91,44 @@ inline void MakeToy(Toy& toy, int n, uint64_t seed) {
     }
     toy.samples.push_back(s);
   }
+}
+
+// A tiny trace encoder's options for the toy set: TPE vocabulary 24, width and hidden 16,
+// two graph-convolution layers, batches of 8 at 1e-2, 30 epochs. Progress lines on stderr
+// when TELLER_RCA_TEST_PROGRESS is set.
+inline TrainOptions ToyOptions(uint64_t seed) {
+  TrainOptions o;
+  o.config.tpe_vocab = 24;
+  o.config.width = 16;
+  o.config.hidden = 16;
+  o.config.layers = 2;
+  o.epochs = 30;
+  o.batch = 8;
+  o.learning_rate = 1e-2;
+  o.seed = seed;
+  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
+    o.progress = [](std::string_view line) {
+      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    };
+  }
+  return o;
+}
+
+inline std::string TempDir() {
+  char tmpl[] = "/tmp/teller-rca-XXXXXX";
+  EXPECT_NE(mkdtemp(tmpl), nullptr);
+  return tmpl;
+}
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void Spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 }  // namespace teller::rca

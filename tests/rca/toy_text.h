@@ -1,19 +1,14 @@
 // The toy set with text, shared by the tests of the networks that read logs and write
 // explanations (the MoT, the single stream): the step records of toy_steps.h with log lines
-// and one explanation sentence per fault type, and the helpers those tests share.
+// and one explanation sentence per fault type, and what those tests share beyond toy_steps.h.
 #ifndef TELLER_TESTS_RCA_TOY_TEXT_H_
 #define TELLER_TESTS_RCA_TOY_TEXT_H_
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "teller/rca/rca.h"
@@ -63,16 +58,11 @@ inline void MakeTextToy(Toy& toy, int n, uint64_t seed, bool by_logs) {
   }
 }
 
-// A tiny text model's options for the toy set: width 16, two heads, 128 words, 30 epochs
-// of batches of 8 at 1e-2 (the tests change what their variant needs). Progress lines on
-// stderr when TELLER_RCA_TEST_PROGRESS is set.
+// A tiny text model's options for the toy set: ToyOptions with two heads, 128 words, one
+// layer and 30 epochs (the tests change what their variant needs).
 inline TrainOptions TextToyOptions(Variant variant, uint64_t seed) {
-  TrainOptions o;
+  TrainOptions o = ToyOptions(seed);
   o.config.variant = variant;
-  o.config.tpe_vocab = 24;
-  o.config.width = 16;
-  o.config.hidden = 16;
-  o.config.layers = 2;
   o.config.mot_layers = 1;
   o.config.heads = 2;
   o.config.text_vocab = 128;
@@ -80,14 +70,6 @@ inline TrainOptions TextToyOptions(Variant variant, uint64_t seed) {
   o.config.max_log_tokens = 32;
   o.config.max_explanation_tokens = 24;
   o.epochs = 30;
-  o.batch = 8;
-  o.learning_rate = 1e-2;
-  o.seed = seed;
-  if (std::getenv("TELLER_RCA_TEST_PROGRESS") != nullptr) {
-    o.progress = [](std::string_view line) {
-      std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
-    };
-  }
   return o;
 }
 
@@ -102,23 +84,6 @@ inline std::vector<std::string> Words(const std::string& text) {
   std::istringstream in(text);
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-inline std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void Spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-inline std::string TempDir() {
-  char tmpl[] = "/tmp/teller-rca-XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl), nullptr);
-  return tmpl;
 }
 
 // Scores of a model on a fresh set: units whose both views are right, abnormal units whose
