@@ -105,6 +105,17 @@ Status ApplyModel(const rca::Model& model, const std::string& path, const Trace&
     v.fault_type = FaultCategoryName(fault);
     v.fault_probability = o.fault[static_cast<size_t>(fault)];
     v.explanation = o.explanation;
+    const format::DatasetColumns& c = columns[queries[j].step];
+    for (int view = 0; view < rca::kViewsCount; ++view) {
+      size_t listed = 0;
+      for (const auto& [node, p] : o.evidence[static_cast<size_t>(view)]) {  // highest first
+        if (p < 0.5f || listed == diagnose::kModelEvidencePerView) break;
+        if (node >= c.name.size()) continue;
+        v.evidence.push_back(
+            {view == 0 ? "vertical" : "horizontal", names[c.name[node]], c.rank[node], p});
+        ++listed;
+      }
+    }
     if (s.abnormal) {
       s.rule_fault_type = s.fault_type;
       s.fault_type = v.fault_type;

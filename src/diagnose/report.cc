@@ -159,6 +159,18 @@ std::string ToJson(const Trace& trace, const Diagnosis& d,
         m.Field("fault_type", s.model.fault_type)
             .Field("fault_probability", static_cast<double>(s.model.fault_probability))
             .Field("explanation", s.model.explanation);
+        m.Key("evidence");
+        JsonArrayWriter a(out);
+        for (const ModelEvidence& e : s.model.evidence) {
+          a.Next();
+          JsonObjectWriter(out, JsonDoubles::kDigits6)
+              .Field("view", e.view)
+              .Field("name", e.name)
+              .Field("rank", static_cast<int64_t>(e.rank))
+              .Field("probability", static_cast<double>(e.probability))
+              .Close();
+        }
+        a.Close();
         m.Close();
       } else {
         out += "null";
@@ -294,6 +306,10 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
         << Fixed(s.model.p_horizontal, 2) << " horizontal";
       if (!s.model.explanation.empty()) o << ": \"" << s.model.explanation << "\"";
       o << "\n";
+      for (const ModelEvidence& e : s.model.evidence) {
+        o << "    model evidence (" << e.view << "): " << e.name << " on rank " << e.rank << " (p "
+          << Fixed(e.probability, 2) << ")\n";
+      }
     }
     for (const Evidence& e : s.evidence) {
       char line[512];

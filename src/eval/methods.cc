@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "src/eval/learned_baselines.h"
+#include "src/eval/method_common.h"
 #include "teller/core/vocabulary.h"
 #include "teller/dataset/log_text.h"
 #include "teller/eval/models.h"
@@ -31,6 +33,13 @@ constexpr Known kBaselines[] = {
     {"random-forest", "RandomForest", MethodKind::kRandomForest, true},
     {"xgboost", "XGBoost", MethodKind::kXgboost, true},
 };
+// The learned baselines (rca/baselines.h): what each reads is in its display name.
+constexpr Known kLearnedBaselines[] = {
+    {"logrobust", "LogRobust (log)", MethodKind::kLogRobust, true},
+    {"lanobert", "LAnoBERT (log)", MethodKind::kLanoBert, false},
+    {"logs2graphs", "Logs2Graphs (log)", MethodKind::kLogs2Graphs, false},
+    {"mad-gan", "MAD-GAN (stat)", MethodKind::kMadGan, false},
+};
 
 std::vector<MethodSpec> AllMethods() {
   std::vector<MethodSpec> out;
@@ -55,62 +64,29 @@ std::vector<MethodSpec> AllMethods() {
       out.push_back(std::move(m));
     }
   }
+  for (const Known& k : kLearnedBaselines)
+    out.push_back({k.base, k.display, k.kind, FeatureSet::kStat, k.supervised});
   return out;
 }
 
-// Units of `units` with one entry per distinct step record: unsupervised detectors are
-// fitted on engine steps, not on the copies a batch makes of them.
-std::vector<uint32_t> DistinctRecords(const Dataset& ds, const std::vector<uint32_t>& units) {
-  std::set<std::pair<uint32_t, uint32_t>> seen;
-  std::vector<uint32_t> out;
-  for (uint32_t i : units) {
-    if (seen.emplace(ds.units[i].setting, ds.units[i].record).second) out.push_back(i);
+// The nodes of a learned method's alarm: the numeric candidates (the baselines' rule)
+// ordered by the evidence head's probability (a candidate it does not list counts 0; ties
+// keep the candidates' order), then the head's own nodes at P >= 0.5 that are no
+// candidate; at most as many as the candidates' bound. Without the head: the candidates.
+std::vector<uint32_t> CombineEvidence(const std::vector<uint32_t>& candidates,
+                                      const std::vector<std::pair<uint32_t, float>>& evidence) {
+  constexpr size_t kMaxNodes = 8;  // NodeDeviations::Top's default
+  std::map<uint32_t, float> p(evidence.begin(), evidence.end());
+  std::vector<uint32_t> out = candidates;
+  std::stable_sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) {
+    const auto pa = p.find(a), pb = p.find(b);
+    return (pa == p.end() ? 0.0f : pa->second) > (pb == p.end() ? 0.0f : pb->second);
+  });
+  for (const auto& [node, prob] : evidence) {  // highest first
+    if (out.size() >= kMaxNodes || prob < 0.5f) break;
+    if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
   }
   return out;
-}
-
-// The threshold on `scores` that maximizes step F1 against `labels` (ties: the higher
-// threshold, i.e. fewer alarms); with no positive label, the 90th percentile of
-// `fallback` scores.
-double BestThreshold(const std::vector<double>& scores, const std::vector<uint8_t>& labels,
-                     std::vector<double> fallback) {
-  const bool any = std::find(labels.begin(), labels.end(), 1) != labels.end();
-  if (!any || scores.empty()) {
-    if (fallback.empty()) return 0;
-    const size_t at = std::min(fallback.size() - 1,
-                               static_cast<size_t>(0.9 * static_cast<double>(fallback.size())));
-    std::nth_element(fallback.begin(), fallback.begin() + static_cast<long>(at), fallback.end());
-    return fallback[at];
-  }
-  std::vector<size_t> order(scores.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  uint64_t positives = 0;
-  for (uint8_t l : labels) positives += l;
-  double best_f1 = -1, best = scores[order.front()];
-  uint64_t tp = 0, flagged = 0;
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && scores[order[j]] == scores[order[i]]) {
-      tp += labels[order[j]];
-      ++flagged;
-      ++j;
-    }
-    const double p = static_cast<double>(tp) / static_cast<double>(flagged);
-    const double r = static_cast<double>(tp) / static_cast<double>(positives);
-    const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
-    if (f1 > best_f1 + 1e-12) {
-      best_f1 = f1;
-      best = scores[order[i]];
-    }
-    i = j;
-  }
-  return best;
-}
-
-int FaultClass(const std::string& name) {
-  FaultCategory c;
-  return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
 }
 
 // teller-gcn, teller-mot and teller-single on `fold` (docs/rca.md, "In teller eval"): the
@@ -181,13 +157,63 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
       if (!p.abnormal) continue;
       p.fault_type = FaultCategoryName(o.Fault(model->fault_classes()));
       p.explanation = o.explanation;
-      p.nodes = deviations.Top(ds, u, v);
+      p.nodes = CombineEvidence(deviations.Top(ds, u, v), o.evidence[k]);
     }
   }
   return out;
 }
 
 }  // namespace
+
+std::vector<uint32_t> DistinctRecords(const Dataset& ds, const std::vector<uint32_t>& units) {
+  std::set<std::pair<uint32_t, uint32_t>> seen;
+  std::vector<uint32_t> out;
+  for (uint32_t i : units) {
+    if (seen.emplace(ds.units[i].setting, ds.units[i].record).second) out.push_back(i);
+  }
+  return out;
+}
+
+double BestThreshold(const std::vector<double>& scores, const std::vector<uint8_t>& labels,
+                     std::vector<double> fallback) {
+  const bool any = std::find(labels.begin(), labels.end(), 1) != labels.end();
+  if (!any || scores.empty()) {
+    if (fallback.empty()) return 0;
+    const size_t at = std::min(fallback.size() - 1,
+                               static_cast<size_t>(0.9 * static_cast<double>(fallback.size())));
+    std::nth_element(fallback.begin(), fallback.begin() + static_cast<long>(at), fallback.end());
+    return fallback[at];
+  }
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  uint64_t positives = 0;
+  for (uint8_t l : labels) positives += l;
+  double best_f1 = -1, best = scores[order.front()];
+  uint64_t tp = 0, flagged = 0;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && scores[order[j]] == scores[order[i]]) {
+      tp += labels[order[j]];
+      ++flagged;
+      ++j;
+    }
+    const double p = static_cast<double>(tp) / static_cast<double>(flagged);
+    const double r = static_cast<double>(tp) / static_cast<double>(positives);
+    const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
+    if (f1 > best_f1 + 1e-12) {
+      best_f1 = f1;
+      best = scores[order[i]];
+    }
+    i = j;
+  }
+  return best;
+}
+
+int FaultClass(const std::string& name) {
+  FaultCategory c;
+  return ParseFaultCategory(name, &c) ? static_cast<int>(c) : -1;
+}
 
 GcnInput MakeGcnInput(const Dataset& ds) {
   GcnInput in;
@@ -211,6 +237,10 @@ std::vector<rca::Sample> GcnInput::Samples(const Dataset& ds, const std::vector<
     s.step = StepOf(ds, i);
     for (View v : kViews) s.abnormal[static_cast<int>(v)] = u.view(v).is_anomaly;
     s.fault = u.is_anomaly ? FaultClass(u.fault_type) : -1;
+    for (View v : kViews) {
+      const ViewLabel& l = u.view(v);
+      s.nodes[static_cast<int>(v)] = l.has_roots && !l.roots.empty() ? l.roots : l.nodes;
+    }
     if (text) {
       s.logs = UnitLogLines(ds, i);
       if (u.is_anomaly) s.explanation = u.explanation;
@@ -279,7 +309,7 @@ std::vector<std::string> MethodNames() {
 
 bool MethodAvailable(MethodKind kind) {
   if (kind == MethodKind::kXgboost) return XgboostModel::Available();
-  if (IsLearned(kind)) return rca::Available();
+  if (IsLearned(kind) || IsLearnedBaseline(kind)) return rca::Available();
   return true;
 }
 
@@ -314,7 +344,7 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
     }
     if (!MethodAvailable(it->kind)) {
       return Status::Error("method \"" + name + "\" needs " +
-                           (IsLearned(it->kind)
+                           (IsLearned(it->kind) || IsLearnedBaseline(it->kind)
                                 ? "libtorch, which this build of Teller lacks (apt-get install "
                                   "libtorch-dev libopenblas0-pthread, then re-run cmake)"
                                 : "XGBoost, which this build of Teller lacks (apt-get install "
@@ -398,6 +428,14 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
                            ": reads the logs by design; --without-logs applies to "
                            "teller-numeric and the feature baselines");
     return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
+  }
+  if (IsLearnedBaseline(method.kind)) {
+    if (!with_logs_ && rca::BaselineReadsLogs(BaselineOf(method.kind)))
+      return Status::Error(method.name +
+                           ": reads the logs by design; --without-logs applies to "
+                           "teller-numeric and the feature baselines");
+    return PredictLearnedBaseline(ds, fold, method, seed_, epochs_, FeaturesFor(FeatureSet::kStat),
+                                  *deviations_, progress_);
   }
   // Template rarity (a log feature) is counted on the fold's training units only.
   const Features f = FeaturesFor(method.features).ForTraining(ds, fold.train);

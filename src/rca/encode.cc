@@ -133,6 +133,8 @@ Result<std::vector<EncodedStep>> EncodeCorpus(const Corpus& corpus, const tpe::M
     const size_t n = seq.size();
     e.token.assign(seq.ids.begin(), seq.ids.end());
     e.parent.assign(seq.parent.begin(), seq.parent.end());
+    e.span = seq.span;
+    e.node = seq.node;
     e.depth.resize(n);
     e.log_duration.resize(n);
     for (size_t i = 0; i < n; ++i) {

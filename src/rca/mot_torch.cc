@@ -41,6 +41,9 @@ struct MotImpl : torch::nn::Module {
     abnormal = register_module("abnormal", torch::nn::Linear(c.width, kViewsCount));
     fault = register_module("fault", torch::nn::Linear(c.width, kFaultCategoryCount));
     lm = register_module("lm", torch::nn::Linear(c.width, text_vocab));
+    // The evidence head (docs/rca.md, "Evidence head"), on the encoder's token vectors.
+    if (c.evidence_head)
+      evidence = register_module("evidence", torch::nn::Linear(c.hidden, kViewsCount));
     // Small embeddings, as in the encoder: the residual stream starts near the trace vectors.
     torch::NoGradGuard no_grad;
     for (auto* e : {&slot, &text, &position}) torch::nn::init::normal_((*e)->weight, 0, 0.02);
@@ -50,13 +53,16 @@ struct MotImpl : torch::nn::Module {
   torch::nn::Embedding slot{nullptr}, text{nullptr}, position{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm final_trace{nullptr}, final_text{nullptr};
-  torch::nn::Linear abnormal{nullptr}, fault{nullptr}, lm{nullptr};
+  torch::nn::Linear abnormal{nullptr}, fault{nullptr}, lm{nullptr}, evidence{nullptr};
 };
 TORCH_MODULE(Mot);
 
-// The trace stream of a batch: [B, 1 + ranks, W] and which slots hold a rank ([B, 1 + ranks]).
+// The trace stream of a batch: [B, 1 + ranks, W] and which slots hold a rank ([B, 1 + ranks]);
+// the encoder's token vectors [N, hidden] and tokens per step (the evidence head's input).
 struct TraceStream {
   torch::Tensor x, present;
+  torch::Tensor tokens;
+  std::vector<int64_t> sizes;
 };
 
 class MotNetwork final : public TextNetwork<Mot> {
@@ -103,7 +109,7 @@ class MotNetwork final : public TextNetwork<Mot> {
         torch::cat({torch::ones({b.steps, 1}, torch::kBool), present.reshape({b.steps, ranks})}, 1);
     const torch::Tensor x =
         torch::cat({pooled.unsqueeze(1), rank}, 1) + net_->slot->weight.unsqueeze(0);
-    return {x, present};
+    return {x, present, h, b.sizes};
   }
 
   // The whole sequence through the blocks: trace stream, log words, explanation inputs
@@ -200,6 +206,11 @@ class MotNetwork final : public TextNetwork<Mot> {
                             logits.reshape({-1, logits.size(2)}), target.reshape({-1}),
                             torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     }
+    if (net_->evidence) {
+      const torch::Tensor e =
+          EvidenceLoss(net_->evidence(trace.tokens), trace.sizes, by, evidence_pw_);
+      if (e.defined()) loss = loss + options.evidence_weight * e;
+    }
     return loss;
   }
 
@@ -270,6 +281,7 @@ class MotNetwork final : public TextNetwork<Mot> {
     const torch::Tensor f = torch::softmax(net_->fault(z), 1).contiguous();
     const float* pa = a.data_ptr<float>();
     const float* pf = f.data_ptr<float>();
+    const size_t first = out->size();
     for (size_t k = 0; k < bx.size(); ++k) {
       Output o;
       for (int v = 0; v < kViewsCount; ++v) o.heads.abnormal[v] = pa[k * kViewsCount + v];
@@ -277,6 +289,10 @@ class MotNetwork final : public TextNetwork<Mot> {
         o.heads.fault[c] = pf[k * kFaultCategoryCount + c];
       o.explanation = std::move(words[k]);
       out->push_back(std::move(o));
+    }
+    if (net_->evidence) {
+      AppendEvidence(torch::sigmoid(net_->evidence(trace.tokens)).contiguous(), trace.sizes, out,
+                     first);
     }
   }
 

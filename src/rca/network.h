@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -25,6 +26,11 @@ struct EncodedStep {
   // the step's setting (what makes a slowed operator stand out across engines whose
   // durations differ by orders of magnitude).
   std::vector<float> log_duration, relative;
+  // What each token covers: its serialized positions [first, last] and, per position, the
+  // step record's node id (tpe::Sequence's span and node), so that a token the evidence
+  // head flags maps back to nodes.
+  std::vector<std::pair<uint32_t, uint32_t>> span;
+  std::vector<uint32_t> node;
   size_t size() const { return token.size(); }
 };
 
@@ -40,6 +46,9 @@ struct Target {
   int64_t fault = -1;  // -1: no fault-type loss for this sample
   // The MoT: the explanation's word ids without <bos>/<eos>; empty: no explanation loss.
   std::vector<int64_t> explanation;
+  // The evidence head: per view, 1 for each token that covers an evidence node of the unit,
+  // else 0 (one value per token of the step); empty: no evidence loss for that view.
+  std::array<std::vector<float>, kViewsCount> evidence;
 };
 
 // What the network says about one example: the step's heads and, from the MoT, the greedy
@@ -47,6 +56,8 @@ struct Target {
 struct Output {
   StepOutput heads;
   std::vector<int64_t> explanation;
+  // The evidence head's P(evidence) per view and token; empty without the head.
+  std::array<std::vector<float>, kViewsCount> evidence;
 };
 
 class Network {

@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "src/rca/baseline_network.h"
 #include "src/rca/network.h"
 
 namespace teller::rca::internal {
 namespace {
 
 using Factory = Network* (*)(const ModelConfig*, uint32_t, uint32_t, uint64_t, std::string*);
+using BaselineFactory = BaselineNetwork* (*)(BaselineKind, const BaselineShape*, uint64_t,
+                                             std::string*);
 
 // Where the module may be: beside the running program's lib/ folder (build/bin/teller ->
 // build/lib/), then where this build wrote it.
@@ -36,6 +39,7 @@ std::vector<std::string> Candidates() {
 
 struct Loaded {
   Factory factory = nullptr;
+  BaselineFactory baseline_factory = nullptr;
   std::string error;
 };
 
@@ -51,7 +55,10 @@ const Loaded& Load() {
         continue;
       }
       loaded.factory = reinterpret_cast<Factory>(dlsym(handle, "TellerRcaMakeTorchNetwork"));
-      if (loaded.factory == nullptr) loaded.error = path + ": no TellerRcaMakeTorchNetwork";
+      loaded.baseline_factory =
+          reinterpret_cast<BaselineFactory>(dlsym(handle, "TellerRcaMakeTorchBaseline"));
+      if (loaded.factory == nullptr || loaded.baseline_factory == nullptr)
+        loaded.error = path + ": no TellerRcaMakeTorchNetwork or TellerRcaMakeTorchBaseline";
       return;
     }
   });
@@ -79,6 +86,19 @@ Result<std::unique_ptr<Network>> MakeNetwork(const ModelConfig& config, uint32_t
   Network* n = l.factory(&config, vocab, text_vocab, seed, &error);
   if (n == nullptr) return Status::Error(error);
   return std::unique_ptr<Network>(n);
+}
+
+Result<std::unique_ptr<BaselineNetwork>> MakeBaselineNetwork(BaselineKind kind,
+                                                             const BaselineShape& shape,
+                                                             uint64_t seed) {
+  const Loaded& l = Load();
+  if (l.baseline_factory == nullptr) {
+    return Status::Error("cannot load the libtorch network (" + l.error + ")");
+  }
+  std::string error;
+  BaselineNetwork* n = l.baseline_factory(kind, &shape, seed, &error);
+  if (n == nullptr) return Status::Error(error);
+  return std::unique_ptr<BaselineNetwork>(n);
 }
 
 }  // namespace teller::rca::internal

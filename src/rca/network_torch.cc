@@ -27,9 +27,14 @@ struct NetImpl : torch::nn::Module {
   NetImpl(const ModelConfig& c, int64_t vocab) {
     encoder = register_module("encoder", TraceEncoder(c, vocab));
     heads = register_module("heads", Heads(c));
+    // The evidence head (docs/rca.md, "Evidence head"): per token after the graph
+    // convolutions, P(evidence) per view.
+    if (c.evidence_head)
+      evidence = register_module("evidence", torch::nn::Linear(c.hidden, kViewsCount));
   }
   TraceEncoder encoder{nullptr};
   Heads heads{nullptr};
+  torch::nn::Linear evidence{nullptr};
 };
 TORCH_MODULE(Net);
 
@@ -48,6 +53,7 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
       torch::manual_seed(options.seed);
       net_->train();
       const torch::Tensor pw = PositiveWeights(y);
+      const torch::Tensor evidence_pw = EvidencePositiveWeight(y);
       std::vector<double> losses =
           TrainEpochs(net_->parameters(), x.size(), options, [&](const std::vector<size_t>& batch) {
             std::vector<const EncodedStep*> bx;
@@ -59,7 +65,8 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
               fault.push_back(y[i].fault);
             }
             const Batch b = MakeBatch(bx, 0, bx.size());
-            const torch::Tensor z = net_->encoder->forward(b);
+            const torch::Tensor h = net_->encoder->Tokens(b);
+            const torch::Tensor z = net_->encoder->Pool(b, h);
             const auto rows = static_cast<int64_t>(bx.size());
             const torch::Tensor target =
                 torch::from_blob(labels.data(), {rows, kViewsCount}).clone();
@@ -71,6 +78,13 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
               const torch::Tensor idx = has.nonzero().squeeze(1);
               loss = loss + torch::nn::functional::cross_entropy(
                                 net_->heads->fault(z.index_select(0, idx)), f.index_select(0, idx));
+            }
+            if (net_->evidence) {
+              std::vector<const Target*> targets;
+              for (const size_t k : batch) targets.push_back(&y[k]);
+              const torch::Tensor e =
+                  EvidenceLoss(net_->evidence(h), b.sizes, targets, evidence_pw);
+              if (e.defined()) loss = loss + options.evidence_weight * e;
             }
             return loss;
           });
@@ -93,11 +107,13 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
       for (size_t begin = 0; begin < x.size(); begin += kBatch) {
         const size_t end = std::min(x.size(), begin + kBatch);
         const Batch b = MakeBatch(x, begin, end);
-        const torch::Tensor z = net_->encoder->forward(b);
+        const torch::Tensor h = net_->encoder->Tokens(b);
+        const torch::Tensor z = net_->encoder->Pool(b, h);
         const torch::Tensor a = torch::sigmoid(net_->heads->abnormal(z)).contiguous();
         const torch::Tensor f = torch::softmax(net_->heads->fault(z), 1).contiguous();
         const float* pa = a.data_ptr<float>();
         const float* pf = f.data_ptr<float>();
+        const size_t first = out.size();
         for (size_t i = 0; i < end - begin; ++i) {
           Output o;
           for (int v = 0; v < kViewsCount; ++v) o.heads.abnormal[v] = pa[i * kViewsCount + v];
@@ -105,6 +121,8 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
             o.heads.fault[c] = pf[i * kFaultCategoryCount + c];
           out.push_back(std::move(o));
         }
+        if (net_->evidence)
+          AppendEvidence(torch::sigmoid(net_->evidence(h)).contiguous(), b.sizes, &out, first);
       }
       return out;
     } catch (const std::exception& e) {

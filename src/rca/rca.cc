@@ -112,6 +112,45 @@ EncodedStep BlankStep() {
   return s;
 }
 
+// The networks that can have an evidence head: those whose trace encoder's token vectors
+// reach their heads (not the single stream; not a MoT without its trace stream).
+bool HasEvidenceHead(const ModelConfig& c) {
+  return c.variant == Variant::kGcn || (c.variant == Variant::kMot && c.trace_stream);
+}
+
+// Per token of `step`, 1 when it covers one of `nodes` (step record ids), else 0.
+std::vector<float> EvidenceTargets(const EncodedStep& step, const std::vector<uint32_t>& nodes) {
+  const std::set<uint32_t> wanted(nodes.begin(), nodes.end());
+  std::vector<float> out(step.size(), 0.0f);
+  for (size_t i = 0; i < step.size() && i < step.span.size(); ++i) {
+    for (uint32_t p = step.span[i].first; p <= step.span[i].second && p < step.node.size(); ++p) {
+      if (wanted.count(step.node[p]) > 0) {
+        out[i] = 1.0f;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// The step's nodes with the evidence probability of the token covering each: the
+// kEvidenceNodes highest, highest first, ties by node id.
+std::vector<std::pair<uint32_t, float>> EvidenceNodes(const EncodedStep& step,
+                                                      const std::vector<float>& token_prob) {
+  std::vector<std::pair<uint32_t, float>> nodes;
+  for (size_t i = 0; i < token_prob.size() && i < step.span.size(); ++i) {
+    for (uint32_t p = step.span[i].first; p <= step.span[i].second && p < step.node.size(); ++p)
+      nodes.emplace_back(step.node[p], token_prob[i]);
+  }
+  const size_t k = std::min(kEvidenceNodes, nodes.size());
+  std::partial_sort(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(k), nodes.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second != b.second ? a.second > b.second : a.first < b.first;
+                    });
+  nodes.resize(k);
+  return nodes;
+}
+
 }  // namespace
 
 FaultCategory StepOutput::Fault(const std::vector<int>& allowed) const {
@@ -141,6 +180,9 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
   Model m;
   Impl& impl = *m.impl_;
   impl.config = options.config;
+  // The trace encoder and the MoT (with its trace stream) have an evidence head; model.json
+  // says whether this one does.
+  impl.config.evidence_head = options.config.evidence_head && HasEvidenceHead(impl.config);
   const bool reads_text = ReadsText(impl.config.variant);
   std::vector<uint32_t> steps;
   {
@@ -188,6 +230,11 @@ Result<Model> Model::Train(const Corpus& corpus, const std::vector<Sample>& trai
         e.log = internal::LogTokens(impl.text, s.logs, impl.config.max_log_tokens);
       t.explanation = impl.text.Words(s.explanation);
     }
+    if (impl.config.evidence_head) {  // (never with a blank trace stream)
+      for (int v = 0; v < kViewsCount; ++v) {
+        if (s.abnormal[v]) t.evidence[v] = EvidenceTargets(*e.step, s.nodes[v]);
+      }
+    }
     x.push_back(std::move(e));
     y.push_back(std::move(t));
   }
@@ -233,7 +280,11 @@ Result<std::vector<StepOutput>> Model::Predict(const Corpus& corpus,
   Result<std::vector<internal::Output>> outputs = impl_->network->Predict(x);
   if (!outputs.ok()) return outputs.status();
   std::vector<StepOutput> out;
-  for (internal::Output& o : *outputs) {
+  for (size_t q = 0; q < outputs->size(); ++q) {
+    internal::Output& o = (*outputs)[q];
+    for (int v = 0; v < kViewsCount; ++v) {
+      if (!o.evidence[v].empty()) o.heads.evidence[v] = EvidenceNodes(*x[q].step, o.evidence[v]);
+    }
     // Onto the schema: vocabulary words only, at most max_explanation_tokens of them.
     if (o.explanation.size() > static_cast<size_t>(impl_->config.max_explanation_tokens))
       o.explanation.resize(static_cast<size_t>(impl_->config.max_explanation_tokens));
@@ -297,6 +348,7 @@ std::string ConfigJson(const ModelConfig& c) {
       .Field("layers", c.layers)
       .Field("max_depth", c.max_depth)
       .Field("duration_scale", c.duration_scale);
+  if (HasEvidenceHead(c)) w.FieldBool("evidence_head", c.evidence_head);
   if (ReadsText(c.variant)) {
     w.Field("text_vocab", static_cast<uint64_t>(c.text_vocab))
         .Field("mot_layers", c.mot_layers)
@@ -435,6 +487,12 @@ Result<Model> Model::Load(const std::string& dir) {
     impl.config.hidden = narrow(hidden);
     impl.config.layers = narrow(layers);
     impl.config.max_depth = narrow(max_depth);
+    // Absent from models written before the evidence head: none (read once the streams
+    // are known, below).
+    impl.config.evidence_head = false;
+    bool evidence_head = false, has_evidence_field = false;
+    TELLER_RETURN_IF_ERROR(
+        ctx.OptionalField(c, "evidence_head", &evidence_head, &has_evidence_field, "config"));
     if (ReadsText(impl.config.variant)) {
       int64_t mot_layers = 0, heads = 0, ranks = 0, log_tokens = 0, explanation_tokens = 0;
       TELLER_RETURN_IF_ERROR(ctx.Field(c, "text_vocab", &impl.config.text_vocab, "config"));
@@ -460,6 +518,7 @@ Result<Model> Model::Load(const std::string& dir) {
       TELLER_RETURN_IF_ERROR(ctx.Field(c, "max_trace_tokens", &trace_tokens, "config"));
       impl.config.max_trace_tokens = narrow(trace_tokens);
     }
+    impl.config.evidence_head = has_evidence_field && evidence_head && HasEvidenceHead(impl.config);
     if (Status s = CheckConfig(impl.config); !s.ok()) {
       return Status::Error(path + ": " + s.message());
     }

@@ -199,18 +199,12 @@ inline std::string EpochLine(int epoch, int epochs, double loss, size_t units, d
   return buf;
 }
 
-// The training loop the networks share: Adam over `parameters`, the examples in an order
-// shuffled each epoch, batches of options.batch, the mean loss per epoch (returned) and one
-// progress line per epoch. `batch_loss` gets the example indices of one batch and returns
-// its mean loss. With `clip_norm` > 0 the gradients' global norm is clipped to it before
-// each step. Throws libtorch's exceptions.
-template <typename BatchLoss>
-std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t examples,
-                                const TrainOptions& options, BatchLoss&& batch_loss,
-                                double clip_norm = 0) {
-  const std::vector<torch::Tensor> clipped = parameters;
-  torch::optim::Adam optimizer(std::move(parameters),
-                               torch::optim::AdamOptions(options.learning_rate));
+// The epochs the networks share: the examples in an order shuffled each epoch (seeded by
+// options.seed), batches of options.batch, `step` run on each batch's example indices and
+// returning its mean loss, the mean loss per epoch (returned) and one progress line per
+// epoch. Throws libtorch's exceptions.
+template <typename Step>
+std::vector<double> EpochLoop(size_t examples, const TrainOptions& options, Step&& step) {
   std::mt19937_64 rng(options.seed);
   std::vector<size_t> order(examples);
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -225,12 +219,7 @@ std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t ex
       const size_t end = std::min(order.size(), begin + batch);
       const std::vector<size_t> indices(order.begin() + static_cast<std::ptrdiff_t>(begin),
                                         order.begin() + static_cast<std::ptrdiff_t>(end));
-      torch::Tensor loss = batch_loss(indices);
-      optimizer.zero_grad();
-      loss.backward();
-      if (clip_norm > 0) torch::nn::utils::clip_grad_norm_(clipped, clip_norm);
-      optimizer.step();
-      total += loss.item<double>() * static_cast<double>(indices.size());
+      total += step(indices) * static_cast<double>(indices.size());
     }
     losses.push_back(order.empty() ? 0 : total / static_cast<double>(order.size()));
     if (options.progress) {
@@ -240,6 +229,27 @@ std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t ex
     }
   }
   return losses;
+}
+
+// The training loop of one optimizer: Adam over `parameters`, EpochLoop's epochs and
+// batches; `batch_loss` gets the example indices of one batch and returns its mean loss.
+// With `clip_norm` > 0 the gradients' global norm is clipped to it before each step.
+// Throws libtorch's exceptions.
+template <typename BatchLoss>
+std::vector<double> TrainEpochs(std::vector<torch::Tensor> parameters, size_t examples,
+                                const TrainOptions& options, BatchLoss&& batch_loss,
+                                double clip_norm = 0) {
+  const std::vector<torch::Tensor> clipped = parameters;
+  torch::optim::Adam optimizer(std::move(parameters),
+                               torch::optim::AdamOptions(options.learning_rate));
+  return EpochLoop(examples, options, [&](const std::vector<size_t>& indices) {
+    torch::Tensor loss = batch_loss(indices);
+    optimizer.zero_grad();
+    loss.backward();
+    if (clip_norm > 0) torch::nn::utils::clip_grad_norm_(clipped, clip_norm);
+    optimizer.step();
+    return loss.item<double>();
+  });
 }
 
 // The first line of a libtorch message (the rest is a C++ backtrace).
@@ -309,6 +319,68 @@ inline torch::Tensor PositiveWeights(const std::vector<Target>& y) {
     pos_weight[v] = static_cast<float>(pos > 0 ? std::clamp(neg / pos, 1.0, 20.0) : 1.0);
   }
   return torch::tensor(pos_weight);
+}
+
+// The evidence head's positives are few among a step's tokens: weighed by negatives /
+// positives over all training targets (at least 1, at most 100).
+inline torch::Tensor EvidencePositiveWeight(const std::vector<Target>& y) {
+  double pos = 0, all = 0;
+  for (const Target& t : y) {
+    for (const std::vector<float>& e : t.evidence) {
+      for (float f : e) pos += f;
+      all += static_cast<double>(e.size());
+    }
+  }
+  return torch::tensor(
+      static_cast<float>(pos > 0 ? std::clamp((all - pos) / pos, 1.0, 100.0) : 1.0));
+}
+
+// The evidence head's loss on one batch: `logits` [N, views] over the batch's tokens (steps
+// of `sizes` tokens each, in order), the targets of each step's views that have them
+// (Target::evidence), BCE with `pos_weight`, the mean over the targeted tokens. Undefined
+// when no token of the batch has a target.
+inline torch::Tensor EvidenceLoss(const torch::Tensor& logits, const std::vector<int64_t>& sizes,
+                                  const std::vector<const Target*>& targets,
+                                  const torch::Tensor& pos_weight) {
+  const int64_t n = logits.size(0);
+  std::vector<float> target(static_cast<size_t>(n) * kViewsCount, 0),
+      mask(static_cast<size_t>(n) * kViewsCount, 0);
+  size_t at = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const auto tokens = static_cast<size_t>(sizes[j]);
+    for (int v = 0; v < kViewsCount; ++v) {
+      const std::vector<float>& t = targets[j]->evidence[v];
+      if (t.size() != tokens) continue;
+      for (size_t i = 0; i < tokens; ++i) {
+        target[(at + i) * kViewsCount + v] = t[i];
+        mask[(at + i) * kViewsCount + v] = 1;
+      }
+    }
+    at += tokens;
+  }
+  const torch::Tensor m = torch::from_blob(mask.data(), {n, kViewsCount}).clone();
+  const double masked = m.sum().item<double>();
+  if (masked == 0) return {};
+  return torch::binary_cross_entropy_with_logits(
+             logits, torch::from_blob(target.data(), {n, kViewsCount}).clone(), m, pos_weight,
+             at::Reduction::Sum) /
+         masked;
+}
+
+// The evidence head's probabilities `probs` [N, views] (contiguous) of a batch's tokens
+// (steps of `sizes` tokens each) into the outputs of those steps, out[first..].
+inline void AppendEvidence(const torch::Tensor& probs, const std::vector<int64_t>& sizes,
+                           std::vector<Output>* out, size_t first) {
+  const float* pe = probs.data_ptr<float>();
+  size_t at = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const auto tokens = static_cast<size_t>(sizes[j]);
+    for (int v = 0; v < kViewsCount; ++v) {
+      std::vector<float>& e = (*out)[first + j].evidence[v];
+      for (size_t t = 0; t < tokens; ++t) e.push_back(pe[(at + t) * kViewsCount + v]);
+    }
+    at += tokens;
+  }
 }
 
 // The MoT (mot_torch.cc) and the single stream (single_torch.cc); throw libtorch's

@@ -119,6 +119,7 @@ class TextNetwork : public ArchivedNetwork<Net> {
       torch::manual_seed(options.seed);
       net_->train();
       const torch::Tensor pw = PositiveWeights(y);
+      evidence_pw_ = EvidencePositiveWeight(y);
       std::vector<double> losses = TrainEpochs(
           net_->parameters(), x.size(), options,
           [&](const std::vector<size_t>& batch) {
@@ -168,6 +169,8 @@ class TextNetwork : public ArchivedNetwork<Net> {
   virtual void Generate(const std::vector<const Example*>& bx, std::vector<Output>* out) const = 0;
 
   using ArchivedNetwork<Net>::net_;
+  // The evidence head's positive weight over the training targets (EvidencePositiveWeight).
+  torch::Tensor evidence_pw_;
 
  private:
   size_t predict_batch_;

@@ -21,6 +21,7 @@
 #include "teller/eval/dataset.h"
 #include "teller/eval/evaluate.h"
 #include "teller/eval/features.h"
+#include "teller/rca/rca.h"
 
 namespace teller {
 namespace {
@@ -542,13 +543,16 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 16 methods (14 without XGBoost; three more, the
-  // trace encoder, the MoT and the single stream, with libtorch) x 2 x 3.
-  const size_t methods =
-      (r.out.find("XGBoost") == std::string::npos ? 14 : 16) +
-      (r.out.find("Teller (trace encoder)") == std::string::npos ? 0 : 1) +
-      (r.out.find("Teller (MoT: trace + log)") == std::string::npos ? 0 : 1) +
-      (r.out.find("Teller (single stream: trace + log)") == std::string::npos ? 0 : 1);
+  // One row per method, view and split: 16 methods (14 without XGBoost; seven more with
+  // libtorch: the trace encoder, the MoT, the single stream and the four learned
+  // baselines) x 2 x 3.
+  const bool torch = r.out.find("Teller (trace encoder)") != std::string::npos;
+  for (const char* name :
+       {"Teller (MoT: trace + log)", "Teller (single stream: trace + log)", "LogRobust (log)",
+        "LAnoBERT (log)", "Logs2Graphs (log)", "MAD-GAN (stat)"}) {
+    EXPECT_EQ(r.out.find(name) != std::string::npos, torch) << name;
+  }
+  const size_t methods = (r.out.find("XGBoost") == std::string::npos ? 14 : 16) + (torch ? 7 : 0);
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).
@@ -704,6 +708,17 @@ TEST_F(EvalCliTest, ErrorsAreClear) {
       << o.err;
   o = Run("eval --data '" + moved + "' --method random-forest-stat -q");
   EXPECT_EQ(o.exit_code, 0) << o.err;
+
+  // The log baselines read the logs by design: the ablation without logs refuses them
+  // (MAD-GAN reads step features and is not refused: --epochs 1 keeps it short).
+  if (rca::Available()) {
+    o = Run("eval --data " + Ds() + " --method lanobert --split request --without-logs -q");
+    EXPECT_EQ(o.exit_code, 1);
+    EXPECT_NE(o.err.find("lanobert: reads the logs by design"), std::string::npos) << o.err;
+    o = Run("eval --data " + Ds() +
+            " --method mad-gan --split request --without-logs --epochs 1 -q");
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+  }
 }
 
 }  // namespace

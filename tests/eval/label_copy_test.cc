@@ -85,6 +85,29 @@ TEST(LabelCopyTest, IsANamedMethodInAll) {
   EXPECT_TRUE(found);
 }
 
+// The learned baselines by name, with what each reads in its display name; without
+// libtorch each is an error that says so.
+TEST(MethodParseTest, TheLearnedBaselinesByName) {
+  auto m = ParseMethods("logrobust,lanobert,logs2graphs,mad-gan");
+  if (!rca::Available()) {
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
+    return;
+  }
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->size(), 4u);
+  const MethodKind kinds[] = {MethodKind::kLogRobust, MethodKind::kLanoBert,
+                              MethodKind::kLogs2Graphs, MethodKind::kMadGan};
+  const char* displays[] = {"LogRobust (log)", "LAnoBERT (log)", "Logs2Graphs (log)",
+                            "MAD-GAN (stat)"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((*m)[i].kind, kinds[i]);
+    EXPECT_EQ((*m)[i].display, displays[i]);
+    EXPECT_TRUE(IsLearnedBaseline((*m)[i].kind));
+    EXPECT_EQ((*m)[i].supervised, i == 0);  // LogRobust alone trains on labels
+  }
+}
+
 // The ablations: a learned method names its TPE vocabulary size after an @ (Table 3), the
 // MoT a stream it leaves out after a colon (Table 5), in the command line and in the
 // tables; any other method or option, or a size outside 64 to 65536, is an error that
@@ -115,6 +138,12 @@ TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
   EXPECT_EQ((*streams)[1].tpe_vocab, 512u);
   EXPECT_EQ((*streams)[1].name, "teller-mot@512:no-log");
   EXPECT_EQ((*streams)[1].display, "Teller (MoT: trace only, vocab 512)");
+  // The learned baselines take neither.
+  for (const char* bad : {"logrobust@512", "lanobert:no-log", "mad-gan@256"}) {
+    auto r = ParseMethods(bad);
+    if (!rca::Available()) continue;  // refused anyway, for want of libtorch
+    ASSERT_FALSE(r.ok()) << bad;
+  }
   for (const char* bad : {"teller-numeric@512", "teller-gcn@", "teller-gcn@32", "teller-gcn@5x",
                           "teller-gcn@70000", "teller-gcn:no-log", "teller-mot:no-both"}) {
     auto r = ParseMethods(bad);

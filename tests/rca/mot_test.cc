@@ -60,6 +60,25 @@ TEST_F(MotTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
 
 // The traces alike, the faults in the log lines: the log stream reaches the heads (the
 // condition of trace and log tokens is seen whole by the trace stream).
+// The MoT's evidence head, on the encoder's token vectors: as the trace encoder's (rca_test),
+// the slowed GEMM in a layer drawn per step, the same log lines for all.
+TEST_F(MotTest, TheEvidenceHeadFindsTheSlowedKernel) {
+  Toy train, test;
+  MakeToy(train, 80, 5, true);
+  MakeToy(test, 40, 6, true);
+  for (Toy* t : {&train, &test}) {
+    for (Sample& s : t->samples) s.logs = kRoutineLines;
+  }
+  TrainOptions o = MotOptions(9);
+  o.epochs = 40;
+  auto m = Model::Train(train.corpus, train.samples, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->config().evidence_head);
+  auto out = m->Predict(test.corpus, Queries(test));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectEvidenceOnTheSlowedKernels(test, *out);
+}
+
 TEST_F(MotTest, LearnsFromTheLogLines) {
   Toy train, test;
   MakeTextToy(train, 60, 3, true);

@@ -82,6 +82,25 @@ TEST_F(RcaTest, TinyModelLearnsASeparableSet) {
 }
 
 // Same seed: the same weights (byte for byte) and outputs; another seed: other outputs.
+// The evidence head: the slowed GEMM is in a layer drawn per step, so only the token's own
+// duration tells it from the other layers' GEMMs (the same token, the same depth). On fresh
+// steps the token that covers the slowed kernel is the one the head ranks first, at
+// P >= 0.5, and no other layer's GEMM reaches 0.5. With the evidence loss
+// weighed 0 the head learns nothing, and the test fails.
+TEST_F(RcaTest, TheEvidenceHeadFindsTheSlowedKernel) {
+  Toy train, test;
+  MakeToy(train, 80, 5, true);
+  MakeToy(test, 40, 6, true);
+  TrainOptions o = ToyOptions(9);
+  o.epochs = 40;
+  auto m = Model::Train(train.corpus, train.samples, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->config().evidence_head);
+  auto out = m->Predict(test.corpus, AllSteps(test));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectEvidenceOnTheSlowedKernels(test, *out);
+}
+
 TEST_F(RcaTest, SameSeedSameModel) {
   Toy toy;
   MakeToy(toy, 30, 3);
@@ -154,6 +173,7 @@ TEST_F(RcaFileTest, RoundTripGivesIdenticalPredictions) {
   for (size_t i = 0; i < a->size(); ++i) {
     EXPECT_EQ((*a)[i].abnormal, (*b)[i].abnormal) << i;
     EXPECT_EQ((*a)[i].fault, (*b)[i].fault) << i;
+    EXPECT_EQ((*a)[i].evidence, (*b)[i].evidence) << i;
   }
   const std::string json = Slurp(dir_ + "/m/model.json");
   EXPECT_NE(json.find("\"data\":\"/data/toy\""), std::string::npos) << json;
@@ -200,6 +220,29 @@ TEST_F(RcaFileTest, WrongVersionOrFormatIsRefused) {
   std::remove((dir_ + "/m/tpe/merges.json").c_str());
   e = Load();
   EXPECT_NE(e.find("merges.json"), std::string::npos) << e;
+}
+
+// A model written before the evidence head (no "evidence_head" in its config) loads without
+// one: the same verdicts, no evidence. This one's archive still holds the head's weights,
+// which the loaded network does not read.
+TEST_F(RcaFileTest, AModelWithoutTheEvidenceHeadLoadsWithoutIt) {
+  std::string json = Slurp(dir_ + "/m/model.json");
+  const std::string field = ",\"evidence_head\":true";
+  const size_t at = json.find(field);
+  ASSERT_NE(at, std::string::npos) << json;
+  json.erase(at, field.size());
+  Spit(dir_ + "/m/model.json", json);
+  auto loaded = Model::Load(dir_ + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_FALSE(loaded->config().evidence_head);
+  auto a = model_->Predict(toy_.corpus, AllSteps(toy_));
+  auto b = loaded->Predict(toy_.corpus, AllSteps(toy_));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].abnormal, (*b)[i].abnormal) << i;
+    EXPECT_FALSE((*a)[i].evidence[0].empty()) << i;
+    EXPECT_TRUE((*b)[i].evidence[0].empty()) << i;
+  }
 }
 
 // A model written before the MoT (model.json version 1, the same trace encoder) still loads

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "teller/eval/dataset.h"
 #include "teller/eval/methods.h"
+#include "teller/format/dataset_node.h"
 #include "teller/rca/rca.h"
 
 namespace {
@@ -218,6 +220,54 @@ TEST_F(TrainCliTest, DiagnoseWithAModelReadsTheStepsAsTheDatasetHasThem) {
   }
   EXPECT_EQ(compared, step_of_seq.size());
   EXPECT_GT(abnormal, 0u);
+
+  // The evidence head's operators: per step and view those at P >= 0.5, at most 5, highest
+  // first, named and ranked as the dataset's record has them (probabilities to 1e-5: the
+  // report writes 6 digits).
+  using Listed = std::map<std::string, std::vector<double>>;  // "seq view rank name" -> P
+  Listed want_evidence, got_evidence;
+  for (const auto& [seq, step] : step_of_seq) {
+    const teller::format::DatasetColumns& c = *input.corpus.steps[step].columns;
+    const std::vector<std::string>& names = *input.corpus.names[input.corpus.steps[step].setting];
+    for (int v = 0; v < 2; ++v) {
+      size_t listed = 0;
+      for (const auto& [node, p] : expected[seq].evidence[v]) {
+        if (p < 0.5f || listed == 5) break;
+        want_evidence[std::to_string(seq) + (v == 0 ? " vertical " : " horizontal ") +
+                      std::to_string(c.rank[node]) + " " + names[c.name[node]]]
+            .push_back(p);
+        ++listed;
+      }
+    }
+  }
+  const std::string listed = tmp_ + "/diag-evidence.txt";
+  const std::string extract =
+      "python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))\n"
+      "for s in d[\"steps\"]:\n"
+      "  for e in (s[\"model\"] or {}).get(\"evidence\", []):\n"
+      "    print(\"%.9f\" % e[\"probability\"], s[\"step\"], e[\"view\"], e[\"rank\"], "
+      "e[\"name\"])' '" +
+      json + "' > '" + listed + "'";
+  ASSERT_EQ(std::system(extract.c_str()), 0) << extract;
+  std::istringstream lines(ReadText(listed));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t space = line.find(' ');
+    got_evidence[line.substr(space + 1)].push_back(std::stod(line.substr(0, space)));
+  }
+  EXPECT_FALSE(want_evidence.empty());
+  ASSERT_EQ(got_evidence.size(), want_evidence.size());
+  for (auto& [key, want] : want_evidence) {
+    std::vector<double>& got = got_evidence[key];
+    ASSERT_EQ(got.size(), want.size()) << key;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << key;
+  }
+  const std::string validate =
+      "python3 -c 'import json, sys, jsonschema; "
+      "jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' '" +
+      json + "' '" TELLER_SOURCE_DIR "/docs/diagnosis.schema.json'";
+  EXPECT_EQ(std::system(validate.c_str()), 0) << validate;
 
   const Outcome missing =
       Run("diagnose '" + tmp_ + "/raw/vllm-v1-online' --model '" + tmp_ + "/no-model'");

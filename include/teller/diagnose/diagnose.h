@@ -81,13 +81,25 @@ struct RankRef {
 
 // What a learned model says of one step (`teller diagnose --model`, docs/diagnose.md,
 // "With a learned model").
+// An operator the learned model's evidence head points at (a trace encoder or MoT with one).
+struct ModelEvidence {
+  std::string view;  // "vertical" or "horizontal"
+  std::string name;  // the operator's name, as in the trace
+  int32_t rank = -1;
+  float probability = 0;  // P(evidence) of the token that covers it
+};
+
 struct ModelVerdict {
   bool present = false;  // the model read this step (steps with step markers only)
   float p_vertical = 0, p_horizontal = 0;  // its probability that the step is abnormal, per view
   std::string fault_type;                  // its most likely fault type among those it learned
   float fault_probability = 0;             // its probability of that fault type
   std::string explanation;                 // the MoT's generated sentence; "" otherwise
+  // Per view, the operators its evidence head gives P >= 0.5, highest first, at most
+  // kModelEvidencePerView each; empty without the head.
+  std::vector<ModelEvidence> evidence;
 };
+inline constexpr size_t kModelEvidencePerView = 5;
 
 // The model a diagnosis used, when it used one.
 struct ModelInfo {

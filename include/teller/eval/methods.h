@@ -1,5 +1,6 @@
-// The methods `teller eval` can score by name: Teller's numeric diagnosis and the
-// classical baselines, each baseline with two feature sets (docs/eval.md, "Methods").
+// The methods `teller eval` can score by name: Teller's numeric diagnosis and learned models,
+// the classical baselines, each with two feature sets, and the learned baselines
+// (docs/eval.md, "Methods").
 #ifndef TELLER_EVAL_METHODS_H_
 #define TELLER_EVAL_METHODS_H_
 
@@ -41,6 +42,12 @@ enum class MethodKind : uint8_t {
   kTellerMot,
   // The learned single-stream transformer (trace and log tokens in one sequence), likewise.
   kTellerSingle,
+  // The learned baselines of the paper's Table 2 (rca/baselines.h, libtorch), trained per
+  // fold: three over the units' log events, one over windows of step features.
+  kLogRobust,
+  kLanoBert,
+  kLogs2Graphs,
+  kMadGan,
 };
 // The learned methods (src/rca, libtorch), and those of them that read the logs.
 inline bool IsLearned(MethodKind k) {
@@ -49,6 +56,10 @@ inline bool IsLearned(MethodKind k) {
 }
 inline bool IsLearnedWithText(MethodKind k) {
   return k == MethodKind::kTellerMot || k == MethodKind::kTellerSingle;
+}
+inline bool IsLearnedBaseline(MethodKind k) {
+  return k == MethodKind::kLogRobust || k == MethodKind::kLanoBert ||
+         k == MethodKind::kLogs2Graphs || k == MethodKind::kMadGan;
 }
 
 struct MethodSpec {
@@ -72,8 +83,8 @@ std::vector<std::string> MethodNames();
 // method may carry its TPE vocabulary size, "teller-gcn@512" (64 to 65536), and the MoT
 // a modality left out, "teller-mot:no-log" or "teller-mot@512:no-trace".
 Result<std::vector<MethodSpec>> ParseMethods(const std::string& text);
-// Whether this build has the method (XGBoost needs libxgboost at build time, teller-gcn and
-// teller-mot libtorch).
+// Whether this build has the method (XGBoost needs libxgboost at build time, the learned
+// methods and baselines libtorch).
 bool MethodAvailable(MethodKind kind);
 
 // The label-copy probe on `fold`: each test unit gets, per view, the step label (score 1
@@ -115,11 +126,12 @@ class MethodRunner {
   // The seed of the models trained from now on (`teller eval --seeds`); cached
   // predictions that no seed affects (teller-numeric) are kept.
   void set_seed(uint64_t seed) { seed_ = seed; }
-  // Training epochs of the learned methods (teller-gcn, teller-mot; `teller eval --epochs`).
+  // Training epochs of the learned methods and baselines (`teller eval --epochs`).
   void set_epochs(int epochs) { epochs_ = epochs; }
   // Whether the methods read the logs (`teller eval --without-logs`: false): teller-numeric
   // without the diagnosis's log evidence, the feature baselines without their log columns;
-  // teller-mot, which reads logs by design, is refused. Set before the first Predict.
+  // the methods that read logs by design (teller-mot, teller-single, the log baselines) are
+  // refused. Set before the first Predict.
   void set_with_logs(bool with_logs) { with_logs_ = with_logs; }
 
   // Counters worth printing (evidence without a local id, units without a diagnosis...).

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "teller/core/status.h"
@@ -64,6 +65,10 @@ struct Sample {
   // reference explanation it learns to generate ("" when normal or unknown).
   std::vector<std::string> logs;
   std::string explanation;
+  // The evidence head's targets: per view, the unit's evidence nodes
+  // (local node ids of the step record; its root nodes where the data marks them, else
+  // the view's labelled nodes). Read for the abnormal views only.
+  std::array<std::vector<uint32_t>, kViewsCount> nodes;
 };
 
 // What a prediction is asked about: a step of the corpus and, for the MoT, the unit's log
@@ -102,6 +107,11 @@ struct ModelConfig {
   // The single stream only: the step's TPE tokens it reads, at most this many (the rank
   // roots, then the tokens that ran longest against their usual duration; docs/rca.md).
   int max_trace_tokens = 192;
+  // The trace encoder and the MoT (with its trace stream): a per-token evidence head on the
+  // encoder's token vectors (docs/rca.md, "Evidence head"), whose token scores map back to
+  // the step's nodes. Models written before it existed have none (their model.json lacks
+  // "evidence_head"); the single stream never has one.
+  bool evidence_head = true;
   // The modality ablation (the paper's Table 5) of the networks that read text: one without
   // its trace stream reads one blank token for every step; one without its log stream
   // reads no log line. At least one of the two; the trace encoder always reads the trace.
@@ -118,6 +128,9 @@ struct TrainOptions {
   // The MoT's loss: BCE(abnormal) + fault_weight * CE(fault) + explanation_weight *
   // NLL(explanation) (lambda_f, lambda_r of method.md §6).
   double fault_weight = 1.0, explanation_weight = 1.0;
+  // With an evidence head the loss adds evidence_weight * BCE(evidence) over the tokens of
+  // each abnormal view.
+  double evidence_weight = 1.0;
   // Progress lines (epoch, loss, steps/s, ETA), about one per epoch; may be empty.
   std::function<void(std::string_view)> progress;
 };
@@ -139,7 +152,12 @@ struct StepOutput {
   // The MoT's generated explanation: vocabulary words joined by one space, at most
   // max_explanation_tokens of them, no special token; "" from the trace encoder.
   std::string explanation;
+  // The evidence head's nodes per view (local node ids of the step record) with
+  // P(evidence) of the token that covers each, highest first (ties: lower id), at most
+  // kEvidenceNodes of them; empty from a network without the head.
+  std::array<std::vector<std::pair<uint32_t, float>>, kViewsCount> evidence;
 };
+inline constexpr size_t kEvidenceNodes = 32;
 
 // Provenance written into model.json (what a user reads to know what a model saw).
 struct TrainedOn {
