@@ -2,6 +2,7 @@
 #include "src/eval/learned_baselines.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,7 +28,58 @@ rca::FeatureWindow WindowOf(const Dataset& ds, const Features& stat, uint32_t un
   return w;
 }
 
+// "2^k" for `us` microseconds (k = round(log2), 0 below 1 us).
+std::string PowerOfTwo(double us) {
+  const int k = us < 1 ? 0 : static_cast<int>(std::lround(std::log2(us)));
+  return "2^" + std::to_string(k);
+}
+
 }  // namespace
+
+std::vector<std::string> StepSummaryLines(const Dataset& ds, uint32_t unit) {
+  const Unit& u = ds.units[unit];
+  const Setting& setting = ds.settings[u.setting];
+  const StepColumns& r = setting.records[u.record];
+  const size_t n = r.dur_ns.size();
+  std::set<int32_t> ranks;
+  int64_t begin = 0, end = 0;
+  double layer_total[kLayers] = {};
+  uint64_t layer_count[kLayers] = {};
+  std::vector<size_t> ops;
+  for (size_t i = 0; i < n; ++i) {
+    ranks.insert(r.rank[i]);
+    if (i == 0 || r.offset_ns[i] < begin) begin = r.offset_ns[i];
+    end = std::max(end, r.offset_ns[i] + r.dur_ns[i]);
+    if (r.parent[i] < 0) continue;  // a rank's STEP node
+    const int layer = std::min<int>(r.layer[i], kLayers - 1);
+    layer_total[layer] += static_cast<double>(r.dur_ns[i]) / 1e3;
+    ++layer_count[layer];
+    ops.push_back(i);
+  }
+  std::vector<std::string> out;
+  out.push_back("step ranks " + std::to_string(ranks.size()) + " nodes " +
+                PowerOfTwo(static_cast<double>(n)) + " span " +
+                PowerOfTwo(static_cast<double>(end - begin) / 1e3) + "us");
+  for (int l = 0; l < kLayers; ++l) {
+    if (layer_count[l] == 0) continue;
+    out.push_back("layer " + std::string(LayerName(static_cast<Layer>(l))) + " count " +
+                  PowerOfTwo(static_cast<double>(layer_count[l])) + " total " +
+                  PowerOfTwo(layer_total[l]) + "us");
+  }
+  const size_t k = std::min(kStepSummaryOps, ops.size());
+  std::partial_sort(ops.begin(), ops.begin() + static_cast<long>(k), ops.end(),
+                    [&](size_t a, size_t b) {
+                      return r.dur_ns[a] != r.dur_ns[b] ? r.dur_ns[a] > r.dur_ns[b] : a < b;
+                    });
+  for (size_t j = 0; j < k; ++j) {
+    const size_t i = ops[j];
+    const std::string& name = r.name[i] < setting.names.size() ? setting.names[r.name[i]] : "?";
+    out.push_back(
+        "op " + std::string(LayerName(static_cast<Layer>(std::min<int>(r.layer[i], kLayers - 1)))) +
+        " " + name + " " + PowerOfTwo(static_cast<double>(r.dur_ns[i]) / 1e3) + "us");
+  }
+  return out;
+}
 
 rca::BaselineKind BaselineOf(MethodKind kind) {
   switch (kind) {

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "teller/core/status.h"
 #include "teller/eval/dataset.h"
@@ -21,6 +23,18 @@ namespace teller::eval {
 inline constexpr int kMadGanWindow = 8;
 
 rca::BaselineKind BaselineOf(MethodKind kind);
+
+// The prompt-only baseline's text of a unit's step (docs/rca.md, "Learned baselines"): what
+// a prompt would say about the step without a numeric filter, as words the text vocabulary
+// can hold (durations as powers of two of microseconds, "2^7us"):
+//   "step ranks R nodes 2^k span 2^k"
+//   "layer L count 2^k total 2^k"       per layer present, in Layer order
+//   "op L NAME 2^k"                     the kStepSummaryOps longest operators (not STEP
+//                                       nodes), longest first, names as the trace has them
+std::vector<std::string> StepSummaryLines(const Dataset& dataset, uint32_t unit);
+inline constexpr size_t kStepSummaryOps = 12;
+// The word budget of the summary and the log lines (rca::ModelConfig::max_log_tokens).
+inline constexpr int kStepSummaryLogTokens = 192;
 
 // `spec` (a learned baseline) on `fold`: trained on the fold's training units (the
 // unsupervised ones on those normal in both views; MAD-GAN on one window per distinct step

@@ -39,6 +39,7 @@ constexpr Known kLearnedBaselines[] = {
     {"lanobert", "LAnoBERT (log)", MethodKind::kLanoBert, false},
     {"logs2graphs", "Logs2Graphs (log)", MethodKind::kLogs2Graphs, false},
     {"mad-gan", "MAD-GAN (stat)", MethodKind::kMadGan, false},
+    {"step-summary", "Prompt-only (step summary + log)", MethodKind::kStepSummary, true},
 };
 
 std::vector<MethodSpec> AllMethods() {
@@ -101,21 +102,35 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   const std::string& name = spec.name;
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
-  const rca::Variant variant = spec.kind == MethodKind::kTellerMot      ? rca::Variant::kMot
-                               : spec.kind == MethodKind::kTellerSingle ? rca::Variant::kSingle
-                                                                        : rca::Variant::kGcn;
+  const bool summary = spec.kind == MethodKind::kStepSummary;
+  const rca::Variant variant = spec.kind == MethodKind::kTellerMot ? rca::Variant::kMot
+                               : spec.kind == MethodKind::kTellerSingle || summary
+                                   ? rca::Variant::kSingle
+                                   : rca::Variant::kGcn;
   const bool reads_text = rca::ReadsText(variant);
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
-  const std::vector<rca::Sample> train = input.Samples(ds, fold.train, reads_text);
+  std::vector<rca::Sample> train = input.Samples(ds, fold.train, reads_text);
+  // The prompt-only baseline reads the step's summary, then the unit's log lines.
+  auto text_of = [&](uint32_t unit) {
+    std::vector<std::string> lines = UnitLogLines(ds, unit);
+    if (!summary) return lines;
+    std::vector<std::string> out = StepSummaryLines(ds, unit);
+    out.insert(out.end(), lines.begin(), lines.end());
+    return out;
+  };
+  if (summary) {
+    for (size_t j = 0; j < train.size(); ++j) train[j].logs = text_of(fold.train[j]);
+  }
   auto step_of = [&](uint32_t unit) { return input.StepOf(ds, unit); };
   rca::TrainOptions options;
   options.seed = seed;
   options.epochs = epochs;
   options.config.variant = variant;
   if (spec.tpe_vocab != 0) options.config.tpe_vocab = spec.tpe_vocab;
-  options.config.trace_stream = spec.trace_stream;
+  options.config.trace_stream = spec.trace_stream && !summary;
   options.config.log_stream = spec.log_stream;
+  if (summary) options.config.max_log_tokens = kStepSummaryLogTokens;
   if (progress) {
     options.progress = [&](std::string_view line) {
       progress(name + ", fold " + fold.name + ": " + std::string(line));
@@ -129,7 +144,7 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   std::vector<std::vector<std::string>> lines(asked.size());
   std::vector<rca::Query> queries;
   for (size_t j = 0; j < asked.size(); ++j) {
-    if (reads_text) lines[j] = UnitLogLines(ds, asked[j]);
+    if (reads_text) lines[j] = text_of(asked[j]);
     queries.push_back({step_of(asked[j]), &lines[j]});
   }
   Result<std::vector<rca::StepOutput>> outputs = model->Predict(corpus, queries);
@@ -423,6 +438,13 @@ Result<Predictions> MethodRunner::Predict(const MethodSpec& method, const Fold& 
     return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
   }
   if (IsLearnedWithText(method.kind)) {
+    if (!with_logs_)
+      return Status::Error(method.name +
+                           ": reads the logs by design; --without-logs applies to "
+                           "teller-numeric and the feature baselines");
+    return PredictTellerLearned(ds, fold, seed_, epochs_, method, *deviations_, progress_);
+  }
+  if (method.kind == MethodKind::kStepSummary) {
     if (!with_logs_)
       return Status::Error(method.name +
                            ": reads the logs by design; --without-logs applies to "

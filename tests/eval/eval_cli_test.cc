@@ -543,16 +543,16 @@ TEST_F(EvalCliTest, BaselinesSplitsAndReport) {
   const std::vector<std::string> csv = Lines(ReadText(report + "/table2.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0].rfind("split,fold,method,view,step acc,", 0), 0u) << csv[0];
-  // One row per method, view and split: 16 methods (14 without XGBoost; seven more with
-  // libtorch: the trace encoder, the MoT, the single stream and the four learned
+  // One row per method, view and split: 16 methods (14 without XGBoost; eight more with
+  // libtorch: the trace encoder, the MoT, the single stream and the five learned
   // baselines) x 2 x 3.
   const bool torch = r.out.find("Teller (trace encoder)") != std::string::npos;
-  for (const char* name :
-       {"Teller (MoT: trace + log)", "Teller (single stream: trace + log)", "LogRobust (log)",
-        "LAnoBERT (log)", "Logs2Graphs (log)", "MAD-GAN (stat)"}) {
+  for (const char* name : {"Teller (MoT: trace + log)", "Teller (single stream: trace + log)",
+                           "LogRobust (log)", "LAnoBERT (log)", "Logs2Graphs (log)",
+                           "MAD-GAN (stat)", "Prompt-only (step summary + log)"}) {
     EXPECT_EQ(r.out.find(name) != std::string::npos, torch) << name;
   }
-  const size_t methods = (r.out.find("XGBoost") == std::string::npos ? 14 : 16) + (torch ? 7 : 0);
+  const size_t methods = (r.out.find("XGBoost") == std::string::npos ? 14 : 16) + (torch ? 8 : 0);
   EXPECT_EQ(csv.size(), 1 + methods * 2 * 3);
   // The per-fold rows: every (split, method, view) once per held-out group (the request
   // split's one test fold, each engine, each run: here both settings).

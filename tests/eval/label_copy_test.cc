@@ -88,23 +88,25 @@ TEST(LabelCopyTest, IsANamedMethodInAll) {
 // The learned baselines by name, with what each reads in its display name; without
 // libtorch each is an error that says so.
 TEST(MethodParseTest, TheLearnedBaselinesByName) {
-  auto m = ParseMethods("logrobust,lanobert,logs2graphs,mad-gan");
+  auto m = ParseMethods("logrobust,lanobert,logs2graphs,mad-gan,step-summary");
   if (!rca::Available()) {
     ASSERT_FALSE(m.ok());
     EXPECT_NE(m.status().message().find("libtorch"), std::string::npos) << m.status().message();
     return;
   }
   ASSERT_TRUE(m.ok()) << m.status().message();
-  ASSERT_EQ(m->size(), 4u);
+  ASSERT_EQ(m->size(), 5u);
   const MethodKind kinds[] = {MethodKind::kLogRobust, MethodKind::kLanoBert,
-                              MethodKind::kLogs2Graphs, MethodKind::kMadGan};
+                              MethodKind::kLogs2Graphs, MethodKind::kMadGan,
+                              MethodKind::kStepSummary};
   const char* displays[] = {"LogRobust (log)", "LAnoBERT (log)", "Logs2Graphs (log)",
-                            "MAD-GAN (stat)"};
-  for (size_t i = 0; i < 4; ++i) {
+                            "MAD-GAN (stat)", "Prompt-only (step summary + log)"};
+  for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ((*m)[i].kind, kinds[i]);
     EXPECT_EQ((*m)[i].display, displays[i]);
     EXPECT_TRUE(IsLearnedBaseline((*m)[i].kind));
-    EXPECT_EQ((*m)[i].supervised, i == 0);  // LogRobust alone trains on labels
+    // LogRobust and the prompt-only model train on labels; the others on normal units.
+    EXPECT_EQ((*m)[i].supervised, i == 0 || i == 4);
   }
 }
 
@@ -139,7 +141,8 @@ TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
   EXPECT_EQ((*streams)[1].name, "teller-mot@512:no-log");
   EXPECT_EQ((*streams)[1].display, "Teller (MoT: trace only, vocab 512)");
   // The learned baselines take neither.
-  for (const char* bad : {"logrobust@512", "lanobert:no-log", "mad-gan@256"}) {
+  for (const char* bad : {"logrobust@512", "lanobert:no-log", "mad-gan@256", "step-summary@512",
+                          "step-summary:no-log"}) {
     auto r = ParseMethods(bad);
     if (!rca::Available()) continue;  // refused anyway, for want of libtorch
     ASSERT_FALSE(r.ok()) << bad;

@@ -48,6 +48,10 @@ enum class MethodKind : uint8_t {
   kLanoBert,
   kLogs2Graphs,
   kMadGan,
+  // The prompt-only baseline of the paper's Table 4: the single-stream transformer without
+  // its trace stream, reading a plain text summary of the step (no numeric filter, no
+  // comparison with other steps) and the unit's log lines.
+  kStepSummary,
 };
 // The learned methods (src/rca, libtorch), and those of them that read the logs.
 inline bool IsLearned(MethodKind k) {
@@ -59,7 +63,7 @@ inline bool IsLearnedWithText(MethodKind k) {
 }
 inline bool IsLearnedBaseline(MethodKind k) {
   return k == MethodKind::kLogRobust || k == MethodKind::kLanoBert ||
-         k == MethodKind::kLogs2Graphs || k == MethodKind::kMadGan;
+         k == MethodKind::kLogs2Graphs || k == MethodKind::kMadGan || k == MethodKind::kStepSummary;
 }
 
 struct MethodSpec {
