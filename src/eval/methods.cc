@@ -102,7 +102,7 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   const std::string& name = spec.name;
   if (fold.train.empty())
     return Status::Error(name + ": fold \"" + fold.name + "\" has no training steps");
-  const bool summary = spec.kind == MethodKind::kStepSummary;
+  const bool summary = spec.kind == MethodKind::kStepSummary || spec.summary;
   const rca::Variant variant = spec.kind == MethodKind::kTellerMot ? rca::Variant::kMot
                                : spec.kind == MethodKind::kTellerSingle || summary
                                    ? rca::Variant::kSingle
@@ -111,7 +111,8 @@ Result<Predictions> PredictTellerLearned(const Dataset& ds, const Fold& fold, ui
   const GcnInput input = MakeGcnInput(ds);
   const rca::Corpus& corpus = input.corpus;
   std::vector<rca::Sample> train = input.Samples(ds, fold.train, reads_text);
-  // The prompt-only baseline reads the step's summary, then the unit's log lines.
+  // The prompt-only baseline and ":summary" read the step's summary, then the unit's log
+  // lines.
   auto text_of = [&](uint32_t unit) {
     std::vector<std::string> lines = UnitLogLines(ds, unit);
     if (!summary) return lines;
@@ -381,15 +382,39 @@ Result<std::vector<MethodSpec>> ParseMethods(const std::string& text) {
       m.display.insert(m.display.size() - 1, ", vocab " + v);
     }
     if (colon != std::string::npos) {
-      if (!IsLearnedWithText(m.kind) || (stream != "no-trace" && stream != "no-log"))
-        return Status::Error("method \"" + name +
-                             "\": teller-mot and teller-single take :no-trace or :no-log (the "
-                             "modality ablation); no other method or option does");
-      (stream == "no-trace" ? m.trace_stream : m.log_stream) = false;
+      // Suffixes, one or more: the modality ablation (:no-trace or :no-log) and :summary.
+      std::vector<std::string> options;
+      for (size_t b = 0; b <= stream.size();) {
+        const size_t e = std::min(stream.find(':', b), stream.size());
+        options.push_back(stream.substr(b, e - b));
+        b = e + 1;
+      }
+      for (const std::string& o : options) {
+        if (!IsLearnedWithText(m.kind) || (o != "no-trace" && o != "no-log" && o != "summary"))
+          return Status::Error("method \"" + name +
+                               "\": teller-mot and teller-single take :no-trace or :no-log (the "
+                               "modality ablation) and :summary; no other method or option does");
+      }
       m.name = name;
-      const std::string both = "trace + log";
-      m.display.replace(m.display.find(both), both.size(),
-                        stream == "no-trace" ? "log only" : "trace only");
+      for (const std::string& o : options) {
+        if (o == "summary") continue;
+        (o == "no-trace" ? m.trace_stream : m.log_stream) = false;
+        const std::string both = "trace + log";
+        const size_t at_both = m.display.find(both);
+        if (at_both == std::string::npos)
+          return Status::Error("method \"" + name + "\": leaves out both streams");
+        m.display.replace(at_both, both.size(), o == "no-trace" ? "log only" : "trace only");
+      }
+      if (std::find(options.begin(), options.end(), "summary") != options.end()) {
+        if (!m.log_stream)
+          return Status::Error("method \"" + name +
+                               "\": the summary is read through the log stream, which :no-log "
+                               "leaves out");
+        m.summary = true;
+        // "Teller (MoT: trace + log + step summary, vocab 512)".
+        const size_t end = std::min(m.display.find(','), m.display.size() - 1);
+        m.display.insert(end, " + step summary");
+      }
     }
     out.push_back(std::move(m));
   }

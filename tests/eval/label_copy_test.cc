@@ -147,6 +147,22 @@ TEST(MethodParseTest, ALearnedMethodCarriesItsVocabularySize) {
     if (!rca::Available()) continue;  // refused anyway, for want of libtorch
     ASSERT_FALSE(r.ok()) << bad;
   }
+  // ":summary": the step summary before the log lines, with the other suffixes too.
+  auto summary = ParseMethods("teller-mot:summary,teller-single@512:no-trace:summary");
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_TRUE((*summary)[0].summary);
+  EXPECT_TRUE((*summary)[0].trace_stream);
+  EXPECT_EQ((*summary)[0].display, "Teller (MoT: trace + log + step summary)");
+  EXPECT_TRUE((*summary)[1].summary);
+  EXPECT_FALSE((*summary)[1].trace_stream);
+  EXPECT_EQ((*summary)[1].tpe_vocab, 512u);
+  EXPECT_EQ((*summary)[1].display, "Teller (single stream: log only + step summary, vocab 512)");
+  for (const char* bad : {"teller-mot:no-log:summary", "teller-mot:no-trace:no-log",
+                          "teller-gcn:summary", "teller-mot:summaries"}) {
+    auto r = ParseMethods(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+  }
   for (const char* bad : {"teller-numeric@512", "teller-gcn@", "teller-gcn@32", "teller-gcn@5x",
                           "teller-gcn@70000", "teller-gcn:no-log", "teller-mot:no-both"}) {
     auto r = ParseMethods(bad);

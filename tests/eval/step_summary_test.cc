@@ -24,12 +24,12 @@ TEST(StepSummaryTest, SaysWhatAPromptWouldWithoutComparingSteps) {
     int64_t offset, dur;
   };
   const std::vector<Node> nodes = {
-      {0, 0, -1, 0, 0, 1'000'000},       // rank 0 STEP, 1 ms
-      {1, 1, 0, 0, 10'000, 300'000},     // aten::mm, 300 us -> 2^8 (log2 300 = 8.23)
-      {4, 2, 1, 0, 20'000, 5'000},       // launch, 5 us -> 2^2 (2.32)
-      {5, 3, 2, 0, 30'000, 200'000},     // gemm, 200 us -> 2^8 (7.64)
-      {0, 0, -1, 1, 500'000, 1'600'000}, // rank 1 STEP: the span runs to 2.1 ms
-      {5, 4, 4, 1, 600'000, 90'000},     // nccl kernel on rank 1, 90 us -> 2^6 (6.49)
+      {0, 0, -1, 0, 0, 1'000'000},        // rank 0 STEP, 1 ms
+      {1, 1, 0, 0, 10'000, 300'000},      // aten::mm, 300 us -> 2^8 (log2 300 = 8.23)
+      {4, 2, 1, 0, 20'000, 5'000},        // launch, 5 us -> 2^2 (2.32)
+      {5, 3, 2, 0, 30'000, 200'000},      // gemm, 200 us -> 2^8 (7.64)
+      {0, 0, -1, 1, 500'000, 1'600'000},  // rank 1 STEP: the span runs to 2.1 ms
+      {5, 4, 4, 1, 600'000, 90'000},      // nccl kernel on rank 1, 90 us -> 2^6 (6.49)
   };
   for (const Node& n : nodes) {
     r.type.push_back(0);

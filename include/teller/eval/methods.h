@@ -79,6 +79,9 @@ struct MethodSpec {
   // "teller-mot:no-trace" and "teller-mot:no-log" (rca::ModelConfig::trace_stream,
   // log_stream).
   bool trace_stream = true, log_stream = true;
+  // teller-mot and teller-single with ":summary": the step's text summary
+  // (StepSummaryLines, the prompt-only baseline's) read before the log lines.
+  bool summary = false;
 };
 
 // Every method name, in table order ("all" on the command line).
