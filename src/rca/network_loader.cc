@@ -3,6 +3,7 @@
 // cost each start of `teller` about 1 s of CPU (libtorch's relocations; 2 s on a loaded
 // machine against 0.03 s), which every command and every CLI test would pay.
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <climits>
@@ -47,6 +48,12 @@ const Loaded& Load() {
   static Loaded loaded;
   static std::once_flag once;
   std::call_once(once, [] {
+    // One BLAS thread unless the user set otherwise. libtorch's BLAS here (Debian's
+    // OpenBLAS, pthreads) sizes its own pool from the cores when it loads, outside
+    // torch::set_num_threads; its threads spin while they wait, and beside one other busy
+    // process on 2 cores they made the MoT's training 8x slower (12 against 101 units/s).
+    // Read by OpenBLAS when the module below loads it.
+    setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
     for (const std::string& path : Candidates()) {
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {

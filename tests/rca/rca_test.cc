@@ -3,6 +3,7 @@
 // refuses a damaged or foreign one. Without libtorch: every use is a clear error.
 #include "teller/rca/rca.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -99,6 +100,27 @@ TEST_F(RcaTest, TheEvidenceHeadFindsTheSlowedKernel) {
   auto out = m->Predict(test.corpus, AllSteps(test));
   ASSERT_TRUE(out.ok()) << out.status().message();
   ExpectEvidenceOnTheSlowedKernels(test, *out);
+}
+
+// The BLAS under libtorch (Debian's OpenBLAS) runs one thread once the module is loaded, as
+// torch does: its own pool, sized from the cores, spun beside other busy processes and made
+// training 8x slower. Skips where the BLAS is not OpenBLAS or the user chose a size.
+TEST_F(RcaTest, TheBlasRunsOneThread) {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr &&
+      std::string(std::getenv("OPENBLAS_NUM_THREADS")) != "1")
+    GTEST_SKIP() << "OPENBLAS_NUM_THREADS set by the caller";
+  Toy toy;
+  MakeToy(toy, 10, 1);
+  TrainOptions o = ToyOptions(1);
+  o.epochs = 1;
+  ASSERT_TRUE(Model::Train(toy.corpus, toy.samples, o).ok());  // loads the module
+  void* blas = dlopen("libopenblas.so.0", RTLD_NOLOAD | RTLD_LAZY);
+  if (blas == nullptr) GTEST_SKIP() << "libtorch's BLAS is not OpenBLAS";
+  using Threads = int (*)();
+  const auto threads = reinterpret_cast<Threads>(dlsym(blas, "openblas_get_num_threads"));
+  ASSERT_NE(threads, nullptr);
+  EXPECT_EQ(threads(), 1);
+  dlclose(blas);
 }
 
 TEST_F(RcaTest, SameSeedSameModel) {
