@@ -59,18 +59,6 @@ torch::Tensor Sequences(const std::vector<const BaselineExample*>& rows, Map&& m
   return PaddedRows(ids, pad);
 }
 
-// The common shape of the baselines' training and scoring: examples in batches, a loss or
-// scores per batch; libtorch's exceptions become errors.
-template <typename F>
-auto Guarded(F&& f) -> decltype(f()) {
-  try {
-    OneThread();
-    return f();
-  } catch (const std::exception& e) {
-    return Status::Error(TorchError(e));
-  }
-}
-
 std::vector<const BaselineExample*> Pick(const std::vector<BaselineExample>& x, size_t begin,
                                          size_t end) {
   std::vector<const BaselineExample*> out;
@@ -112,6 +100,7 @@ class TrainedBaseline : public BaselineNetwork {
     return Guarded([&]() -> Result<std::vector<BaselineScore>> {
       torch::NoGradGuard no_grad;
       net_->eval();
+      BeginScoring(events);
       std::vector<BaselineScore> out;
       for (size_t begin = 0; begin < x.size(); begin += score_batch_) {
         const size_t end = std::min(x.size(), begin + score_batch_);
@@ -136,6 +125,8 @@ class TrainedBaseline : public BaselineNetwork {
   virtual torch::Tensor BatchLoss(const EventTable& events,
                                   const std::vector<const BaselineExample*>& rows,
                                   const std::vector<const Target*>& targets) = 0;
+  // What scoring needs computed once per Score call, before its first batch.
+  virtual void BeginScoring(const EventTable&) const {}
   // Appends the scores of `rows` to `out`.
   virtual void ScoreBatch(const EventTable& events, const std::vector<const BaselineExample*>& rows,
                           std::vector<BaselineScore>* out) const = 0;
@@ -217,9 +208,11 @@ class LogRobustNetwork final : public TrainedBaseline<LogRobust> {
     }
     return loss;
   }
-  void ScoreBatch(const EventTable& events, const std::vector<const BaselineExample*>& rows,
+  // The events' words once per Score, not per batch (the table may not be training's).
+  void BeginScoring(const EventTable& events) const override { scoring_words_ = WordsOf(events); }
+  void ScoreBatch(const EventTable&, const std::vector<const BaselineExample*>& rows,
                   std::vector<BaselineScore>* out) const override {
-    const torch::Tensor z = net_->forward(WordsOf(events), rows);
+    const torch::Tensor z = net_->forward(scoring_words_, rows);
     const torch::Tensor a = torch::sigmoid(net_->abnormal(z)).contiguous();
     const torch::Tensor f = torch::softmax(net_->fault(z), 1).contiguous();
     for (int64_t i = 0; i < a.size(0); ++i) {
@@ -230,6 +223,7 @@ class LogRobustNetwork final : public TrainedBaseline<LogRobust> {
     }
   }
   EventWords words_;
+  mutable EventWords scoring_words_;
   torch::Tensor positive_weights_;
 };
 

@@ -48,8 +48,7 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
 
   Result<std::vector<double>> Train(const std::vector<Example>& x, const std::vector<Target>& y,
                                     const TrainOptions& options) override {
-    try {
-      OneThread();
+    return Guarded([&]() -> Result<std::vector<double>> {
       torch::manual_seed(options.seed);
       net_->train();
       const torch::Tensor pw = PositiveWeights(y);
@@ -90,14 +89,11 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
           });
       net_->eval();
       return losses;
-    } catch (const std::exception& e) {
-      return Status::Error(std::string("libtorch: ") + e.what());
-    }
+    });
   }
 
   Result<std::vector<Output>> Predict(const std::vector<Example>& examples) const override {
-    try {
-      OneThread();
+    return Guarded([&]() -> Result<std::vector<Output>> {
       torch::NoGradGuard no_grad;
       net_->eval();
       std::vector<const EncodedStep*> x;
@@ -125,9 +121,7 @@ class TorchNetwork final : public ArchivedNetwork<Net> {
           AppendEvidence(torch::sigmoid(net_->evidence(h)).contiguous(), b.sizes, &out, first);
       }
       return out;
-    } catch (const std::exception& e) {
-      return Status::Error(std::string("libtorch: ") + e.what());
-    }
+    });
   }
 
  private:

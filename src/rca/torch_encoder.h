@@ -258,6 +258,18 @@ inline std::string TorchError(const std::exception& e) {
   return "libtorch: " + what.substr(0, what.find('\n'));
 }
 
+// Runs `f` on one torch thread; libtorch's exceptions become errors of f's result type
+// (a Status or a Result). Every entry from outside the module into libtorch goes through it.
+template <typename F>
+auto Guarded(F&& f) -> decltype(f()) {
+  try {
+    OneThread();
+    return f();
+  } catch (const std::exception& e) {
+    return Status::Error(TorchError(e));
+  }
+}
+
 // A module's parameters as a libtorch archive, and back (then in eval mode). Throw
 // libtorch's exceptions.
 inline std::string SaveArchive(torch::nn::Module& module) {
@@ -286,11 +298,7 @@ template <typename Net>
 class ArchivedNetwork : public Network {
  public:
   Result<std::string> SaveWeights() const override {
-    try {
-      return SaveArchive(*net_);
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
+    return Guarded([&]() -> Result<std::string> { return SaveArchive(*net_); });
   }
 
   Status LoadWeights(std::string_view bytes) override {

@@ -108,14 +108,13 @@ inline torch::Tensor PaddedRows(const std::vector<std::vector<int64_t>>& rows, i
 // A network that reads log words and writes explanations (the MoT, the single stream): its
 // module `Net` (a TORCH_MODULE holder), trained by TrainEpochs on the mean of Loss over
 // each batch (gradients clipped to `clip_norm` when above 0), predicting by Generate over
-// batches of `predict_batch` examples. Every libtorch call runs inside a try block.
+// batches of `predict_batch` examples. Every libtorch call runs inside Guarded.
 template <typename Net>
 class TextNetwork : public ArchivedNetwork<Net> {
  public:
   Result<std::vector<double>> Train(const std::vector<Example>& x, const std::vector<Target>& y,
                                     const TrainOptions& options) override {
-    try {
-      OneThread();
+    return Guarded([&]() -> Result<std::vector<double>> {
       torch::manual_seed(options.seed);
       net_->train();
       const torch::Tensor pw = PositiveWeights(y);
@@ -134,14 +133,11 @@ class TextNetwork : public ArchivedNetwork<Net> {
           clip_norm_);
       net_->eval();
       return losses;
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
+    });
   }
 
   Result<std::vector<Output>> Predict(const std::vector<Example>& x) const override {
-    try {
-      OneThread();
+    return Guarded([&]() -> Result<std::vector<Output>> {
       torch::NoGradGuard no_grad;
       net_->eval();
       std::vector<Output> out;
@@ -152,9 +148,7 @@ class TextNetwork : public ArchivedNetwork<Net> {
         Generate(bx, &out);
       }
       return out;
-    } catch (const std::exception& e) {
-      return Status::Error(TorchError(e));
-    }
+    });
   }
 
  protected:
