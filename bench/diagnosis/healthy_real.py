@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Healthy real traces: `teller diagnose` on every third-party trace in ../shared/data/real,
 self-fit and against itself as baseline. None of these traces has a fault, so every
-abnormal step and every slowdown finding (a persistent slowdown, a slow GPU or host) is a false alarm, and every evidence
-entry at or below 1.0x its peers is wrong.
+abnormal step and every slowdown finding (a persistent slowdown, a slow GPU or host,
+operators the baseline never ran) is a false alarm, and every evidence entry at or below
+1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
                                        [--modes self,baseline] [--scale F] [--model DIR]
@@ -116,7 +117,8 @@ def main():
                     t, x = e.get("time_ns", e.get("self_ns", 0)), e.get("expected_ns", 0)
                     if x > 0 and t <= x:
                         bad += 1
-            persistent = sum(f.get("kind") in ("persistent_slowdown", "slow_gpu", "slow_host")
+            persistent = sum(f.get("kind") in ("persistent_slowdown", "slow_gpu", "slow_host",
+                                             "new_operators")
                              for f in d.get("findings", []))
             total[mode][0] += abnormal > 0 or persistent > 0
             total[mode][1] += abnormal
@@ -132,7 +134,7 @@ def main():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0
         print(f"TOTAL {mode}{'' if a.scale == 1.0 else f' (times x{a.scale:g})'}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
-              f"findings (persistent, slow GPU or host), {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
+              f"findings (persistent, slow GPU or host, new operators), {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
               f"max {max(s or [0]):.2f}s")
     shutil.rmtree(tmp)
 

@@ -75,6 +75,27 @@ RootKind KindOf(const Trace& t, const reconstruct::Reconstruction& r, const Evid
   return RootKind::kFramework;
 }
 
+// The fault category of a root of this kind, by the rules of "Fault type" (a kernel's:
+// the operator's own, cuda_kernel).
+FaultCategory CategoryOf(RootKind k) {
+  switch (k) {
+    case RootKind::kAllocator:
+    case RootKind::kCopy:
+      return FaultCategory::kMemoryResource;
+    case RootKind::kKernel:
+      return FaultCategory::kCudaKernel;
+    case RootKind::kCollective:
+      return FaultCategory::kCommunication;
+    case RootKind::kSync:
+    case RootKind::kHostCall:
+      return FaultCategory::kRuntimeDriver;
+    case RootKind::kFramework:
+    case RootKind::kHostIdle:
+      return FaultCategory::kSchedulingSoftware;
+  }
+  return FaultCategory::kSchedulingSoftware;
+}
+
 // The stretches of a step range's thread outside its children (before the first, between
 // two, after the last; instant marks do not occupy it), in order: (length, the child
 // before or -1, the child after or -1).
@@ -178,10 +199,10 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
     case RootKind::kAllocator:
       *why = "allocator calls (" + name + ") take " + Duration(excess[best]) +
              " longer than their peers: memory is scarce or fragmented";
-      return FaultCategory::kMemoryResource;
+      return CategoryOf(best);
     case RootKind::kCopy:
       *why = "copies (" + name + ") are slower than their peers of the same size";
-      return FaultCategory::kMemoryResource;
+      return CategoryOf(best);
     case RootKind::kKernel: {
       for (const auto& [where, families] : kernel_families) {
         if (families.size() >= 3) {
@@ -192,28 +213,28 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
         }
       }
       *why = name + " runs slower than its peers";
-      return FaultCategory::kCudaKernel;
+      return CategoryOf(best);
     }
     case RootKind::kCollective:
       *why = "collective " + name + " transfers slower than its peers after every rank arrived";
-      return FaultCategory::kCommunication;
+      return CategoryOf(best);
     case RootKind::kSync:
       *why = name + " blocks long after the GPU work it waits for has finished";
-      return FaultCategory::kRuntimeDriver;
+      return CategoryOf(best);
     case RootKind::kHostCall:
       *why = "host runtime calls (" + name + (e.within.empty() ? "" : " in " + e.within) +
              ") take longer than their peers";
-      return FaultCategory::kRuntimeDriver;
+      return CategoryOf(best);
     case RootKind::kFramework:
       *why = "host-side time of " + name + " (framework or Python) is longer than its peers'";
-      return FaultCategory::kSchedulingSoftware;
+      return CategoryOf(best);
     case RootKind::kHostIdle:
       *why = "the host thread of " + name + " spent " + Duration(excess[best]) +
              " more than its peer steps outside every recorded operation (" +
              WherePaused(t, r, e.node) +
              "): the process paused (garbage collection, CPU contention, untraced Python or "
              "data loading)";
-      return FaultCategory::kSchedulingSoftware;
+      return CategoryOf(best);
   }
   return FaultCategory::kSchedulingSoftware;
 }
@@ -683,6 +704,104 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
   return out;  // in key order (family, process): the same on every run
 }
 
+// Operators the baseline never ran (docs/diagnose.md, "Operators the baseline never
+// ran"): a kernel the incident ran in place of the usual one (a fallback path, another
+// algorithm chosen for other shapes, the wrong kernel for a request) has no peers in the
+// baseline and, when its instances are alike, none in the trace either, so none of it is
+// evidence however long it runs. One finding lists them (name pattern, layer and measure;
+// at least min_excess_ns of time in all), the most time first, at most kNewOperatorsListed.
+constexpr size_t kNewOperatorsListed = 5;
+
+std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconstruction& r,
+                                  const localize::Result& loc, const localize::Options& lo,
+                                  const localize::Model& baseline,
+                                  const std::vector<StepDiagnosis>& steps) {
+  using Key = std::tuple<std::string, Layer, localize::Measure>;
+  struct Operator {
+    uint32_t instances = 0;
+    int64_t total_ns = 0;
+    std::map<uint32_t, int64_t> per_unit;  // unit -> its time there
+    uint32_t longest = UINT32_MAX;         // its instance with the most time
+  };
+  std::vector<uint8_t> is_new(loc.families.size(), 0);
+  for (size_t f = 0; f < loc.families.size(); ++f) {
+    is_new[f] = loc.families[f].layer != Layer::kStep && !baseline.Ran(loc.families[f]);
+  }
+  std::map<Key, Operator> ops;
+  for (uint32_t k = 0; k < loc.instances.size(); ++k) {
+    const localize::Instance& in = loc.instances[k];
+    if (!is_new[in.family]) continue;
+    const localize::Family& f = loc.families[in.family];
+    Operator& op = ops[{f.pattern, f.layer, f.measure}];
+    ++op.instances;
+    op.total_ns += in.time_ns;
+    op.per_unit[in.unit] += in.time_ns;
+    if (op.longest == UINT32_MAX || in.time_ns > loc.instances[op.longest].time_ns) op.longest = k;
+  }
+  std::vector<const Operator*> listed;
+  int64_t total = 0;
+  for (const auto& [key, op] : ops) {
+    if (op.total_ns < lo.min_excess_ns) continue;
+    listed.push_back(&op);
+    total += op.total_ns;
+  }
+  if (listed.empty()) return {};
+  std::sort(listed.begin(), listed.end(),
+            [](const Operator* a, const Operator* b) { return a->total_ns > b->total_ns; });
+  // Where an operator took the most time: its unit, and that time.
+  auto most = [](const Operator& op) {
+    std::pair<uint32_t, int64_t> best{0, -1};
+    for (const auto& [unit, ns] : op.per_unit) {
+      if (ns > best.second) best = {unit, ns};
+    }
+    return best;
+  };
+  auto rank_of = [&](uint32_t unit) {
+    return std::to_string(trace.processes[loc.units[unit].process].rank);
+  };
+  const Operator& top = *listed.front();
+  const Evidence e = MakeEvidence(trace, r, loc, loc.instances[top.longest], lo);
+  const auto [unit, unit_ns] = most(top);
+  const uint32_t g = loc.group_of_unit[unit];
+  Finding f;
+  f.category = CategoryOf(KindOf(trace, r, e));
+  f.kind = "new_operators";
+  f.severity = "warning";
+  f.rank = e.rank;
+  f.pid = e.pid;
+  f.ts_ns = r.nodes.start_ns[e.node];
+  f.title = std::to_string(listed.size()) + " operator" + (listed.size() == 1 ? "" : "s") +
+            " the baseline never ran (" + Duration(total) + " in all), the most time: " + e.name +
+            " ran " + std::to_string(top.instances) + " time" + (top.instances == 1 ? "" : "s") +
+            " (" + Duration(top.total_ns) + ")";
+  f.explanation =
+      "Operators the baseline never ran have no peers there, so none of their time is "
+      "evidence however long it is: a fallback path, another algorithm or kernel chosen for "
+      "other shapes, or a different code path in the model or the engine. " +
+      ShortName(e.name) + " took " + Duration(unit_ns) + " in step " + StepLabel(steps[g]) +
+      " on rank " + rank_of(unit) + ", " +
+      (unit_ns >= loc.group_spread_ns[g] ? "at least" : "less than") +
+      " that step's healthy spread (" + Duration(loc.group_spread_ns[g]) + " of " +
+      Duration(loc.group_duration_ns[g]) +
+      "). Compare its steps with the baseline's to see what they ran instead.";
+  for (size_t i = 0; i < listed.size() && i < kNewOperatorsListed; ++i) {
+    const Operator& op = *listed[i];
+    const localize::Instance& in = loc.instances[op.longest];
+    const auto [u, ns] = most(op);
+    f.details.push_back(ShortName(trace.strings.Get(trace.events.name[r.nodes.event[in.node]])) +
+                        " (" + std::string(LayerName(loc.families[in.family].layer)) + ", " +
+                        localize::MeasureName(loc.families[in.family].measure) +
+                        "): " + std::to_string(op.instances) + " instance" +
+                        (op.instances == 1 ? "" : "s") + ", " + Duration(op.total_ns) +
+                        "; the most in step " + StepLabel(steps[loc.group_of_unit[u]]) +
+                        " on rank " + rank_of(u) + " (" + Duration(ns) + ")");
+  }
+  if (listed.size() > kNewOperatorsListed) {
+    f.details.push_back("and " + std::to_string(listed.size() - kNewOperatorsListed) + " more");
+  }
+  return {f};
+}
+
 }  // namespace
 
 const char* EvidenceRole(const Evidence& e) {
@@ -939,6 +1058,11 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
   std::vector<Finding> slow = SlowDevicesInNormalSteps(trace, r, loc, lo, d.steps);
   d.findings.insert(d.findings.end(), std::make_move_iterator(slow.begin()),
                     std::make_move_iterator(slow.end()));
+  if (baseline != nullptr) {
+    std::vector<Finding> fresh = NewOperators(trace, r, loc, lo, *baseline, d.steps);
+    d.findings.insert(d.findings.end(), std::make_move_iterator(fresh.begin()),
+                      std::make_move_iterator(fresh.end()));
+  }
   if (d.top_operators.size() > options.top_k) d.top_operators.resize(options.top_k);
   return d;
 }

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "teller/core/parallel.h"
@@ -1341,9 +1342,13 @@ struct Model::Impl {
   std::unordered_map<std::string, Habit> habits;  // by OperatorKey
   // The longest gap by which each rank was the last at each collective (StragglerKey).
   std::unordered_map<std::string, int64_t> straggler_gaps;
+  std::unordered_set<std::string> operators;  // NameLayerKey of every family it ran
 };
 
 namespace {
+std::string NameLayerKey(const Family& f) {
+  return f.pattern + '\x1f' + std::string(LayerName(f.layer));
+}
 // A straggler's rank (its pid when the trace has no ranks) and collective, so that the same
 // rank late at the same collective in another trace of the deployment is recognised.
 std::string StragglerKey(const Trace& t, const Reconstruction& r, const Straggler& s) {
@@ -1361,6 +1366,7 @@ const Habit* Model::HabitOf(const Family& f) const {
   const auto it = impl_->habits.find(OperatorKey(f));
   return it == impl_->habits.end() ? nullptr : &it->second;
 }
+bool Model::Ran(const Family& f) const { return impl_->operators.count(NameLayerKey(f)) != 0; }
 
 namespace {
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
@@ -1400,6 +1406,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
   for (size_t i = 0; i < traces.size(); ++i) {
     const auto& [t, r] = traces[i];
     const Result res = Score(std::move(prepared[i]), *t, *r, options, &model);
+    for (const Family& f : res.families) model.impl().operators.insert(NameLayerKey(f));
     // (operator, process) -> (start, ratio or 0)
     std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<int64_t, double>>> seq;
     for (const Instance& in : res.instances) {

@@ -1038,5 +1038,60 @@ TEST(Diagnose, InjectedSlowdownInRealH100TraceRanksTop3) {
   // small kernels without that engine.
 }
 
+// A kernel the baseline never ran (a fallback in place of the usual one) has no peers: it
+// is listed as a finding of its own, with its count and time, and nothing else is.
+TEST(Diagnose, OperatorsTheBaselineNeverRanAreAFinding) {
+  TELLER_REQUIRE_REAL_DATA("tracelens/b200__eager_trace.json.gz");
+  const std::string path = real_data::Path("tracelens/b200__eager_trace.json.gz");
+  Trace original, incident;
+  ASSERT_TRUE(ingest::ImportPath(path, original).ok());
+  ASSERT_TRUE(ingest::ImportPath(path, incident).ok());
+  // The first three instances of an attention kernel run under another name.
+  const std::string fallback = "fallback_attention_kernel";
+  const StringId renamed = incident.strings.Intern(fallback);
+  int64_t total_ns = 0;
+  size_t count = 0;
+  for (size_t i = 0; i < incident.events.size() && count < 3; ++i) {
+    if (!IsGpuWork(incident.events.type[i])) continue;
+    if (incident.strings.Get(incident.events.name[i]).find("fmhaSm100") == std::string::npos)
+      continue;
+    incident.events.name[i] = renamed;
+    total_ns += incident.events.end_ns[i] - incident.events.start_ns[i];
+    ++count;
+  }
+  ASSERT_EQ(count, 3u);
+  const auto base_rec = reconstruct::Reconstruct(original);
+  const auto rec = reconstruct::Reconstruct(incident);
+  const auto model = localize::FitBaseline({{&original, &base_rec}});
+  auto new_operators = [](const diagnose::Diagnosis& d) {
+    std::vector<const diagnose::Finding*> out;
+    for (const diagnose::Finding& f : d.findings) {
+      if (f.kind == "new_operators") out.push_back(&f);
+    }
+    return out;
+  };
+  // Against itself: the baseline ran every operator.
+  EXPECT_TRUE(new_operators(diagnose::Diagnose(original, base_rec, {}, &model)).empty());
+  // Without a baseline there is nothing to be new against.
+  EXPECT_TRUE(new_operators(diagnose::Diagnose(incident, rec, {})).empty());
+  const diagnose::Diagnosis d = diagnose::Diagnose(incident, rec, {}, &model);
+  const auto found = new_operators(d);
+  ASSERT_EQ(found.size(), 1u);
+  const diagnose::Finding& f = *found[0];
+  EXPECT_EQ(f.severity, "warning");
+  EXPECT_EQ(f.category, FaultCategory::kCudaKernel);
+  EXPECT_EQ(f.title.rfind("1 operator the baseline never ran (", 0), 0u) << f.title;
+  EXPECT_NE(f.title.find(fallback + " ran 3 times"), std::string::npos) << f.title;
+  ASSERT_EQ(f.details.size(), 1u);  // the renamed kernel only: its old name is still run
+  EXPECT_EQ(f.details[0].rfind(fallback + " (GPU, gpu_time): 3 instances, ", 0), 0u)
+      << f.details[0];
+  // Its time in all, as the events' durations add up (printed in ns, us, ms or s).
+  const size_t open = f.title.find(" the baseline never ran (") + 25;
+  const double printed = std::atof(f.title.c_str() + open);
+  const std::string unit = f.title.substr(f.title.find(' ', open) + 1, 2);
+  const double scale = unit == "ms" ? 1e6 : unit == "us" ? 1e3 : unit == "ns" ? 1 : 1e9;
+  EXPECT_NEAR(printed * scale, static_cast<double>(total_ns), 0.01 * total_ns) << f.title;
+}
+
 }  // namespace
 }  // namespace teller

@@ -266,6 +266,9 @@ class Model {
   // The habit of the operator a family of a trace belongs to (its pattern, layer, measure
   // and the operator that makes it), nullptr when the baseline has none of it.
   const Habit* HabitOf(const Family& f) const;
+  // Whether the baseline ran the operator a family of a trace is an instance of: one of its
+  // families has the same name pattern and layer (whatever its size, context or caller).
+  bool Ran(const Family& f) const;
 
  private:
   std::unique_ptr<Impl> impl_;
