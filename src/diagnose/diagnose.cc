@@ -763,6 +763,28 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
   const Evidence e = MakeEvidence(trace, r, loc, loc.instances[top.longest], lo);
   const auto [unit, unit_ns] = most(top);
   const uint32_t g = loc.group_of_unit[unit];
+  // What it likely ran in place of: operators of its layer that every baseline step of
+  // this step's kind ran and this step did not.
+  std::set<std::pair<std::string, Layer>> ran_here;
+  for (const localize::Instance& in : loc.instances) {
+    if (loc.group_of_unit[in.unit] != g) continue;
+    ran_here.insert({loc.families[in.family].pattern, loc.families[in.family].layer});
+  }
+  std::vector<std::string> instead;
+  for (const localize::Model::Operator& o : baseline.EveryStepRan(loc.group_kind[g])) {
+    if (o.layer == e.layer && ran_here.count({o.pattern, o.layer}) == 0)
+      instead.push_back(ShortName(o.name, 64));
+  }
+  std::string in_place;
+  if (!instead.empty()) {
+    in_place = " It ran none of ";
+    for (size_t i = 0; i < instead.size() && i < 3; ++i)
+      in_place += (i > 0 ? (i + 1 == std::min<size_t>(instead.size(), 3) ? " or " : ", ") : "") +
+                  instead[i];
+    if (instead.size() > 3) in_place += " (and " + std::to_string(instead.size() - 3) + " more)";
+    in_place += " there, which every step of its kind in the baseline ran: it likely ran in " +
+                std::string(instead.size() == 1 ? "its" : "their") + " place.";
+  }
   Finding f;
   f.category = CategoryOf(KindOf(trace, r, e));
   f.kind = "new_operators";
@@ -782,8 +804,9 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
       " on rank " + rank_of(unit) + ", " +
       (unit_ns >= loc.group_spread_ns[g] ? "at least" : "less than") +
       " that step's healthy spread (" + Duration(loc.group_spread_ns[g]) + " of " +
-      Duration(loc.group_duration_ns[g]) +
-      "). Compare its steps with the baseline's to see what they ran instead.";
+      Duration(loc.group_duration_ns[g]) + ")." +
+      (in_place.empty() ? " Compare its steps with the baseline's to see what they ran instead."
+                        : in_place);
   for (size_t i = 0; i < listed.size() && i < kNewOperatorsListed; ++i) {
     const Operator& op = *listed[i];
     const localize::Instance& in = loc.instances[op.longest];

@@ -1343,6 +1343,12 @@ struct Model::Impl {
   // The longest gap by which each rank was the last at each collective (StragglerKey).
   std::unordered_map<std::string, int64_t> straggler_gaps;
   std::unordered_set<std::string> operators;  // NameLayerKey of every family it ran
+  // Per step kind: its steps, and per operator (NameLayerKey) how many of them ran it.
+  struct KindOperators {
+    uint32_t steps = 0;
+    std::map<std::string, std::pair<uint32_t, Model::Operator>> ran;
+  };
+  std::map<std::string, KindOperators> by_kind;
 };
 
 namespace {
@@ -1367,6 +1373,15 @@ const Habit* Model::HabitOf(const Family& f) const {
   return it == impl_->habits.end() ? nullptr : &it->second;
 }
 bool Model::Ran(const Family& f) const { return impl_->operators.count(NameLayerKey(f)) != 0; }
+std::vector<Model::Operator> Model::EveryStepRan(const std::string& kind) const {
+  std::vector<Operator> out;
+  const auto it = impl_->by_kind.find(kind);
+  if (it == impl_->by_kind.end()) return out;
+  for (const auto& [key, ran] : it->second.ran) {
+    if (ran.first == it->second.steps) out.push_back(ran.second);
+  }
+  return out;
+}
 
 namespace {
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
@@ -1407,6 +1422,37 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
     const auto& [t, r] = traces[i];
     const Result res = Score(std::move(prepared[i]), *t, *r, options, &model);
     for (const Family& f : res.families) model.impl().operators.insert(NameLayerKey(f));
+    // Which operators each of its steps ran, by kind (iterations and whole timelines are
+    // no kind: their work is not laid out alike).
+    // One id per operator (families of one name pattern and layer share it).
+    std::unordered_map<std::string, uint32_t> id_of;
+    std::vector<int32_t> family_id(res.families.size(), -1);
+    std::vector<const Family*> first;
+    for (size_t k = 0; k < res.families.size(); ++k) {
+      const Family& f = res.families[k];
+      if (f.layer == Layer::kStep) continue;
+      const auto [it, added] = id_of.emplace(NameLayerKey(f), static_cast<uint32_t>(first.size()));
+      if (added) first.push_back(&f);
+      family_id[k] = static_cast<int32_t>(it->second);
+    }
+    std::vector<std::vector<uint32_t>> step_ran(res.group_units.size());
+    for (const Instance& in : res.instances) {
+      if (family_id[in.family] >= 0)
+        step_ran[res.group_of_unit[in.unit]].push_back(static_cast<uint32_t>(family_id[in.family]));
+    }
+    for (size_t g = 0; g < step_ran.size(); ++g) {
+      if (res.group_kind[g].empty()) continue;
+      auto& kind = model.impl().by_kind[res.group_kind[g]];
+      ++kind.steps;
+      std::vector<uint32_t>& ids = step_ran[g];
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      for (const uint32_t id : ids) {
+        const Family& f = *first[id];
+        auto& ran = kind.ran[NameLayerKey(f)];
+        if (ran.first++ == 0) ran.second = Model::Operator{f.name, f.pattern, f.layer};
+      }
+    }
     // (operator, process) -> (start, ratio or 0)
     std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<int64_t, double>>> seq;
     for (const Instance& in : res.instances) {
@@ -1642,6 +1688,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
              const Model* baseline) {
   Result& out = p.res;
   out.tick_ns = TraceTick(p.raw);
+  out.group_kind = p.group_kind;
   const Options& o = options;
   // Families of this trace, in order of first appearance.
   std::vector<int32_t> family_of(p.keys.size(), -1);

@@ -1093,5 +1093,54 @@ TEST(Diagnose, OperatorsTheBaselineNeverRanAreAFinding) {
   EXPECT_NEAR(printed * scale, static_cast<double>(total_ns), 0.01 * total_ns) << f.title;
 }
 
+// A kernel run in place of the usual one in one step of a training loop: the finding
+// names the kernel it replaced, which every step of the baseline ran and that step did not.
+TEST(Diagnose, AnOperatorTheBaselineNeverRanNamesWhatItReplaced) {
+  TELLER_REQUIRE_REAL_DATA("hta/df_index_resolver__df_index_resolver.json.gz");
+  const std::string path = real_data::Path("hta/df_index_resolver__df_index_resolver.json.gz");
+  const std::string usual = "volta_sgemm_64x32_sliced1x4_nt";
+  Trace original, incident;
+  ASSERT_TRUE(ingest::ImportPath(path, original).ok());
+  ASSERT_TRUE(ingest::ImportPath(path, incident).ok());
+  const auto base_rec = reconstruct::Reconstruct(original);
+  ASSERT_GE(base_rec.steps.size(), 4u);
+  // Every instance of the usual kernel from the last step's start on runs under another
+  // name: the last step runs none of it, the others all do.
+  int64_t last_start = INT64_MIN;
+  for (const reconstruct::Step& st : base_rec.steps)
+    last_start = std::max(last_start, base_rec.nodes.start_ns[st.node]);
+  const std::string fallback = "fallback_sgemm_kernel";
+  const StringId renamed = incident.strings.Intern(fallback);
+  size_t count = 0, before = 0;
+  for (size_t i = 0; i < incident.events.size(); ++i) {
+    if (!IsGpuWork(incident.events.type[i]) ||
+        incident.strings.Get(incident.events.name[i]) != usual)
+      continue;
+    if (incident.events.start_ns[i] < last_start) {
+      ++before;
+      continue;
+    }
+    incident.events.name[i] = renamed;
+    ++count;
+  }
+  ASSERT_GT(count, 0u);
+  ASSERT_GT(before, 0u);
+  const auto rec = reconstruct::Reconstruct(incident);
+  const auto model = localize::FitBaseline({{&original, &base_rec}});
+  const diagnose::Diagnosis d = diagnose::Diagnose(incident, rec, {}, &model);
+  const diagnose::Finding* found = nullptr;
+  for (const diagnose::Finding& f : d.findings) {
+    if (f.kind == "new_operators") found = &f;
+  }
+  ASSERT_NE(found, nullptr);
+  EXPECT_NE(found->title.find(fallback + " ran " + std::to_string(count) + " times"),
+            std::string::npos)
+      << found->title;
+  EXPECT_NE(found->explanation.find("It ran none of " + usual +
+                                    " there, which every step of its kind in the baseline ran"),
+            std::string::npos)
+      << found->explanation;
+}
+
 }  // namespace
 }  // namespace teller

@@ -225,6 +225,10 @@ struct Result {
   std::vector<std::vector<uint32_t>> group_steps;  // engine step -> Reconstruction::steps
   std::vector<std::vector<uint32_t>> group_roots;  // engine step -> root nodes of its units
   std::vector<int64_t> group_number;               // the steps' number, -1 when none
+  // The kind its peer steps share: the step kind and size class ("decode/size3", "/size0"
+  // when the markers say neither), "prologue" or "epilogue" (iterations.h); "" for the
+  // other iterations and whole timelines.
+  std::vector<std::string> group_kind;
   // Per engine step: the root excess (the most any one evidence family explains on one
   // rank), the healthy spread it is compared with, and the calibrated score.
   std::vector<int64_t> group_excess_ns;
@@ -269,6 +273,14 @@ class Model {
   // Whether the baseline ran the operator a family of a trace is an instance of: one of its
   // families has the same name pattern and layer (whatever its size, context or caller).
   bool Ran(const Family& f) const;
+  // The operators (name pattern and layer, with the exact name of one instance) that every
+  // one of the baseline's steps of this kind (Result::group_kind) ran; empty when it has no
+  // step of the kind.
+  struct Operator {
+    std::string name, pattern;
+    Layer layer = Layer::kFrontend;
+  };
+  std::vector<Operator> EveryStepRan(const std::string& kind) const;
 
  private:
   std::unique_ptr<Impl> impl_;
