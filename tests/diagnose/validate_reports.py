@@ -99,6 +99,18 @@ for rel in ["tracelens/b200__eager_trace.json.gz",
     diagnose(rel, [path])
     diagnose(rel + "+baseline", [path], ["--baseline", path])
     checked += 2
+# Two runs of one program on different GPUs (HTA's trace_diff pair): the test ran kernels the
+# control never did, listed as one new_operators finding.
+test, control = (os.path.join(real, "hta", f"trace_diff__{n}__{n}.json.gz") for n in ("test", "control"))
+if real and os.path.exists(test) and os.path.exists(control):
+    r = diagnose("trace_diff test against control", [test], ["--baseline", control])
+    if r is not None:
+        new = [f for f in r["findings"] if f["kind"] == "new_operators"]
+        if len(new) != 1 or new[0]["severity"] != "warning" or new[0]["category"] != "cuda_kernel":
+            failures.append(f"trace_diff test against control: new_operators findings {new}")
+    checked += 1
+else:
+    print("skipped (no real data): the trace_diff pair")
 for f in failures:
     print("FAIL", f)
 print(f"{checked} reports checked, {len(failures)} problems")
