@@ -112,11 +112,9 @@ EncodedStep BlankStep() {
   return s;
 }
 
-// The networks that can have an evidence head: those whose trace encoder's token vectors
-// reach their heads (not the single stream; not a MoT without its trace stream).
-bool HasEvidenceHead(const ModelConfig& c) {
-  return c.variant == Variant::kGcn || (c.variant == Variant::kMot && c.trace_stream);
-}
+// The networks that can have an evidence head: those that read the trace's tokens (not a
+// MoT or a single stream without its trace stream).
+bool HasEvidenceHead(const ModelConfig& c) { return c.variant == Variant::kGcn || c.trace_stream; }
 
 // Per token of `step`, 1 when it covers one of `nodes` (step record ids), else 0.
 std::vector<float> EvidenceTargets(const EncodedStep& step, const std::vector<uint32_t>& nodes) {

@@ -57,6 +57,8 @@ struct SingleImpl : torch::nn::Module {
     }
     final_norm = register_module("final", torch::nn::LayerNorm(torch::nn::LayerNormOptions({w})));
     lm = register_module("lm", torch::nn::Linear(w, words + kAnswers));
+    // The evidence head (docs/rca.md, "Evidence head"), on the trace tokens' outputs.
+    if (c.evidence_head) evidence = register_module("evidence", torch::nn::Linear(w, kViewsCount));
     // Small embeddings beside the duration channels, as in the trace encoder: a slowed
     // operator's relative log-duration must not drown in the token identities.
     torch::NoGradGuard no_grad;
@@ -65,7 +67,7 @@ struct SingleImpl : torch::nn::Module {
   }
   torch::nn::Embedding token{nullptr}, depth{nullptr}, rank{nullptr}, text{nullptr},
       segment{nullptr}, position{nullptr};
-  torch::nn::Linear duration1{nullptr}, duration2{nullptr}, lm{nullptr};
+  torch::nn::Linear duration1{nullptr}, duration2{nullptr}, lm{nullptr}, evidence{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm final_norm{nullptr};
 };
@@ -112,9 +114,15 @@ class SingleNetwork final : public TextNetwork<Single> {
  private:
   int64_t Answer(int64_t k) const { return static_cast<int64_t>(words_) + k; }
 
-  // The condition of a batch: the trace and log tokens embedded, [B, T + L, W], and which
-  // positions hold a token ([B, T + L]); rows are padded at the end of each part.
-  std::pair<torch::Tensor, torch::Tensor> Condition(const std::vector<const Example*>& bx) const {
+  // The condition of a batch: the trace and log tokens embedded, [B, T + L, W], which
+  // positions hold a token ([B, T + L]; rows are padded at the end of each part), and per
+  // row the step's tokens at trace positions 0.. (KeptTokens).
+  struct Conditioned {
+    torch::Tensor x, present;
+    std::vector<std::vector<int64_t>> kept;
+    int64_t trace_positions = 1;  // T
+  };
+  Conditioned Condition(const std::vector<const Example*>& bx) const {
     const auto rows = static_cast<int64_t>(bx.size());
     std::vector<std::vector<int64_t>> kept;
     int64_t t = 1, l = 1;
@@ -171,7 +179,34 @@ class SingleNetwork final : public TextNetwork<Single> {
                     torch::from_blob(log_present.data(), {rows, l}, torch::kUInt8).clone()},
                    1)
             .to(torch::kBool);
-    return {torch::cat({trace, words}, 1), present};
+    return {torch::cat({trace, words}, 1), present, std::move(kept), t};
+  }
+
+  // The evidence head's loss on the trace positions' outputs y [B, T, W]: each kept token
+  // against its step token's target (EvidenceLoss's targets, one per token of the step).
+  torch::Tensor EvidenceLossOfKept(const torch::Tensor& y, const Conditioned& c,
+                                   const std::vector<const Target*>& by) const {
+    const auto rows = static_cast<int64_t>(by.size());
+    const int64_t t = c.trace_positions;
+    std::vector<float> target(rows * t * kViewsCount, 0), mask(rows * t * kViewsCount, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int v = 0; v < kViewsCount; ++v) {
+        const std::vector<float>& want = by[r]->evidence[v];
+        if (want.empty()) continue;
+        for (size_t k = 0; k < c.kept[r].size(); ++k) {
+          const size_t at = (r * t + k) * kViewsCount + v;
+          target[at] = want[static_cast<size_t>(c.kept[r][k])];
+          mask[at] = 1;
+        }
+      }
+    }
+    const torch::Tensor m = torch::from_blob(mask.data(), {rows, t, kViewsCount}).clone();
+    const double masked = m.sum().item<double>();
+    if (masked == 0) return {};
+    return torch::binary_cross_entropy_with_logits(
+               net_->evidence(y), torch::from_blob(target.data(), {rows, t, kViewsCount}).clone(),
+               m, evidence_pw_, at::Reduction::Sum) /
+           masked;
   }
 
   // Answer tokens [B, A] embedded at answer positions `from`.. (<bos> is position 0).
@@ -183,7 +218,9 @@ class SingleNetwork final : public TextNetwork<Single> {
   torch::Tensor Loss(const std::vector<const Example*>& bx, const std::vector<const Target*>& by,
                      const torch::Tensor& pw, const TrainOptions& options) const override {
     const auto rows = static_cast<int64_t>(bx.size());
-    const auto [condition, present] = Condition(bx);
+    const Conditioned cond = Condition(bx);
+    const torch::Tensor& condition = cond.x;
+    const torch::Tensor& present = cond.present;
     std::vector<std::vector<int64_t>> inputs, targets;
     std::vector<float> labels;
     std::vector<int64_t> fault;
@@ -252,6 +289,11 @@ class SingleNetwork final : public TextNetwork<Single> {
                             logits.reshape({-1, logits.size(2)}), rest.reshape({-1}),
                             torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     }
+    if (net_->evidence) {
+      const torch::Tensor e =
+          EvidenceLossOfKept(net_->final_norm(y.narrow(1, 0, cond.trace_positions)), cond, by);
+      if (e.defined()) loss = loss + options.evidence_weight * e;
+    }
     return loss;
   }
 
@@ -263,7 +305,9 @@ class SingleNetwork final : public TextNetwork<Single> {
   // lie below one half, and such a step needs them.
   void Generate(const std::vector<const Example*>& bx, std::vector<Output>* out) const override {
     const auto rows = static_cast<int64_t>(bx.size());
-    const auto [condition, present] = Condition(bx);
+    const Conditioned cond = Condition(bx);
+    const torch::Tensor& condition = cond.x;
+    const torch::Tensor& present = cond.present;
     const torch::Tensor bos = torch::full({rows, 1}, TextVocabulary::kBos, torch::kInt64);
     const torch::Tensor x = torch::cat({condition, Answers(bos, 0)}, 1);
     torch::Tensor keys = torch::cat({present, torch::ones({rows, 1}, torch::kBool)}, 1);
@@ -282,6 +326,14 @@ class SingleNetwork final : public TextNetwork<Single> {
       return net_->lm(net_->final_norm(h.select(1, h.size(1) - 1))).clone();
     };
     torch::Tensor next = logits_of(y);
+    // The evidence head on the trace positions (causal: each sees the tokens before it),
+    // [B, T, views]; a token not kept reads 0.
+    torch::Tensor evidence;
+    if (net_->evidence) {
+      evidence =
+          torch::sigmoid(net_->evidence(net_->final_norm(y.narrow(1, 0, cond.trace_positions))))
+              .contiguous();
+    }
     int64_t position = 0;
     // Feeds one answer token per row (ids [B]) and returns the logits that follow it.
     auto feed = [&](const std::vector<int64_t>& ids) {
@@ -353,6 +405,16 @@ class SingleNetwork final : public TextNetwork<Single> {
       for (int c = 0; c < kFaultCategoryCount; ++c)
         o.heads.fault[c] = pfault[r * kFaultCategoryCount + c];
       o.explanation = std::move(words[r]);
+      if (evidence.defined()) {
+        const float* pe = evidence.data_ptr<float>();
+        for (int v = 0; v < kViewsCount; ++v) {
+          o.evidence[v].assign(bx[r]->step->size(), 0.0f);
+          for (size_t k = 0; k < cond.kept[r].size(); ++k) {
+            o.evidence[v][static_cast<size_t>(cond.kept[r][k])] =
+                pe[(r * cond.trace_positions + static_cast<int64_t>(k)) * kViewsCount + v];
+          }
+        }
+      }
       out->push_back(std::move(o));
     }
   }

@@ -64,6 +64,24 @@ TEST_F(SingleTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
   EXPECT_EQ(sc.sentences_right, 16);
 }
 
+// The single stream's evidence head, on its trace positions' outputs: as the trace
+// encoder's (rca_test) and the MoT's (mot_test), the slowed GEMM in a layer drawn per step,
+// the same log lines for all.
+TEST_F(SingleTest, TheEvidenceHeadFindsTheSlowedKernel) {
+  Toy train, test;
+  MakeToy(train, 80, 5, true);
+  MakeToy(test, 40, 6, true);
+  for (Toy* t : {&train, &test}) {
+    for (Sample& s : t->samples) s.logs = kRoutineLines;
+  }
+  auto m = Model::Train(train.corpus, train.samples, SingleOptions(9));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->config().evidence_head);
+  auto out = m->Predict(test.corpus, Queries(test));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectEvidenceOnTheSlowedKernels(test, *out);
+}
+
 // The traces alike, the faults in the log lines: the log words earlier in the sequence
 // decide the answers.
 TEST_F(SingleTest, LearnsFromTheLogLines) {
@@ -206,9 +224,11 @@ TEST_F(SingleTest, SameSeedSameModelAndItsFileRoundTrips) {
     EXPECT_EQ((*pa)[i].abnormal, (*pl)[i].abnormal) << i;
     EXPECT_EQ((*pa)[i].fault, (*pl)[i].fault) << i;
     EXPECT_EQ((*pa)[i].explanation, (*pl)[i].explanation) << i;
+    EXPECT_EQ((*pa)[i].evidence, (*pl)[i].evidence) << i;
   }
   const std::string json = Slurp(dir + "/a/model.json");
   EXPECT_NE(json.find("\"network\":\"single-stream\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"evidence_head\":true"), std::string::npos) << json;
   std::string v1 = json;
   v1.replace(v1.find("\"version\":2"), 11, "\"version\":1");
   Spit(dir + "/a/model.json", v1);

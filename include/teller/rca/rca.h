@@ -107,10 +107,10 @@ struct ModelConfig {
   // The single stream only: the step's TPE tokens it reads, at most this many (the rank
   // roots, then the tokens that ran longest against their usual duration; docs/rca.md).
   int max_trace_tokens = 192;
-  // The trace encoder and the MoT (with its trace stream): a per-token evidence head on the
-  // encoder's token vectors (docs/rca.md, "Evidence head"), whose token scores map back to
-  // the step's nodes. Models written before it existed have none (their model.json lacks
-  // "evidence_head"); the single stream never has one.
+  // A per-token evidence head (docs/rca.md, "Evidence head") on the trace tokens' vectors
+  // (the trace encoder's, the MoT's encoder's, the single stream's trace positions), whose
+  // token scores map back to the step's nodes; not without a trace stream. Models written
+  // before it existed have none (their model.json lacks "evidence_head").
   bool evidence_head = true;
   // The modality ablation (the paper's Table 5) of the networks that read text: one without
   // its trace stream reads one blank token for every step; one without its log stream
