@@ -182,31 +182,25 @@ class SingleNetwork final : public TextNetwork<Single> {
     return {torch::cat({trace, words}, 1), present, std::move(kept), t};
   }
 
-  // The evidence head's loss on the trace positions' outputs y [B, T, W]: each kept token
-  // against its step token's target (EvidenceLoss's targets, one per token of the step).
+  // The evidence head's loss on the trace positions' outputs y [B, T, W]: the kept tokens'
+  // outputs, rows concatenated, against their step tokens' targets (EvidenceLoss).
   torch::Tensor EvidenceLossOfKept(const torch::Tensor& y, const Conditioned& c,
                                    const std::vector<const Target*>& by) const {
-    const auto rows = static_cast<int64_t>(by.size());
-    const int64_t t = c.trace_positions;
-    std::vector<float> target(rows * t * kViewsCount, 0), mask(rows * t * kViewsCount, 0);
-    for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> sizes;
+    std::vector<Target> kept(by.size());
+    std::vector<const Target*> targets;
+    for (size_t r = 0; r < by.size(); ++r) {
+      sizes.push_back(static_cast<int64_t>(c.kept[r].size()));
       for (int v = 0; v < kViewsCount; ++v) {
-        const std::vector<float>& want = by[r]->evidence[v];
-        if (want.empty()) continue;
-        for (size_t k = 0; k < c.kept[r].size(); ++k) {
-          const size_t at = (r * t + k) * kViewsCount + v;
-          target[at] = want[static_cast<size_t>(c.kept[r][k])];
-          mask[at] = 1;
-        }
+        if (by[r]->evidence[v].empty()) continue;
+        for (const int64_t i : c.kept[r])
+          kept[r].evidence[v].push_back(by[r]->evidence[v][static_cast<size_t>(i)]);
       }
+      targets.push_back(&kept[r]);
     }
-    const torch::Tensor m = torch::from_blob(mask.data(), {rows, t, kViewsCount}).clone();
-    const double masked = m.sum().item<double>();
-    if (masked == 0) return {};
-    return torch::binary_cross_entropy_with_logits(
-               net_->evidence(y), torch::from_blob(target.data(), {rows, t, kViewsCount}).clone(),
-               m, evidence_pw_, at::Reduction::Sum) /
-           masked;
+    // Kept tokens fill each row's first trace positions: the trace part of `present`.
+    const torch::Tensor outputs = y.index({c.present.narrow(1, 0, c.trace_positions)});
+    return EvidenceLoss(net_->evidence(outputs), sizes, targets, evidence_pw_);
   }
 
   // Answer tokens [B, A] embedded at answer positions `from`.. (<bos> is position 0).
