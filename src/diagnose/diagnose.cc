@@ -199,10 +199,10 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
     case RootKind::kAllocator:
       *why = "allocator calls (" + name + ") take " + Duration(excess[best]) +
              " longer than their peers: memory is scarce or fragmented";
-      return CategoryOf(best);
+      break;
     case RootKind::kCopy:
       *why = "copies (" + name + ") are slower than their peers of the same size";
-      return CategoryOf(best);
+      break;
     case RootKind::kKernel: {
       for (const auto& [where, families] : kernel_families) {
         if (families.size() >= 3) {
@@ -213,30 +213,30 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
         }
       }
       *why = name + " runs slower than its peers";
-      return CategoryOf(best);
+      break;
     }
     case RootKind::kCollective:
       *why = "collective " + name + " transfers slower than its peers after every rank arrived";
-      return CategoryOf(best);
+      break;
     case RootKind::kSync:
       *why = name + " blocks long after the GPU work it waits for has finished";
-      return CategoryOf(best);
+      break;
     case RootKind::kHostCall:
       *why = "host runtime calls (" + name + (e.within.empty() ? "" : " in " + e.within) +
              ") take longer than their peers";
-      return CategoryOf(best);
+      break;
     case RootKind::kFramework:
       *why = "host-side time of " + name + " (framework or Python) is longer than its peers'";
-      return CategoryOf(best);
+      break;
     case RootKind::kHostIdle:
       *why = "the host thread of " + name + " spent " + Duration(excess[best]) +
              " more than its peer steps outside every recorded operation (" +
              WherePaused(t, r, e.node) +
              "): the process paused (garbage collection, CPU contention, untraced Python or "
              "data loading)";
-      return CategoryOf(best);
+      break;
   }
-  return FaultCategory::kSchedulingSoftware;
+  return CategoryOf(best);
 }
 
 // The kinds of instances that deviate at a rate of their own: each measure, with copies
