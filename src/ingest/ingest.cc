@@ -151,16 +151,20 @@ InputFormat DetectFormatOfBytes(std::string_view head, std::string_view name, bo
   if (n == 0) return unknown("the file is empty");
   if (n >= 4 && std::memcmp(u, "TLRC", 4) == 0) return InputFormat::kTellerRaw;
   if (n >= 16 && std::memcmp(u, "SQLite format 3", 16) == 0) return InputFormat::kNsysSqlite;
-  if (n >= 2 && u[0] == 0x1f && u[1] == 0x8b) {
+  // gzip: the magic, deflate (the only method defined) and no reserved flag bit, so that
+  // random bytes (an endless device read as a stream) are not taken for it by two bytes.
+  if (n >= 2 && u[0] == 0x1f && u[1] == 0x8b && (n < 4 || (u[2] == 8 && (u[3] & 0xe0) == 0))) {
     return EndsWith(name, ".log.gz") ? InputFormat::kLog : InputFormat::kKineto;
   }
   // JSON: '{' (object form) or '[' then '{' or ']' (array form; a log line may start with
-  // "[2024-..." but not with "[{"), after an optional UTF-8 byte order mark and whitespace.
+  // "[2024-..." but not with "[{"), after an optional UTF-8 byte order mark and whitespace,
+  // and text: one random byte in 250 is a '{', and a stream taken for JSON is read to its end.
   size_t i = n >= 3 && std::memcmp(u, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
   auto is_space = [](unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   while (i < n && is_space(u[i])) ++i;
-  if (i < n && u[i] == '{') return InputFormat::kKineto;
-  if (i < n && u[i] == '[') {
+  const bool text = LooksLikeText(head, whole);
+  if (i < n && u[i] == '{' && text) return InputFormat::kKineto;
+  if (i < n && u[i] == '[' && text) {
     size_t j = i + 1;
     while (j < n && is_space(u[j])) ++j;
     if (j < n ? (u[j] == '{' || u[j] == ']') : whole) return InputFormat::kKineto;
@@ -187,7 +191,7 @@ InputFormat DetectFormatOfBytes(std::string_view head, std::string_view name, bo
     return unknown(what + " (" + std::to_string(n) + bytes + ", starting " + FirstBytesHex(head) +
                    ")");
   }
-  if (LooksLikeText(head, whole)) return InputFormat::kLog;
+  if (text) return InputFormat::kLog;
   return unknown("binary data that is no format Teller reads (starting " + FirstBytesHex(head) +
                  ")");
 }

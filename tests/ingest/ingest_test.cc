@@ -233,6 +233,26 @@ TEST(DetectFormatTest, TextIsALogAndJsonIsATrace) {
   EXPECT_EQ(DetectFormatOfBytes(kLogText, "trace.json", true), InputFormat::kUnknown);
 }
 
+// An endless device read as a stream is refused on its first bytes only when random bytes
+// that open with JSON's or gzip's first byte are not taken for either (one read in 250
+// opened with '{' and was read until memory ran out).
+TEST(DetectFormatTest, RandomBytesOpeningLikeJsonOrGzipAreBinary) {
+  for (unsigned seed = 0; seed < 64; ++seed) {
+    for (const std::string prefix : {"{", " [{", "\x1f\x8b\x07", "\x1f\x8b\x08\xe0"}) {
+      const std::string bytes = prefix + RandomBytes(4096 - prefix.size(), seed);
+      std::string why;
+      EXPECT_EQ(DetectFormatOfBytes(bytes, "/dev/urandom", false, &why), InputFormat::kUnknown)
+          << seed << " " << prefix;
+      EXPECT_EQ(why.rfind("binary data", 0), 0u) << why;
+    }
+  }
+  // Text that opens with '{' is still JSON, and gzip with deflate still gzip.
+  EXPECT_EQ(DetectFormatOfBytes("{\"traceEvents\": [", "/dev/stdin", false), InputFormat::kKineto);
+  EXPECT_EQ(DetectFormatOfBytes(std::string("\x1f\x8b\x08\x00\x00\x00", 6) + RandomBytes(64, 1),
+                                "/dev/stdin", false),
+            InputFormat::kKineto);
+}
+
 TEST(DetectFormatTest, EveryRealLogIsStillALog) {
   TELLER_REQUIRE_REAL_DATA("loghub_2k/HDFS_2k.log");
   TELLER_REQUIRE_REAL_DATA("vllm_logs/llm-compressor_vllm_eval.log");
