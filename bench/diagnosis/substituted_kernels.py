@@ -8,7 +8,8 @@ independently of `teller inject`.
 Cases: every Kineto trace of ../shared/data/real with at least 3 ProfilerStep ranges; per
 trace up to 2 compute kernel families that run in at least 3 steps (drawn with a generator
 seeded by the file name), one step drawn among those that are not the first; factors 1
-(another kernel of the same cost) and 2.
+(another kernel of the same cost), 2 and 10 (a fallback far slower than the kernel it
+replaced).
 
 Scored per case, self-fit and with the unchanged trace as --baseline:
 - top3: the new name or the family it replaced is among the first 3 top operators;
@@ -36,7 +37,7 @@ from planted.cases import kernel_families  # noqa: E402
 from planted.trace import Trace, is_comm  # noqa: E402
 
 STEP = re.compile(r"ProfilerStep#(\d+)$")
-FACTORS = (1.0, 2.0)
+FACTORS = (1.0, 2.0, 10.0)
 FAMILIES = 2
 
 

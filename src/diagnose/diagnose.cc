@@ -236,6 +236,12 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
              "data loading)";
       break;
   }
+  // Its expectation is the work it likely replaced, not peers of its own.
+  if (e.source == localize::PeerSource::kReplaced) {
+    *why = name + ", which the baseline never ran, took " + Duration(excess[best]) +
+           " more than the baseline's work it likely replaced: another kernel, algorithm or "
+           "code path ran in that step";
+  }
   return CategoryOf(best);
 }
 
@@ -653,6 +659,19 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
                     kPersistentQuarterShare * static_cast<double>(quarter_size[q]);
     }
     if (!throughout) continue;
+    // Through the trace, not one step of it: its evidence falls in at least half the steps
+    // of the process (an operator that ran in one step only, such as one run in place of
+    // another, is that step's).
+    std::set<uint32_t> process_steps, evidence_steps;
+    for (const auto& [start, k] : seq) {
+      const uint32_t g = loc.group_of_unit[loc.instances[k].unit];
+      process_steps.insert(g);
+      if (is_evidence(k)) evidence_steps.insert(g);
+    }
+    for (uint32_t u = 0; u < loc.units.size(); ++u) {
+      if (loc.units[u].process == where.second) process_steps.insert(loc.group_of_unit[u]);
+    }
+    if (process_steps.size() > 1 && 2 * evidence_steps.size() < process_steps.size()) continue;
     std::vector<double> ratios;
     int64_t excess = 0;
     for (const Evidence& e : evidence) {
@@ -721,7 +740,10 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
     uint32_t instances = 0;
     int64_t total_ns = 0;
     std::map<uint32_t, int64_t> per_unit;  // unit -> its time there
-    uint32_t longest = UINT32_MAX;         // its instance with the most time
+    // unit -> what the work missing there took in the baseline, its share (charged new work
+    // that was evidence, PeerSource::kReplaced)
+    std::map<uint32_t, int64_t> charged;
+    uint32_t longest = UINT32_MAX;  // its instance with the most time
   };
   std::vector<uint8_t> is_new(loc.families.size(), 0);
   for (size_t f = 0; f < loc.families.size(); ++f) {
@@ -736,6 +758,7 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
     ++op.instances;
     op.total_ns += in.time_ns;
     op.per_unit[in.unit] += in.time_ns;
+    if (in.source == localize::PeerSource::kReplaced) op.charged[in.unit] += in.expected_ns;
     if (op.longest == UINT32_MAX || in.time_ns > loc.instances[op.longest].time_ns) op.longest = k;
   }
   std::vector<const Operator*> listed;
@@ -796,15 +819,28 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
             " the baseline never ran (" + Duration(total) + " in all), the most time: " + e.name +
             " ran " + std::to_string(top.instances) + " time" + (top.instances == 1 ? "" : "s") +
             " (" + Duration(top.total_ns) + ")";
+  // Charged in its unit: more than the work missing there took, by the evidence margins.
+  const auto charged = top.charged.find(unit);
+  std::string against;
+  if (charged == top.charged.end()) {
+    against =
+        ", not more than the work missing from that step took in the baseline by the "
+        "evidence margins.";
+  } else {
+    const int64_t more = unit_ns - charged->second;
+    against = " against " + Duration(charged->second) +
+              " for the work missing from that step in the baseline: " + Duration(more) +
+              " more, " + (more >= loc.group_spread_ns[g] ? "at least" : "less than") +
+              " that step's healthy spread (" + Duration(loc.group_spread_ns[g]) + " of " +
+              Duration(loc.group_duration_ns[g]) + ").";
+  }
   f.explanation =
-      "Operators the baseline never ran have no peers there, so none of their time is "
-      "evidence however long it is: a fallback path, another algorithm or kernel chosen for "
-      "other shapes, or a different code path in the model or the engine. " +
+      "Operators the baseline never ran have no peers there: a fallback path, another "
+      "algorithm or kernel chosen for other shapes, or a different code path in the model or "
+      "the engine. Their time in a step is compared with what the baseline's steps of its "
+      "kind took for the work missing from it (the instances of their layer it did not run). " +
       ShortName(e.name) + " took " + Duration(unit_ns) + " in step " + StepLabel(steps[g]) +
-      " on rank " + rank_of(unit) + ", " +
-      (unit_ns >= loc.group_spread_ns[g] ? "at least" : "less than") +
-      " that step's healthy spread (" + Duration(loc.group_spread_ns[g]) + " of " +
-      Duration(loc.group_duration_ns[g]) + ")." +
+      " on rank " + rank_of(unit) + against +
       (in_place.empty() ? " Compare its steps with the baseline's to see what they ran instead."
                         : in_place);
   for (size_t i = 0; i < listed.size() && i < kNewOperatorsListed; ++i) {
@@ -1030,8 +1066,15 @@ Diagnosis Diagnose(const Trace& trace, const reconstruct::Reconstruction& r, con
       work_text << ". " << ShortName(top.name) << " on rank " << top.rank
                 << (top.layer == Layer::kStep ? " spent " : " took ") << Duration(top.time_ns)
                 << (top.layer == Layer::kStep ? " outside its operations" : "") << " against "
-                << Duration(top.expected_ns) << " for its " << top.peers << " peers ("
-                << localize::PeerSourceName(top.source) << ", " << Fixed(top.ratio, 2) << "x)";
+                << Duration(top.expected_ns);
+      if (top.source == localize::PeerSource::kReplaced) {
+        // An operator the baseline never ran: its share of the work missing from the step.
+        work_text << " for the baseline's work it likely replaced (the baseline never ran it; "
+                  << Fixed(top.ratio, 2) << "x)";
+      } else {
+        work_text << " for its " << top.peers << " peers (" << localize::PeerSourceName(top.source)
+                  << ", " << Fixed(top.ratio, 2) << "x)";
+      }
       std::set<std::string> others;
       for (size_t i = 1; i < all.size(); ++i) others.insert(ShortName(all[i].name));
       others.erase(ShortName(top.name));

@@ -40,6 +40,8 @@ const char* PeerSourceName(PeerSource s) {
       return "rest";
     case PeerSource::kCallers:
       return "callers";
+    case PeerSource::kReplaced:
+      return "replaced";
   }
   return "?";
 }
@@ -1343,10 +1345,17 @@ struct Model::Impl {
   // The longest gap by which each rank was the last at each collective (StragglerKey).
   std::unordered_map<std::string, int64_t> straggler_gaps;
   std::unordered_set<std::string> operators;  // NameLayerKey of every family it ran
-  // Per step kind: its steps, and per operator (NameLayerKey) how many of them ran it.
-  struct KindOperators {
+  // Per step kind: its steps and units, and per operator (NameLayerKey) how many of its
+  // steps ran it and, per unit that ran it, its instances and their time (sync costs
+  // left out: a wait, not the operator's work).
+  struct Ran {
     uint32_t steps = 0;
-    std::map<std::string, std::pair<uint32_t, Model::Operator>> ran;
+    Model::Operator op;
+    std::vector<double> count, time_ns;
+  };
+  struct KindOperators {
+    uint32_t steps = 0, units = 0;
+    std::map<std::string, Ran> ran;
   };
   std::map<std::string, KindOperators> by_kind;
 };
@@ -1376,16 +1385,18 @@ bool Model::Ran(const Family& f) const { return impl_->operators.count(NameLayer
 std::vector<Model::Operator> Model::EveryStepRan(const std::string& kind) const {
   std::vector<Operator> out;
   const auto it = impl_->by_kind.find(kind);
-  if (it == impl_->by_kind.end()) return out;
+  if (kind.empty() || it == impl_->by_kind.end()) return out;
   for (const auto& [key, ran] : it->second.ran) {
-    if (ran.first == it->second.steps) out.push_back(ran.second);
+    if (ran.steps == it->second.steps) out.push_back(ran.op);
   }
   return out;
 }
 
 namespace {
+// `fitting`: the baseline being fitted scores its own traces (its operators are not all
+// known yet, so none is new work).
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& o,
-             const Model* baseline);
+             const Model* baseline, bool fitting = false);
 }  // namespace
 
 Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction*>>& traces,
@@ -1420,7 +1431,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
   // The baseline's habits: its own instances scored against it.
   for (size_t i = 0; i < traces.size(); ++i) {
     const auto& [t, r] = traces[i];
-    const Result res = Score(std::move(prepared[i]), *t, *r, options, &model);
+    const Result res = Score(std::move(prepared[i]), *t, *r, options, &model, /*fitting=*/true);
     for (const Family& f : res.families) model.impl().operators.insert(NameLayerKey(f));
     // Which operators each of its steps ran, by kind (iterations and whole timelines are
     // no kind: their work is not laid out alike).
@@ -1436,13 +1447,32 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       family_id[k] = static_cast<int32_t>(it->second);
     }
     std::vector<std::vector<uint32_t>> step_ran(res.group_units.size());
+    // Per unit: operator id -> (instances, time).
+    std::vector<std::map<uint32_t, std::pair<uint32_t, int64_t>>> unit_work(res.units.size());
     for (const Instance& in : res.instances) {
-      if (family_id[in.family] >= 0)
-        step_ran[res.group_of_unit[in.unit]].push_back(static_cast<uint32_t>(family_id[in.family]));
+      if (family_id[in.family] < 0) continue;
+      const auto id = static_cast<uint32_t>(family_id[in.family]);
+      step_ran[res.group_of_unit[in.unit]].push_back(id);
+      if (res.families[in.family].measure == Measure::kSyncCost) continue;
+      auto& [count, time] = unit_work[in.unit][id];
+      ++count;
+      time += in.time_ns;
     }
     for (size_t g = 0; g < step_ran.size(); ++g) {
-      if (res.group_kind[g].empty()) continue;
+      // Iterations and whole timelines ("" kind) keep their work per unit (the expectation
+      // of new work) but no steps.
       auto& kind = model.impl().by_kind[res.group_kind[g]];
+      kind.units += static_cast<uint32_t>(res.group_units[g].size());
+      for (const uint32_t u : res.group_units[g]) {
+        for (const auto& [id, work] : unit_work[u]) {
+          auto& ran = kind.ran[NameLayerKey(*first[id])];
+          if (ran.op.pattern.empty())
+            ran.op = Model::Operator{first[id]->name, first[id]->pattern, first[id]->layer};
+          ran.count.push_back(work.first);
+          ran.time_ns.push_back(static_cast<double>(work.second));
+        }
+      }
+      if (res.group_kind[g].empty()) continue;
       ++kind.steps;
       std::vector<uint32_t>& ids = step_ran[g];
       std::sort(ids.begin(), ids.end());
@@ -1450,7 +1480,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
       for (const uint32_t id : ids) {
         const Family& f = *first[id];
         auto& ran = kind.ran[NameLayerKey(f)];
-        if (ran.first++ == 0) ran.second = Model::Operator{f.name, f.pattern, f.layer};
+        if (ran.steps++ == 0) ran.op = Model::Operator{f.name, f.pattern, f.layer};
       }
     }
     // (operator, process) -> (start, ratio or 0)
@@ -1684,8 +1714,92 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
   }
 }
 
+// Operators the baseline never ran (docs/localization.md, "Operators the baseline never
+// ran") have no peers there. Their work in a unit stands in for what the unit did not do:
+// per layer, their time is compared with what the instances missing from the unit, of the
+// operators the baseline's units of its kind ran, took there (each missing instance at its
+// operator's median time per instance). A kernel run in place of another as long takes no
+// extra time; run twice as long, the difference is its excess; with nothing missing, all
+// of its time is. Instances of work that clears the evidence margins become evidence
+// (PeerSource::kReplaced), each with its share of the expectation. Returns per unit the
+// largest excess of such work on one layer.
+std::vector<int64_t> ChargeNewWork(const Model::Impl& base, const Options& o, Result* out) {
+  std::vector<int64_t> unit_excess(out->units.size(), 0);
+  const size_t families = out->families.size();
+  std::vector<std::string> op_key(families);
+  std::vector<uint8_t> fresh(families, 0);
+  for (size_t f = 0; f < families; ++f) {
+    const Family& family = out->families[f];
+    op_key[f] = NameLayerKey(family);
+    fresh[f] = family.layer != Layer::kStep && family.measure != Measure::kSyncCost &&
+               base.operators.count(op_key[f]) == 0;
+  }
+  std::map<std::pair<uint32_t, Layer>, std::vector<uint32_t>> work;  // (unit, layer) -> instances
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    if (fresh[in.family] && !in.warmup && !in.consequence)
+      work[{in.unit, out->families[in.family].layer}].push_back(k);
+  }
+  if (work.empty()) return unit_excess;
+  // Instances per (unit, operator), in the units with new work.
+  std::vector<uint8_t> with_work(out->units.size(), 0);
+  for (const auto& [where, list] : work) with_work[where.first] = 1;
+  std::map<std::pair<uint32_t, std::string_view>, uint32_t> count;
+  for (const Instance& in : out->instances) {
+    if (with_work[in.unit] != 0 && out->families[in.family].measure != Measure::kSyncCost)
+      ++count[{in.unit, op_key[in.family]}];
+  }
+  for (const auto& [where, list] : work) {
+    const auto& [unit, layer] = where;
+    double expected = 0, variance = 0;
+    uint32_t missing_operators = 0;
+    const auto kind = base.by_kind.find(out->group_kind[out->group_of_unit[unit]]);
+    if (kind != base.by_kind.end()) {
+      for (const auto& [key, ran] : kind->second.ran) {
+        if (ran.op.layer != layer || ran.count.empty()) continue;
+        // Its usual instances per unit: the median over the kind's units, those that did
+        // not run it counting none.
+        std::vector<double> usual = ran.count;
+        usual.resize(std::max<size_t>(usual.size(), kind->second.units), 0.0);
+        const auto here = count.find({unit, key});
+        const double missing =
+            MedianInPlace(usual) - (here == count.end() ? 0.0 : static_cast<double>(here->second));
+        if (missing < 1) continue;
+        std::vector<double> per_instance(ran.count.size());
+        for (size_t i = 0; i < per_instance.size(); ++i)
+          per_instance[i] = ran.time_ns[i] / ran.count[i];
+        const Spread s = RobustSpread(per_instance);
+        expected += missing * s.median;
+        variance += std::pow(missing * s.mad, 2);
+        ++missing_operators;
+      }
+    }
+    int64_t time = 0;
+    for (const uint32_t k : list) time += out->instances[k].time_ns;
+    const double noise = Noise(Spread{expected, std::sqrt(variance)}, o);
+    const double excess = static_cast<double>(time) - expected;
+    if (excess < static_cast<double>(o.min_excess_ns) ||
+        static_cast<double>(time) < o.min_ratio * expected || excess < o.min_z * noise)
+      continue;
+    for (const uint32_t k : list) {
+      Instance& in = out->instances[k];
+      const double share =
+          time > 0 ? static_cast<double>(in.time_ns) / static_cast<double>(time) : 0;
+      in.source = PeerSource::kReplaced;
+      in.peers = missing_operators;
+      in.expected_ns = static_cast<int64_t>(std::llround(expected * share));
+      in.noise_ns = static_cast<int64_t>(std::llround(noise * share));
+      in.z = static_cast<float>(excess / noise);
+      in.evidence = true;
+      in.excess_ns = in.time_ns - in.expected_ns;
+    }
+    unit_excess[unit] = std::max(unit_excess[unit], static_cast<int64_t>(excess));
+  }
+  return unit_excess;
+}
+
 Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Options& options,
-             const Model* baseline) {
+             const Model* baseline, bool fitting) {
   Result& out = p.res;
   out.tick_ns = TraceTick(p.raw);
   out.group_kind = p.group_kind;
@@ -2020,6 +2134,9 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     FindSlowSegments(r, o, &out);
     FindSlowCallers(o, &out);
   }
+  const std::vector<int64_t> new_work = baseline != nullptr && !fitting
+                                            ? ChargeNewWork(baseline->impl(), o, &out)
+                                            : std::vector<int64_t>(out.units.size(), 0);
   MarkShared(r, &out);
   MarkSlowDevices(trace, r, o, /*host=*/false, &out);
   MarkSlowDevices(trace, r, o, /*host=*/true, &out);
@@ -2059,6 +2176,9 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   out.slow_times = SlowTimes(trace, r, out);
   for (const SlowTime& s : out.slow_times)
     unit_excess[s.unit] = std::max(unit_excess[s.unit], s.excess_ns);
+  // New work on one layer is one root, whichever families (contexts) its instances fall in.
+  for (size_t u = 0; u < unit_excess.size(); ++u)
+    unit_excess[u] = std::max(unit_excess[u], new_work[u]);
   // Healthy step durations per kind: the baseline's when given, else this trace's.
   std::unordered_map<std::string, Spread> step_spread;
   std::unordered_map<std::string, size_t> step_count;

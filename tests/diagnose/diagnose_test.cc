@@ -1140,6 +1140,88 @@ TEST(Diagnose, AnOperatorTheBaselineNeverRanNamesWhatItReplaced) {
                                     " there, which every step of its kind in the baseline ran"),
             std::string::npos)
       << found->explanation;
+  // Five times as long (a slow fallback): what the step did not run took about its old time
+  // D in the baseline (the usual kernel's median time per instance, for as many instances),
+  // so about 4 D of the new kernel's 5 D is evidence, the step's root, compared with the
+  // work it replaced.
+  int64_t old_ns = 0;
+  for (size_t i = 0; i < incident.events.size(); ++i) {
+    if (incident.events.name[i] != renamed) continue;
+    const int64_t d = incident.events.end_ns[i] - incident.events.start_ns[i];
+    old_ns += d;
+    incident.events.end_ns[i] = incident.events.start_ns[i] + 5 * d;
+  }
+  const auto slow_rec = reconstruct::Reconstruct(incident);
+  const localize::Result loc = localize::Localize(incident, slow_rec, {}, &model);
+  int64_t excess = 0;
+  uint32_t group = UINT32_MAX;
+  for (const localize::Instance& in : loc.instances) {
+    if (incident.events.name[slow_rec.nodes.event[in.node]] != renamed) continue;
+    EXPECT_TRUE(in.evidence);
+    EXPECT_EQ(in.source, localize::PeerSource::kReplaced);
+    excess += in.excess_ns;
+    group = loc.group_of_unit[in.unit];
+  }
+  ASSERT_NE(group, UINT32_MAX);
+  EXPECT_GE(excess, 3.5 * static_cast<double>(old_ns));
+  EXPECT_LE(excess, 4.5 * static_cast<double>(old_ns));
+  EXPECT_GE(loc.group_excess_ns[group], excess);  // its step's root
+  const diagnose::Diagnosis slow = diagnose::Diagnose(incident, slow_rec, {}, &model);
+  for (const diagnose::Finding& f : slow.findings) {
+    if (f.kind == "new_operators")
+      EXPECT_NE(f.explanation.find(" for the work missing from that step in the baseline: "),
+                std::string::npos)
+          << f.explanation;
+    EXPECT_NE(f.kind, "persistent_slowdown") << f.title;  // one step, not the whole trace
+  }
+}
+
+// A fallback kernel far slower than the one it replaced, in one step of a real training
+// loop (resnet50, 6 profiler steps): its step is abnormal with it as the root, against the
+// work it replaced, and it is no slowdown of the whole trace.
+TEST(Diagnose, AFallbackFarSlowerThanWhatItReplacedMakesItsStepAbnormal) {
+  const std::string file = "kineto/resnet50_nw0_worker0.1623143089861.pt.trace.json.gz";
+  TELLER_REQUIRE_REAL_DATA(file);
+  Trace original, incident;
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path(file), original).ok());
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path(file), incident).ok());
+  const auto base_rec = reconstruct::Reconstruct(original);
+  const localize::Result base = localize::Localize(original, base_rec);
+  // A convolution kernel's instances in the fourth engine step (events are in the same
+  // order in both imports).
+  std::string usual;
+  std::vector<uint32_t> events;
+  for (const localize::Instance& in : base.instances) {
+    const uint32_t e = base_rec.nodes.event[in.node];
+    const std::string_view name = original.strings.Get(original.events.name[e]);
+    if (usual.empty() && name.find("implicit_convolve_sgemm") != std::string_view::npos)
+      usual = std::string(name);
+    if (name == usual && base.group_of_unit[in.unit] == 3) events.push_back(e);
+  }
+  ASSERT_GE(events.size(), 3u) << usual;
+  const std::string fallback = "fallback_convolution_kernel";
+  const StringId renamed = incident.strings.Intern(fallback);
+  for (const uint32_t e : events) {
+    incident.events.name[e] = renamed;
+    incident.events.end_ns[e] = incident.events.start_ns[e] +
+                                10 * (incident.events.end_ns[e] - incident.events.start_ns[e]);
+  }
+  const auto rec = reconstruct::Reconstruct(incident);
+  const auto model = localize::FitBaseline({{&original, &base_rec}});
+  const diagnose::Diagnosis d = diagnose::Diagnose(incident, rec, {}, &model);
+  size_t abnormal = 0;
+  for (const diagnose::StepDiagnosis& st : d.steps) {
+    if (!st.abnormal) continue;
+    ++abnormal;
+    ASSERT_FALSE(st.evidence.empty());
+    EXPECT_EQ(st.evidence.front().name, fallback);
+    EXPECT_EQ(st.evidence.front().source, localize::PeerSource::kReplaced);
+    EXPECT_EQ(st.fault_type, FaultCategoryName(FaultCategory::kCudaKernel));
+  }
+  EXPECT_EQ(abnormal, 1u);
+  for (const diagnose::Finding& f : d.findings) EXPECT_NE(f.kind, "persistent_slowdown") << f.title;
+  ASSERT_FALSE(d.top_operators.empty());
+  EXPECT_EQ(d.top_operators.front().name, fallback);
 }
 
 }  // namespace

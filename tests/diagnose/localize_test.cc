@@ -1037,6 +1037,98 @@ TEST(Localize, ABaselinesOneInstanceAtThePositionIsTheReference) {
   }
 }
 
+// Five decode steps of 1 ms, each running aten::mm twice and aten::add once. In the last
+// step of the trace the two mm run as aten::bmm, an operator the baseline never ran: it has no
+// peers there, and its time is compared with what the instances missing from its step took
+// in the baseline. The baseline runs mm twice in each of its 5 steps, at 100 102 98 100 100
+// us per instance (median 100, MAD 0): 2 instances missing at 100 us expect 200 us, with
+// noise max(2 x 1.4826 x 0, 2% of 200 us, 0.25 us) = 4 us.
+TEST(Localize, AnOperatorTheBaselineNeverRanIsComparedWithTheWorkItReplaced) {
+  // `last`: the last step's operators, each (name, us).
+  auto build = [](Builder& b, const std::vector<std::pair<std::string, int>>& last) {
+    const uint32_t p = b.Process("h", 1);
+    const std::vector<int> mm = {100, 102, 98, 100, 100};
+    for (size_t s = 0; s < mm.size(); ++s) {
+      const int64_t at = kT0 + static_cast<int64_t>(s) * 2'000'000;
+      b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 1'000'000);
+      std::vector<std::pair<std::string, int>> ops = {{"aten::mm", mm[s]}, {"aten::mm", mm[s]}};
+      if (s + 1 == mm.size() && !last.empty()) ops = last;
+      ops.push_back({"aten::add", 50});
+      int64_t t = at + 10'000;
+      for (const auto& [name, us] : ops) {
+        b.Range(p, 1, name, t, t + us * 1000);
+        t += us * 1000 + 10'000;
+      }
+    }
+  };
+  Builder base;
+  build(base, {});
+  const auto base_rec = reconstruct::Reconstruct(base.t);
+  const localize::Model model = localize::FitBaseline({{&base.t, &base_rec}});
+  auto localize = [&](const std::vector<std::pair<std::string, int>>& last, Builder& b) {
+    build(b, last);
+    const auto rec = reconstruct::Reconstruct(b.t);
+    return std::make_pair(localize::Localize(b.t, rec, {}, &model), rec);
+  };
+  auto of = [](const localize::Result& r, const reconstruct::Reconstruction& rec, const Trace& t,
+               const std::string& name) {
+    std::vector<const localize::Instance*> out;
+    for (const localize::Instance& in : r.instances) {
+      if (t.strings.Get(t.events.name[rec.nodes.event[in.node]]) == name) out.push_back(&in);
+    }
+    return out;
+  };
+  {
+    // As long as the mm it replaced (2 x 100 us): no extra time, no evidence.
+    Builder b;
+    const auto [r, rec] = localize({{"aten::bmm", 100}, {"aten::bmm", 100}}, b);
+    const auto bmm = of(r, rec, b.t, "aten::bmm");
+    ASSERT_EQ(bmm.size(), 2u);
+    for (const auto* in : bmm) EXPECT_FALSE(in->evidence);
+    EXPECT_EQ(r.group_excess_ns[r.group_of_unit[bmm[0]->unit]], 0);
+  }
+  {
+    // Three times as long (2 x 300 us): 400 us more than 200 us, z = 400 / 4 = 100. Each
+    // instance carries its share: expected 100 us, excess 200 us. The step's root excess is
+    // the 400 us.
+    Builder b;
+    const auto [r, rec] = localize({{"aten::bmm", 300}, {"aten::bmm", 300}}, b);
+    const auto bmm = of(r, rec, b.t, "aten::bmm");
+    ASSERT_EQ(bmm.size(), 2u);
+    for (const auto* in : bmm) {
+      EXPECT_TRUE(in->evidence);
+      EXPECT_EQ(in->source, localize::PeerSource::kReplaced);
+      EXPECT_EQ(in->peers, 1u);  // one operator (mm) has instances missing
+      EXPECT_EQ(in->expected_ns, 100'000);
+      EXPECT_EQ(in->excess_ns, 200'000);
+      EXPECT_EQ(in->noise_ns, 2000);
+      EXPECT_NEAR(in->z, 100.0f, 1e-3);
+    }
+    EXPECT_EQ(r.group_excess_ns[r.group_of_unit[bmm[0]->unit]], 400'000);
+    for (const auto* in : of(r, rec, b.t, "aten::add")) EXPECT_FALSE(in->evidence);
+    // Self-fit it has no peers at all (two instances).
+    const auto self = localize::Localize(b.t, rec);
+    for (const auto* in : of(self, rec, b.t, "aten::bmm")) EXPECT_FALSE(in->evidence);
+  }
+  {
+    // An operator added where nothing is missing (the two mm still run): all its 30 us is
+    // excess, against the absolute noise floor.
+    Builder b;
+    const auto [r, rec] = localize({{"aten::mm", 100}, {"aten::mm", 100}, {"aten::copy_", 30}}, b);
+    const auto copy = of(r, rec, b.t, "aten::copy_");
+    ASSERT_EQ(copy.size(), 1u);
+    EXPECT_TRUE(copy[0]->evidence);
+    EXPECT_EQ(copy[0]->source, localize::PeerSource::kReplaced);
+    EXPECT_EQ(copy[0]->peers, 0u);
+    EXPECT_EQ(copy[0]->expected_ns, 0);
+    EXPECT_EQ(copy[0]->excess_ns, 30'000);
+    EXPECT_EQ(copy[0]->noise_ns, 250);
+  }
+  // The baseline against itself runs nothing new.
+  for (const localize::Instance& in : localize::Localize(base.t, base_rec, {}, &model).instances)
+    EXPECT_NE(in.source, localize::PeerSource::kReplaced);
+}
+
 // Two steps (a profiler window of two iterations), each running kernels K1..K6 once, 50 us
 // in the first step and f x 50 us in the second. Self-fit, each kernel's position is held by
 // two steps: too few for positions as peers, and each kernel's family holds two instances.

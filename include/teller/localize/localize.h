@@ -83,8 +83,11 @@ enum class PeerSource : uint8_t {
   kLayers,     // the same phase of a family that repeats with a period (repeated layers)
   kRest,       // the rest of a small family, outside a sustained slower run of it
   kCallers,    // the same launch call made by the other operators
+  // An operator the baseline never ran: the baseline's time for the instances of its
+  // layer missing from its unit (the work it likely replaced)
+  kReplaced,
 };
-// "none", "positions", "family", "baseline", "layers", "rest", "callers"
+// "none", "positions", "family", "baseline", "layers", "rest", "callers", "replaced"
 const char* PeerSourceName(PeerSource s);
 
 // What an instance's time measures.
