@@ -1338,6 +1338,21 @@ std::string OperatorKey(const Family& f) {
 }
 }  // namespace
 
+// Per step kind (Result::group_kind): its steps and units, and per operator (NameLayerKey)
+// how many of its steps ran it and, per unit that ran it, its instances and their time
+// (sync costs left out: a wait, not the operator's work). Iterations and whole timelines
+// ("" kind) keep their work per unit but no steps.
+struct OperatorWork {
+  uint32_t steps = 0;
+  Model::Operator op;
+  std::vector<double> count, time_ns;
+};
+struct KindWork {
+  uint32_t steps = 0, units = 0;
+  std::map<std::string, OperatorWork> ran;
+};
+using WorkByKind = std::map<std::string, KindWork>;
+
 struct Model::Impl {
   std::unordered_map<std::string, FamilyPeers> families;  // by key text
   StepPeers steps;
@@ -1345,24 +1360,64 @@ struct Model::Impl {
   // The longest gap by which each rank was the last at each collective (StragglerKey).
   std::unordered_map<std::string, int64_t> straggler_gaps;
   std::unordered_set<std::string> operators;  // NameLayerKey of every family it ran
-  // Per step kind: its steps and units, and per operator (NameLayerKey) how many of its
-  // steps ran it and, per unit that ran it, its instances and their time (sync costs
-  // left out: a wait, not the operator's work).
-  struct Ran {
-    uint32_t steps = 0;
-    Model::Operator op;
-    std::vector<double> count, time_ns;
-  };
-  struct KindOperators {
-    uint32_t steps = 0, units = 0;
-    std::map<std::string, Ran> ran;
-  };
-  std::map<std::string, KindOperators> by_kind;
+  WorkByKind by_kind;
 };
 
 namespace {
 std::string NameLayerKey(const Family& f) {
   return f.pattern + '\x1f' + std::string(LayerName(f.layer));
+}
+// Adds a scored result's work to `by_kind`: which operators each of its steps ran, and
+// each unit's instances and time per operator.
+void AddWork(const Result& res, WorkByKind* by_kind) {
+  // One id per operator (families of one name pattern and layer share it).
+  std::unordered_map<std::string, uint32_t> id_of;
+  std::vector<int32_t> family_id(res.families.size(), -1);
+  std::vector<const Family*> first;
+  for (size_t k = 0; k < res.families.size(); ++k) {
+    const Family& f = res.families[k];
+    if (f.layer == Layer::kStep) continue;
+    const auto [it, added] = id_of.emplace(NameLayerKey(f), static_cast<uint32_t>(first.size()));
+    if (added) first.push_back(&f);
+    family_id[k] = static_cast<int32_t>(it->second);
+  }
+  std::vector<std::vector<uint32_t>> step_ran(res.group_units.size());
+  // Per unit: operator id -> (instances, time).
+  std::vector<std::map<uint32_t, std::pair<uint32_t, int64_t>>> unit_work(res.units.size());
+  for (const Instance& in : res.instances) {
+    if (family_id[in.family] < 0) continue;
+    const auto id = static_cast<uint32_t>(family_id[in.family]);
+    step_ran[res.group_of_unit[in.unit]].push_back(id);
+    if (res.families[in.family].measure == Measure::kSyncCost) continue;
+    auto& [count, time] = unit_work[in.unit][id];
+    ++count;
+    time += in.time_ns;
+  }
+  for (size_t g = 0; g < step_ran.size(); ++g) {
+    // Iterations and whole timelines ("" kind) keep their work per unit (the expectation
+    // of new work) but no steps.
+    auto& kind = (*by_kind)[res.group_kind[g]];
+    kind.units += static_cast<uint32_t>(res.group_units[g].size());
+    for (const uint32_t u : res.group_units[g]) {
+      for (const auto& [id, work] : unit_work[u]) {
+        auto& ran = kind.ran[NameLayerKey(*first[id])];
+        if (ran.op.pattern.empty())
+          ran.op = Model::Operator{first[id]->name, first[id]->pattern, first[id]->layer};
+        ran.count.push_back(work.first);
+        ran.time_ns.push_back(static_cast<double>(work.second));
+      }
+    }
+    if (res.group_kind[g].empty()) continue;
+    ++kind.steps;
+    std::vector<uint32_t>& ids = step_ran[g];
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (const uint32_t id : ids) {
+      const Family& f = *first[id];
+      auto& ran = kind.ran[NameLayerKey(f)];
+      if (ran.steps++ == 0) ran.op = Model::Operator{f.name, f.pattern, f.layer};
+    }
+  }
 }
 // A straggler's rank (its pid when the trace has no ranks) and collective, so that the same
 // rank late at the same collective in another trace of the deployment is recognised.
@@ -1433,56 +1488,7 @@ Model FitBaseline(const std::vector<std::pair<const Trace*, const Reconstruction
     const auto& [t, r] = traces[i];
     const Result res = Score(std::move(prepared[i]), *t, *r, options, &model, /*fitting=*/true);
     for (const Family& f : res.families) model.impl().operators.insert(NameLayerKey(f));
-    // Which operators each of its steps ran, by kind (iterations and whole timelines are
-    // no kind: their work is not laid out alike).
-    // One id per operator (families of one name pattern and layer share it).
-    std::unordered_map<std::string, uint32_t> id_of;
-    std::vector<int32_t> family_id(res.families.size(), -1);
-    std::vector<const Family*> first;
-    for (size_t k = 0; k < res.families.size(); ++k) {
-      const Family& f = res.families[k];
-      if (f.layer == Layer::kStep) continue;
-      const auto [it, added] = id_of.emplace(NameLayerKey(f), static_cast<uint32_t>(first.size()));
-      if (added) first.push_back(&f);
-      family_id[k] = static_cast<int32_t>(it->second);
-    }
-    std::vector<std::vector<uint32_t>> step_ran(res.group_units.size());
-    // Per unit: operator id -> (instances, time).
-    std::vector<std::map<uint32_t, std::pair<uint32_t, int64_t>>> unit_work(res.units.size());
-    for (const Instance& in : res.instances) {
-      if (family_id[in.family] < 0) continue;
-      const auto id = static_cast<uint32_t>(family_id[in.family]);
-      step_ran[res.group_of_unit[in.unit]].push_back(id);
-      if (res.families[in.family].measure == Measure::kSyncCost) continue;
-      auto& [count, time] = unit_work[in.unit][id];
-      ++count;
-      time += in.time_ns;
-    }
-    for (size_t g = 0; g < step_ran.size(); ++g) {
-      // Iterations and whole timelines ("" kind) keep their work per unit (the expectation
-      // of new work) but no steps.
-      auto& kind = model.impl().by_kind[res.group_kind[g]];
-      kind.units += static_cast<uint32_t>(res.group_units[g].size());
-      for (const uint32_t u : res.group_units[g]) {
-        for (const auto& [id, work] : unit_work[u]) {
-          auto& ran = kind.ran[NameLayerKey(*first[id])];
-          if (ran.op.pattern.empty())
-            ran.op = Model::Operator{first[id]->name, first[id]->pattern, first[id]->layer};
-          ran.count.push_back(work.first);
-          ran.time_ns.push_back(static_cast<double>(work.second));
-        }
-      }
-      if (res.group_kind[g].empty()) continue;
-      ++kind.steps;
-      std::vector<uint32_t>& ids = step_ran[g];
-      std::sort(ids.begin(), ids.end());
-      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-      for (const uint32_t id : ids) {
-        const Family& f = *first[id];
-        auto& ran = kind.ran[NameLayerKey(f)];
-        if (ran.steps++ == 0) ran.op = Model::Operator{f.name, f.pattern, f.layer};
-      }
-    }
+    AddWork(res, &model.impl().by_kind);
     // (operator, process) -> (start, ratio or 0)
     std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<int64_t, double>>> seq;
     for (const Instance& in : res.instances) {
@@ -1721,24 +1727,21 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
 // operator's median time per instance). A kernel run in place of another as long takes no
 // extra time; run twice as long, the difference is its excess; with nothing missing, all
 // of its time is. Instances of work that clears the evidence margins become evidence
-// (PeerSource::kReplaced), each with its share of the expectation. Returns per unit the
-// largest excess of such work on one layer.
-std::vector<int64_t> ChargeNewWork(const Model::Impl& base, const Options& o, Result* out) {
+// (PeerSource::kReplaced), each with its share of the expectation. `fresh` marks the new
+// instances; `usual_work` is the baseline's work, which the expectation comes from.
+// Returns per unit the largest excess of such work on one layer.
+std::vector<int64_t> ChargeNewWork(const WorkByKind& usual_work, const std::vector<uint8_t>& fresh,
+                                   const Options& o, Result* out) {
   std::vector<int64_t> unit_excess(out->units.size(), 0);
-  const size_t families = out->families.size();
-  std::vector<std::string> op_key(families);
-  std::vector<uint8_t> fresh(families, 0);
-  for (size_t f = 0; f < families; ++f) {
-    const Family& family = out->families[f];
-    op_key[f] = NameLayerKey(family);
-    fresh[f] = family.layer != Layer::kStep && family.measure != Measure::kSyncCost &&
-               base.operators.count(op_key[f]) == 0;
-  }
+  std::vector<std::string> op_key(out->families.size());
+  for (size_t f = 0; f < op_key.size(); ++f) op_key[f] = NameLayerKey(out->families[f]);
   std::map<std::pair<uint32_t, Layer>, std::vector<uint32_t>> work;  // (unit, layer) -> instances
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
-    if (fresh[in.family] && !in.warmup && !in.consequence)
-      work[{in.unit, out->families[in.family].layer}].push_back(k);
+    const Family& family = out->families[in.family];
+    if (fresh[k] != 0 && family.layer != Layer::kStep && family.measure != Measure::kSyncCost &&
+        !in.warmup && !in.consequence)
+      work[{in.unit, family.layer}].push_back(k);
   }
   if (work.empty()) return unit_excess;
   // Instances per (unit, operator), in the units with new work.
@@ -1753,8 +1756,8 @@ std::vector<int64_t> ChargeNewWork(const Model::Impl& base, const Options& o, Re
     const auto& [unit, layer] = where;
     double expected = 0, variance = 0;
     uint32_t missing_operators = 0;
-    const auto kind = base.by_kind.find(out->group_kind[out->group_of_unit[unit]]);
-    if (kind != base.by_kind.end()) {
+    const auto kind = usual_work.find(out->group_kind[out->group_of_unit[unit]]);
+    if (kind != usual_work.end()) {
       for (const auto& [key, ran] : kind->second.ran) {
         if (ran.op.layer != layer || ran.count.empty()) continue;
         // Its usual instances per unit: the median over the kind's units, those that did
@@ -2134,9 +2137,13 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     FindSlowSegments(r, o, &out);
     FindSlowCallers(o, &out);
   }
-  const std::vector<int64_t> new_work = baseline != nullptr && !fitting
-                                            ? ChargeNewWork(baseline->impl(), o, &out)
-                                            : std::vector<int64_t>(out.units.size(), 0);
+  std::vector<int64_t> new_work(out.units.size(), 0);
+  if (baseline != nullptr && !fitting) {
+    std::vector<uint8_t> never_ran(out.families.size()), fresh(out.instances.size());
+    for (size_t f = 0; f < never_ran.size(); ++f) never_ran[f] = !baseline->Ran(out.families[f]);
+    for (size_t k = 0; k < fresh.size(); ++k) fresh[k] = never_ran[out.instances[k].family];
+    new_work = ChargeNewWork(baseline->impl().by_kind, fresh, o, &out);
+  }
   MarkShared(r, &out);
   MarkSlowDevices(trace, r, o, /*host=*/false, &out);
   MarkSlowDevices(trace, r, o, /*host=*/true, &out);
