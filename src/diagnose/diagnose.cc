@@ -822,7 +822,12 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
   // Charged in its unit: more than the work missing there took, by the evidence margins.
   const auto charged = top.charged.find(unit);
   std::string against;
-  if (charged == top.charged.end()) {
+  if (!baseline.HasUnitsOf(loc.group_kind[g])) {
+    against = "; the baseline has no step of its kind (" +
+              (loc.group_kind[g].empty() ? std::string("iterations or whole timelines")
+                                         : loc.group_kind[g]) +
+              ") to compare it with.";
+  } else if (charged == top.charged.end()) {
     against =
         ", not more than the work missing from that step took in the baseline by the "
         "evidence margins.";

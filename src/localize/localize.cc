@@ -1447,6 +1447,11 @@ std::vector<Model::Operator> Model::EveryStepRan(const std::string& kind) const 
   return out;
 }
 
+bool Model::HasUnitsOf(const std::string& kind) const {
+  const auto it = impl_->by_kind.find(kind);
+  return it != impl_->by_kind.end() && it->second.units > 0;
+}
+
 namespace {
 // `fitting`: the baseline being fitted scores its own traces (its operators are not all
 // known yet, so none is new work).
@@ -1752,30 +1757,44 @@ std::vector<int64_t> ChargeNewWork(const WorkByKind& usual_work, const std::vect
     if (with_work[in.unit] != 0 && out->families[in.family].measure != Measure::kSyncCost)
       ++count[{in.unit, op_key[in.family]}];
   }
+  // Per (kind, layer), found once: each operator's usual instances per unit (the median
+  // over the kind's units, those that did not run it counting none) and its time per
+  // instance.
+  struct Usual {
+    std::string_view key;
+    double instances = 0;
+    Spread per_instance;
+  };
+  std::map<std::pair<const KindWork*, Layer>, std::vector<Usual>> usual_of;
+  auto usual_in = [&](const KindWork& kind, Layer layer) -> const std::vector<Usual>& {
+    const auto [it, added] = usual_of.try_emplace({&kind, layer});
+    if (!added) return it->second;
+    for (const auto& [key, ran] : kind.ran) {
+      if (ran.op.layer != layer || ran.count.empty()) continue;
+      std::vector<double> counts = ran.count;
+      counts.resize(std::max<size_t>(counts.size(), kind.units), 0.0);
+      std::vector<double> per_instance(ran.count.size());
+      for (size_t i = 0; i < per_instance.size(); ++i)
+        per_instance[i] = ran.time_ns[i] / ran.count[i];
+      it->second.push_back({key, MedianInPlace(counts), RobustSpread(per_instance)});
+    }
+    return it->second;
+  };
   for (const auto& [where, list] : work) {
     const auto& [unit, layer] = where;
+    // A step of a kind the baseline has none of: it cannot say what the step should run.
+    const auto kind = usual_work.find(out->group_kind[out->group_of_unit[unit]]);
+    if (kind == usual_work.end() || kind->second.units == 0) continue;
     double expected = 0, variance = 0;
     uint32_t missing_operators = 0;
-    const auto kind = usual_work.find(out->group_kind[out->group_of_unit[unit]]);
-    if (kind != usual_work.end()) {
-      for (const auto& [key, ran] : kind->second.ran) {
-        if (ran.op.layer != layer || ran.count.empty()) continue;
-        // Its usual instances per unit: the median over the kind's units, those that did
-        // not run it counting none.
-        std::vector<double> usual = ran.count;
-        usual.resize(std::max<size_t>(usual.size(), kind->second.units), 0.0);
-        const auto here = count.find({unit, key});
-        const double missing =
-            MedianInPlace(usual) - (here == count.end() ? 0.0 : static_cast<double>(here->second));
-        if (missing < 1) continue;
-        std::vector<double> per_instance(ran.count.size());
-        for (size_t i = 0; i < per_instance.size(); ++i)
-          per_instance[i] = ran.time_ns[i] / ran.count[i];
-        const Spread s = RobustSpread(per_instance);
-        expected += missing * s.median;
-        variance += std::pow(missing * s.mad, 2);
-        ++missing_operators;
-      }
+    for (const Usual& op : usual_in(kind->second, layer)) {
+      const auto here = count.find({unit, op.key});
+      const double missing =
+          op.instances - (here == count.end() ? 0.0 : static_cast<double>(here->second));
+      if (missing < 1) continue;
+      expected += missing * op.per_instance.median;
+      variance += std::pow(missing * op.per_instance.mad, 2);
+      ++missing_operators;
     }
     int64_t time = 0;
     for (const uint32_t k : list) time += out->instances[k].time_ns;

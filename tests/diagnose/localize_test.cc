@@ -1044,13 +1044,15 @@ TEST(Localize, ABaselinesOneInstanceAtThePositionIsTheReference) {
 // us per instance (median 100, MAD 0): 2 instances missing at 100 us expect 200 us, with
 // noise max(2 x 1.4826 x 0, 2% of 200 us, 0.25 us) = 4 us.
 TEST(Localize, AnOperatorTheBaselineNeverRanIsComparedWithTheWorkItReplaced) {
-  // `last`: the last step's operators, each (name, us).
-  auto build = [](Builder& b, const std::vector<std::pair<std::string, int>>& last) {
+  // `last`: the last step's operators, each (name, us), and its kind.
+  auto build = [](Builder& b, const std::vector<std::pair<std::string, int>>& last,
+                  const std::string& last_kind = "decode") {
     const uint32_t p = b.Process("h", 1);
     const std::vector<int> mm = {100, 102, 98, 100, 100};
     for (size_t s = 0; s < mm.size(); ++s) {
       const int64_t at = kT0 + static_cast<int64_t>(s) * 2'000'000;
-      b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 1'000'000);
+      const std::string kind = s + 1 == mm.size() ? last_kind : "decode";
+      b.Range(p, 1, "teller.step kind=" + kind + " seq=" + std::to_string(s), at, at + 1'000'000);
       std::vector<std::pair<std::string, int>> ops = {{"aten::mm", mm[s]}, {"aten::mm", mm[s]}};
       if (s + 1 == mm.size() && !last.empty()) ops = last;
       ops.push_back({"aten::add", 50});
@@ -1065,8 +1067,9 @@ TEST(Localize, AnOperatorTheBaselineNeverRanIsComparedWithTheWorkItReplaced) {
   build(base, {});
   const auto base_rec = reconstruct::Reconstruct(base.t);
   const localize::Model model = localize::FitBaseline({{&base.t, &base_rec}});
-  auto localize = [&](const std::vector<std::pair<std::string, int>>& last, Builder& b) {
-    build(b, last);
+  auto localize = [&](const std::vector<std::pair<std::string, int>>& last, Builder& b,
+                      const std::string& last_kind = "decode") {
+    build(b, last, last_kind);
     const auto rec = reconstruct::Reconstruct(b.t);
     return std::make_pair(localize::Localize(b.t, rec, {}, &model), rec);
   };
@@ -1123,6 +1126,16 @@ TEST(Localize, AnOperatorTheBaselineNeverRanIsComparedWithTheWorkItReplaced) {
     EXPECT_EQ(copy[0]->expected_ns, 0);
     EXPECT_EQ(copy[0]->excess_ns, 30'000);
     EXPECT_EQ(copy[0]->noise_ns, 250);
+  }
+  {
+    // The same in a prefill step: the baseline has no step of that kind to say what it
+    // should run, so nothing is compared.
+    Builder b;
+    const auto [r, rec] = localize({{"aten::bmm", 300}, {"aten::bmm", 300}}, b, "prefill");
+    for (const auto* in : of(r, rec, b.t, "aten::bmm")) {
+      EXPECT_FALSE(in->evidence);
+      EXPECT_NE(in->source, localize::PeerSource::kReplaced);
+    }
   }
   // The baseline against itself runs nothing new.
   for (const localize::Instance& in : localize::Localize(base.t, base_rec, {}, &model).instances)

@@ -284,6 +284,9 @@ class Model {
     Layer layer = Layer::kFrontend;
   };
   std::vector<Operator> EveryStepRan(const std::string& kind) const;
+  // Whether the baseline has units of this step kind (Result::group_kind; "" for
+  // iterations and whole timelines): what an operator it never ran is compared with.
+  bool HasUnitsOf(const std::string& kind) const;
 
  private:
   std::unique_ptr<Impl> impl_;
