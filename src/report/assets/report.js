@@ -247,13 +247,16 @@
       { key: 'layer', title: 'layer' },
       { key: 'name', title: 'operator', cls: 'name mono' },
       { key: 'time_ns', title: 'time', num: true, fmt: ns },
-      { key: 'expected_ns', title: 'peers (median)', num: true, fmt: ns },
+      { key: 'expected_ns', title: 'expected', num: true, fmt: ns },
       { key: 'ratio', title: 'ratio', num: true, fmt: function (v) { return fixed(v, 2) + 'x'; } },
       { key: 'excess_ns', title: consequence ? 'waited' : 'excess', num: true, fmt: ns }
     ];
     if (consequence) cols.push({ key: 'waited_for_rank', title: 'for rank', num: true,
       fmt: function (v) { return v < 0 ? 'not in trace' : v; } });
-    else cols.push({ key: 'peers', title: 'peers', num: true });
+    // How many peers and where from ("replaced": the work an operator the baseline never
+    // ran took the place of, its expected time a share of what that work took there).
+    else cols.push({ key: 'peers', title: 'peers', num: true,
+      fmt: function (v, r) { return v + ' ' + r.source; } });
     return table(parent, id, cols, list, 10);
   }
 
