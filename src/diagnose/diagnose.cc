@@ -730,6 +730,11 @@ std::vector<Finding> PersistentSlowdowns(const Trace& trace, const reconstruct::
 // evidence however long it runs. One finding lists them (name pattern, layer and measure;
 // at least min_excess_ns of time in all), the most time first, at most kNewOperatorsListed.
 constexpr size_t kNewOperatorsListed = 5;
+// A baseline that never ran operators taking this share of the trace's operator time or
+// more is likely another program or setup: a substitution is a small part of a step, and
+// two runs of one program on different GPUs share most operators (framework ops, copies,
+// collectives) even when their GEMM kernels all differ.
+constexpr double kUnlikeBaselineShare = 1.0 / 3;
 
 std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconstruction& r,
                                   const localize::Result& loc, const localize::Options& lo,
@@ -761,6 +766,16 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
     if (in.source == localize::PeerSource::kReplaced) op.charged[in.unit] += in.expected_ns;
     if (op.longest == UINT32_MAX || in.time_ns > loc.instances[op.longest].time_ns) op.longest = k;
   }
+  // The share of the trace's operator time (every measure, step ranges left out) that
+  // operators the baseline never ran take.
+  int64_t all_ns = 0, new_ns = 0;
+  for (const localize::Instance& in : loc.instances) {
+    if (loc.families[in.family].layer == Layer::kStep) continue;
+    all_ns += in.time_ns;
+    if (is_new[in.family]) new_ns += in.time_ns;
+  }
+  const double new_share =
+      all_ns > 0 ? static_cast<double>(new_ns) / static_cast<double>(all_ns) : 0.0;
   std::vector<const Operator*> listed;
   int64_t total = 0;
   for (const auto& [key, op] : ops) {
@@ -847,7 +862,13 @@ std::vector<Finding> NewOperators(const Trace& trace, const reconstruct::Reconst
       ShortName(e.name) + " took " + Duration(unit_ns) + " in step " + StepLabel(steps[g]) +
       " on rank " + rank_of(unit) + against +
       (in_place.empty() ? " Compare its steps with the baseline's to see what they ran instead."
-                        : in_place);
+                        : in_place) +
+      " Operators the baseline never ran take " + Fixed(100.0 * new_share, 1) +
+      "% of this trace's operator time" +
+      (new_share >= kUnlikeBaselineShare
+           ? ": the baseline is likely not a run of the same program and setup (another "
+             "model, GPU or library version), and what is compared with it says little."
+           : ".");
   for (size_t i = 0; i < listed.size() && i < kNewOperatorsListed; ++i) {
     const Operator& op = *listed[i];
     const localize::Instance& in = loc.instances[op.longest];

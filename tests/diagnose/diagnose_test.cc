@@ -1173,7 +1173,36 @@ TEST(Diagnose, AnOperatorTheBaselineNeverRanNamesWhatItReplaced) {
                 std::string::npos)
           << f.explanation;
     EXPECT_NE(f.kind, "persistent_slowdown") << f.title;  // one step, not the whole trace
+    if (f.kind == "new_operators") {
+      EXPECT_NE(f.explanation.find("% of this trace's operator time."), std::string::npos)
+          << f.explanation;
+      EXPECT_EQ(f.explanation.find("likely not a run of the same program"), std::string::npos);
+    }
   }
+}
+
+// A baseline of another program: most of the trace's operator time is in operators it never
+// ran, and the finding says that the comparison says little.
+TEST(Diagnose, ABaselineOfAnotherProgramIsCalledSo) {
+  const std::string trace = "hta/trace_diff__test__test.json.gz";
+  const std::string other = "tracelens/mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
+  TELLER_REQUIRE_REAL_DATA(trace);
+  TELLER_REQUIRE_REAL_DATA(other);
+  Trace t, b;
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path(trace), t).ok());
+  ASSERT_TRUE(ingest::ImportPath(real_data::Path(other), b).ok());
+  const auto rec = reconstruct::Reconstruct(t);
+  const auto base_rec = reconstruct::Reconstruct(b);
+  const auto model = localize::FitBaseline({{&b, &base_rec}});
+  const diagnose::Diagnosis d = diagnose::Diagnose(t, rec, {}, &model);
+  const diagnose::Finding* found = nullptr;
+  for (const diagnose::Finding& f : d.findings) {
+    if (f.kind == "new_operators") found = &f;
+  }
+  ASSERT_NE(found, nullptr);
+  EXPECT_NE(found->explanation.find("the baseline is likely not a run of the same program"),
+            std::string::npos)
+      << found->explanation;
 }
 
 // A fallback kernel far slower than the one it replaced, in one step of a real training
