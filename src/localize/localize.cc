@@ -1903,6 +1903,14 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     std::vector<double> v = values;
     return RobustSpread(v).median;
   };
+  // The baseline's median at each of its positions, found once: every instance at a
+  // position asks for it, and a position of a long baseline holds one time per unit.
+  std::unordered_map<const std::vector<double>*, double> paired_medians;
+  auto paired_median = [&](const std::vector<double>& at) {
+    const auto [it, fresh] = paired_medians.try_emplace(&at, 0.0);
+    if (fresh) it->second = position_median(at);
+    return it->second;
+  };
   auto paired = [&](uint32_t key, uint32_t occ) -> const std::vector<double>* {
     const FamilyPeers* bp = base_peers[key];
     if (bp == nullptr || bp->by_occ.size() != p.peers[key].by_occ.size() ||
@@ -1918,7 +1926,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       if (at == nullptr) continue;
       log_ratios[static_cast<uint8_t>(p.raw[i].measure)].push_back(
           std::log(std::max(1.0, static_cast<double>(p.raw[i].time_ns)) /
-                   std::max(1.0, position_median(*at))));
+                   std::max(1.0, paired_median(*at))));
     }
     for (auto& [measure, v] : log_ratios) {
       if (v.size() >= o.min_peers) paired_noise[measure] = 1.4826 * RobustSpread(v).mad;
@@ -2021,7 +2029,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
       const auto noise = paired_noise.find(static_cast<uint8_t>(p.raw[i].measure));
       const std::vector<double>* at = paired(key, occ);
       if (at != nullptr && noise != paired_noise.end()) {
-        ref.median = position_median(*at);
+        ref.median = paired_median(*at);
         ref.mad = noise->second * ref.median / 1.4826;
         ref.q90 = ref.median;
         ref.count = static_cast<uint32_t>(at->size());
