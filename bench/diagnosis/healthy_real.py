@@ -6,8 +6,8 @@ operators the baseline never ran) is a false alarm, and every evidence entry at 
 1.0x its peers is wrong.
 
 usage: bench/diagnosis/healthy_real.py [--teller build/bin/teller] [--data ../shared/data/real]
-                                       [--modes self,baseline] [--scale F] [--model DIR]
-                                       [--verbose]
+                                       [--modes self,baseline] [--scale F] [--jitter S]
+                                       [--seed N] [--model DIR] [--verbose]
 Prints one line per (trace, mode) and the totals; exits 0 (a benchmark, not a test).
 
 --model DIR: diagnose with a learned model of `teller train` too (it names fault types and
@@ -16,14 +16,25 @@ must flag nothing more).
 event's time from the trace's start and its duration multiplied by F (the Nsight exports
 are left out). Still healthy: nothing in a trace stands out more or less than before, so
 a flag that appears only at some F comes from an absolute threshold, not from the peers.
+--jitter S: the same traces with more natural noise: every GPU operation's duration (Kineto
+categories kernel, gpu_memcpy, gpu_memset) multiplied by its own exp(N(0, S)) (seeded by
+--seed, default 1), never past the start of the next operation on its stream (the Nsight
+exports are left out). Real kernels vary by a few percent between repeats; at S = 0.1
+every operation of the trace varies like the noisiest ones, and nothing is a fault: a
+flag that appears only with jitter comes from noise the peers did not measure. Mode `original` (with --scale or --jitter): the changed trace against
+the unchanged one as baseline, a healthy run against a healthy run of its own.
 """
-import argparse, gzip, json, os, shutil, subprocess, sys, tempfile, time
+import argparse, gzip, json, math, os, random, shutil, subprocess, sys, tempfile, time
+
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def scaled(paths, factor, tmp):
+def scaled(paths, factor, tmp, jitter=0.0, seed=1):
     """Copies of the Kineto files `paths` (or a folder's files) with every event's start,
     from the first start of all of them (one origin, so that ranks stay aligned), and
-    duration multiplied by `factor`."""
+    duration multiplied by `factor`; with `jitter`, each GPU operation's duration also by
+    exp(N(0, jitter)), at most up to the next operation's start on its stream."""
+    rng = random.Random(seed)
     files = []
     for p in paths:
         files += [os.path.join(p, f) for f in sorted(os.listdir(p))] if os.path.isdir(p) else [p]
@@ -41,6 +52,17 @@ def scaled(paths, factor, tmp):
                 e["ts"] = t0 + (e["ts"] - t0) * factor
             if isinstance(e.get("dur"), (int, float)):
                 e["dur"] = e["dur"] * factor
+        if jitter > 0:
+            streams = {}
+            for e in ev:
+                if (e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES and
+                        isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))):
+                    streams.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+            for ops in streams.values():
+                ops.sort(key=lambda e: e["ts"])
+                for k, e in enumerate(ops):
+                    longest = ops[k + 1]["ts"] - e["ts"] if k + 1 < len(ops) else float("inf")
+                    e["dur"] = min(e["dur"] * math.exp(rng.gauss(0.0, jitter)), max(e["dur"], longest))
         name = os.path.basename(f)
         name = name[:-3] if name.endswith(".gz") else name
         with open(os.path.join(out_dir, name), "w") as w:
@@ -80,6 +102,8 @@ def main():
     ap.add_argument("--data", default="../shared/data/real")
     ap.add_argument("--modes", default="self,baseline")
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--jitter", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--model", default="")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
@@ -88,15 +112,18 @@ def main():
     total = {m: [0, 0, 0, 0, 0] for m in a.modes.split(",")}
     seconds = {m: [] for m in total}
     for name, paths in traces(a.data, tmp):
-        if a.scale != 1.0:
+        original = paths
+        if a.scale != 1.0 or a.jitter > 0:
             if name.startswith("nsys_pipit/"):
                 continue
-            paths = scaled(paths, a.scale, tmp)
+            paths = scaled(paths, a.scale, tmp, a.jitter, a.seed)
         for mode in total:
             js = os.path.join(tmp, "d.json")
             cmd = [a.teller, "diagnose", *paths, "--json", js]
             if mode == "baseline":
                 cmd += ["--baseline", *paths]
+            elif mode == "original":
+                cmd += ["--baseline", *original]
             if a.model:
                 cmd += ["--model", a.model]
             t0 = time.monotonic()
@@ -133,7 +160,7 @@ def main():
     for mode, (files, ab, n, bad, persistent) in total.items():
         s = sorted(seconds[mode])
         med = s[len(s) // 2] if s else 0
-        print(f"TOTAL {mode}{'' if a.scale == 1.0 else f' (times x{a.scale:g})'}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
+        print(f"TOTAL {mode}{'' if a.scale == 1.0 else f' (times x{a.scale:g})'}{f' (GPU jitter {a.jitter:g})' if a.jitter else ''}: {files} traces flagged, {ab} abnormal steps, {persistent} slowdown "
               f"findings (persistent, slow GPU or host, new operators), {bad} evidence entries at or below 1.0x; median {med:.2f}s, "
               f"max {max(s or [0]):.2f}s")
     shutil.rmtree(tmp)
