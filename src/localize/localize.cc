@@ -1733,13 +1733,13 @@ void MarkSlowDevices(const Trace& trace, const Reconstruction& r, const Options&
 // extra time; run twice as long, the difference is its excess; with nothing missing, all
 // of its time is. Instances of work that clears the evidence margins become evidence
 // (PeerSource::kReplaced), each with its share of the expectation. `fresh` marks the new
-// instances; `usual_work` is the baseline's work, which the expectation comes from.
-// Returns per unit the largest excess of such work on one layer.
+// instances; `usual_work` is the baseline's work, which the expectation comes from;
+// `op_key` is each family's NameLayerKey. Returns per unit the largest excess of such work
+// on one layer.
 std::vector<int64_t> ChargeNewWork(const WorkByKind& usual_work, const std::vector<uint8_t>& fresh,
-                                   const Options& o, Result* out) {
+                                   const std::vector<std::string>& op_key, const Options& o,
+                                   Result* out) {
   std::vector<int64_t> unit_excess(out->units.size(), 0);
-  std::vector<std::string> op_key(out->families.size());
-  for (size_t f = 0; f < op_key.size(); ++f) op_key[f] = NameLayerKey(out->families[f]);
   std::map<std::pair<uint32_t, Layer>, std::vector<uint32_t>> work;  // (unit, layer) -> instances
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
@@ -2166,10 +2166,14 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
   }
   std::vector<int64_t> new_work(out.units.size(), 0);
   if (baseline != nullptr && !fitting) {
+    std::vector<std::string> op_key(out.families.size());
     std::vector<uint8_t> never_ran(out.families.size()), fresh(out.instances.size());
-    for (size_t f = 0; f < never_ran.size(); ++f) never_ran[f] = !baseline->Ran(out.families[f]);
+    for (size_t f = 0; f < never_ran.size(); ++f) {
+      op_key[f] = NameLayerKey(out.families[f]);
+      never_ran[f] = baseline->impl().operators.count(op_key[f]) == 0;  // Model::Ran
+    }
     for (size_t k = 0; k < fresh.size(); ++k) fresh[k] = never_ran[out.instances[k].family];
-    new_work = ChargeNewWork(baseline->impl().by_kind, fresh, o, &out);
+    new_work = ChargeNewWork(baseline->impl().by_kind, fresh, op_key, o, &out);
   }
   MarkShared(r, &out);
   MarkSlowDevices(trace, r, o, /*host=*/false, &out);

@@ -990,6 +990,14 @@ TEST(Diagnose, NsightExportWithoutStepsIsDiagnosedPerProcess) {
   std::remove(db.c_str());
 }
 
+// `incident` diagnosed with `original` (reconstructed as `original_rec`) as its baseline.
+diagnose::Diagnosis DiagnoseAgainst(Trace& incident, const Trace& original,
+                                    const reconstruct::Reconstruction& original_rec) {
+  const auto rec = reconstruct::Reconstruct(incident);
+  const auto model = localize::FitBaseline({{&original, &original_rec}});
+  return diagnose::Diagnose(incident, rec, {}, &model);
+}
+
 // The quality check of the numeric diagnosis on real traces: slow one kernel family down
 // with `teller inject`'s engine and diagnose against the original; the slowed family
 // must be among the three most suspicious operators.
@@ -1007,10 +1015,7 @@ void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& targ
   auto injected = inject::InjectFault(incident, o);
   ASSERT_TRUE(injected.ok()) << injected.status().message();
   ASSERT_GT(injected->effect.modified, 0u);
-  const auto base_rec = reconstruct::Reconstruct(original);
-  const auto rec = reconstruct::Reconstruct(incident);
-  const auto model = localize::FitBaseline({{&original, &base_rec}});
-  const auto d = diagnose::Diagnose(incident, rec, {}, &model);
+  const auto d = DiagnoseAgainst(incident, original, reconstruct::Reconstruct(original));
   ASSERT_GE(d.top_operators.size(), 3u);
   bool found = false;
   for (size_t i = 0; i < 3; ++i) found |= d.top_operators[i].name.find(needle) != std::string::npos;
@@ -1191,10 +1196,7 @@ TEST(Diagnose, ABaselineOfAnotherProgramIsCalledSo) {
   Trace t, b;
   ASSERT_TRUE(ingest::ImportPath(real_data::Path(trace), t).ok());
   ASSERT_TRUE(ingest::ImportPath(real_data::Path(other), b).ok());
-  const auto rec = reconstruct::Reconstruct(t);
-  const auto base_rec = reconstruct::Reconstruct(b);
-  const auto model = localize::FitBaseline({{&b, &base_rec}});
-  const diagnose::Diagnosis d = diagnose::Diagnose(t, rec, {}, &model);
+  const diagnose::Diagnosis d = DiagnoseAgainst(t, b, reconstruct::Reconstruct(b));
   const diagnose::Finding* found = nullptr;
   for (const diagnose::Finding& f : d.findings) {
     if (f.kind == "new_operators") found = &f;
@@ -1235,9 +1237,7 @@ TEST(Diagnose, AFallbackFarSlowerThanWhatItReplacedMakesItsStepAbnormal) {
     incident.events.end_ns[e] = incident.events.start_ns[e] +
                                 10 * (incident.events.end_ns[e] - incident.events.start_ns[e]);
   }
-  const auto rec = reconstruct::Reconstruct(incident);
-  const auto model = localize::FitBaseline({{&original, &base_rec}});
-  const diagnose::Diagnosis d = diagnose::Diagnose(incident, rec, {}, &model);
+  const diagnose::Diagnosis d = DiagnoseAgainst(incident, original, base_rec);
   size_t abnormal = 0;
   for (const diagnose::StepDiagnosis& st : d.steps) {
     if (!st.abnormal) continue;
