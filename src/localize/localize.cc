@@ -1619,6 +1619,105 @@ void MarkShared(const Reconstruction& r, Result* out) {
   }
 }
 
+// Marks the GPU evidence that ran beside work its family's usual instances ran without
+// (teller/localize/shared.h, ContendedDeviations): per family measured by its GPU time, each
+// scored instance's window is covered by each class of work on the other streams of its
+// device. An evidence instance's window is its expected time from its start, so that a
+// kernel slowed on its own, which lasts into work it would have missed, is judged by the
+// time it should have taken.
+void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
+  const Nodes& n = r.nodes;
+  auto class_of = [&](uint32_t node) -> int {
+    const EventType t = trace.events.type[n.event[node]];
+    if (t == EventType::kMemcpy) return 2;
+    if (t == EventType::kMemset) return 3;
+    if (t == EventType::kKernel) return n.layer[node] == Layer::kComm ? 1 : 0;
+    return -1;
+  };
+  // Per (process, device): per (stream, class), the union of its work's intervals.
+  struct Lane {
+    uint32_t stream = 0;
+    int cls = 0;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, std::map<std::pair<uint32_t, int>, Lane>> lanes;
+  bool any = false;
+  for (const Instance& in : out->instances) {
+    any |= in.evidence && !in.shared && out->families[in.family].measure == Measure::kGpuTime;
+  }
+  if (!any) return;
+  for (uint32_t node = 0; node < n.size(); ++node) {
+    const int cls = class_of(node);
+    if (cls < 0 || n.end_ns[node] <= n.start_ns[node]) continue;
+    const uint32_t e = n.event[node];
+    Lane& lane = lanes[{n.process[node], trace.events.device[e]}][{trace.events.stream[e], cls}];
+    lane.stream = trace.events.stream[e];
+    lane.cls = cls;
+    lane.spans.push_back({n.start_ns[node], n.end_ns[node]});
+  }
+  for (auto& [device, by_lane] : lanes) {
+    for (auto& [key, lane] : by_lane) {
+      auto& v = lane.spans;
+      std::sort(v.begin(), v.end());
+      size_t w = 0;
+      for (size_t i = 1; i < v.size(); ++i) {
+        if (v[i].first <= v[w].second) {
+          v[w].second = std::max(v[w].second, v[i].second);
+        } else {
+          v[++w] = v[i];
+        }
+      }
+      v.resize(v.empty() ? 0 : w + 1);
+    }
+  }
+  auto covered = [](const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t from,
+                    int64_t to) {
+    int64_t sum = 0;
+    auto it = std::lower_bound(spans.begin(), spans.end(), from,
+                               [](const auto& span, int64_t t) { return span.second <= t; });
+    for (; it != spans.end() && it->first < to; ++it)
+      sum += std::min(to, it->second) - std::max(from, it->first);
+    return sum;
+  };
+  std::vector<std::vector<uint32_t>> by_family(out->families.size());
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    if (in.source == PeerSource::kNone || in.warmup || in.consequence ||
+        out->families[in.family].measure != Measure::kGpuTime || class_of(in.node) < 0)
+      continue;
+    by_family[in.family].push_back(k);
+  }
+  for (const std::vector<uint32_t>& members : by_family) {
+    bool deviates = false;
+    for (uint32_t k : members) deviates |= out->instances[k].evidence && !out->instances[k].shared;
+    if (!deviates) continue;
+    std::vector<ConcurrentCover> cover(members.size());
+    std::vector<uint8_t> deviating(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      const Instance& in = out->instances[members[i]];
+      deviating[i] = in.evidence && !in.shared;
+      const uint32_t e = n.event[in.node];
+      const int64_t from = n.start_ns[in.node];
+      const int64_t length = deviating[i] != 0
+                                 ? std::min(in.time_ns, std::max<int64_t>(1, in.expected_ns))
+                                 : std::max<int64_t>(1, in.time_ns);
+      cover[i].fill(0.0f);
+      const auto found = lanes.find({n.process[in.node], trace.events.device[e]});
+      if (found == lanes.end()) continue;
+      for (const auto& [key, lane] : found->second) {
+        if (lane.stream == trace.events.stream[e]) continue;
+        const float share = static_cast<float>(covered(lane.spans, from, from + length)) /
+                            static_cast<float>(length);
+        cover[i][lane.cls] = std::max(cover[i][lane.cls], share);
+      }
+    }
+    const std::vector<uint8_t> contended = ContendedDeviations(cover, deviating);
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (contended[i] != 0) out->instances[members[i]].shared = true;
+    }
+  }
+}
+
 // A slowed device (docs/localization.md, "Shared deviations"): clocks lowered by power or
 // heat, a degraded GPU, another process on it slow every kernel of a step on that device by
 // a similar factor. Where kernels are short against the trace's resolution or their peers
@@ -2176,6 +2275,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     new_work = ChargeNewWork(baseline->impl().by_kind, fresh, op_key, o, &out);
   }
   MarkShared(r, &out);
+  MarkContended(trace, r, &out);
   MarkSlowDevices(trace, r, o, /*host=*/false, &out);
   MarkSlowDevices(trace, r, o, /*host=*/true, &out);
   // Engine steps: evidence, root excess, healthy spread and score.

@@ -27,4 +27,28 @@ std::vector<uint8_t> SharedDeviations(const std::vector<uint32_t>& op,
   return shared;
 }
 
+std::vector<uint8_t> ContendedDeviations(const std::vector<ConcurrentCover>& cover,
+                                         const std::vector<uint8_t>& deviating) {
+  const size_t n = cover.size();
+  std::vector<uint8_t> contended(n, 0);
+  size_t usual = 0;
+  std::array<size_t, kConcurrentClasses> usually_covered{};
+  for (size_t i = 0; i < n; ++i) {
+    if (deviating[i] != 0) continue;
+    ++usual;
+    for (size_t c = 0; c < kConcurrentClasses; ++c)
+      usually_covered[c] += cover[i][c] >= kContendedShare;
+  }
+  if (usual < kMinUsualInstances) return contended;
+  for (size_t i = 0; i < n; ++i) {
+    if (deviating[i] == 0) continue;
+    for (size_t c = 0; c < kConcurrentClasses && contended[i] == 0; ++c) {
+      contended[i] =
+          cover[i][c] >= kContendedShare &&
+          static_cast<double>(usually_covered[c]) <= kUsualContention * static_cast<double>(usual);
+    }
+  }
+  return contended;
+}
+
 }  // namespace teller::localize

@@ -1541,6 +1541,76 @@ TEST(SharedDeviations, TooFewOtherInstancesSayNothing) {
   EXPECT_EQ(localize::SharedDeviations({0, 0, 0}, {1, 1, 1}), std::vector<uint8_t>(3, 0));
 }
 
+// By hand from the rule: a deviation is contended when some class of concurrent work
+// covers at least half of its window while that class covers that much of at most a
+// quarter of the instances that do not deviate (at least 4 of them).
+TEST(ContendedDeviations, ByHand) {
+  const localize::ConcurrentCover alone{0, 0, 0, 0}, copy{0, 0, 0.8f, 0}, half_copy{0, 0, 0.5f, 0},
+      comm{0, 1, 0, 0}, little{0, 0, 0.4f, 0};
+  // Four usual instances alone; deviations beside a copy (0.8, and exactly half), beside
+  // less than half a copy, and alone.
+  std::vector<localize::ConcurrentCover> cover{alone, alone,     alone,  alone,
+                                               copy,  half_copy, little, alone};
+  const std::vector<uint8_t> dev{0, 0, 0, 0, 1, 1, 1, 1};
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev),
+            (std::vector<uint8_t>{0, 0, 0, 0, 1, 1, 0, 0}));
+  // One usual instance of four beside a copy (a quarter): still contended; two (a half):
+  // the family runs beside copies as a rule, and a deviation beside one is no news.
+  cover[0] = copy;
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[4], 1);
+  cover[1] = copy;
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[4], 0);
+  // Beside a collective, which no usual instance ran beside: contended, whatever the copies.
+  cover[7] = comm;
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[7], 1);
+  // Three usual instances are too few to say what is usual.
+  EXPECT_EQ(localize::ContendedDeviations({alone, alone, alone, copy}, {0, 0, 0, 1}),
+            (std::vector<uint8_t>{0, 0, 0, 0}));
+}
+
+// Six decode steps of five rounds of a gemm and a norm kernel (10 us each, stream 7). Step 3:
+// a host-to-device copy on stream 8 runs beside its first two gemms, which take 20 us.
+// Step 4: its third gemm takes 30 us alone (a fault of its own). Step 5: its fourth gemm
+// takes 40 us and a copy starts 15 us after it, past the 10 us it should have taken.
+TEST(Localize, AKernelSlowerBesideWorkItsPeersRanWithoutIsContended) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int s = 0; s < 6; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 900'000);
+    int64_t k_at = at + 10'000;
+    for (int j = 0; j < 5; ++j) {
+      int64_t gemm = 10'000;
+      if (s == 3 && j < 2) gemm = 20'000;
+      if (s == 4 && j == 2) gemm = 30'000;
+      if (s == 5 && j == 3) gemm = 40'000;
+      if (s == 3 && j == 0)
+        b.Kernel(p, "Memcpy HtoD (Pinned -> Device)", k_at, k_at + 45'000, 8, 0,
+                 EventType::kMemcpy);
+      if (s == 5 && j == 3)
+        b.Kernel(p, "Memcpy HtoD (Pinned -> Device)", k_at + 15'000, k_at + 35'000, 8, 0,
+                 EventType::kMemcpy);
+      b.Kernel(p, "gemm", k_at, k_at + gemm);
+      b.Kernel(p, "norm", k_at + gemm + 1000, k_at + gemm + 11'000);
+      k_at += gemm + 20'000;
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  std::map<std::pair<int64_t, int64_t>, bool> gemm_evidence;  // (step, time) -> shared
+  for (const localize::Instance& in : r.instances) {
+    const std::string_view name = b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]);
+    if (name != "gemm" || !in.evidence) continue;
+    const int64_t step = rec.steps[r.units[in.unit].step].number;
+    gemm_evidence[{step, in.time_ns}] = in.shared;
+  }
+  // The contended two, the lone fault and the one that ran into a copy only when already
+  // late; nothing else.
+  const std::map<std::pair<int64_t, int64_t>, bool> expected{
+      {{3, 20'000}, true}, {{4, 30'000}, false}, {{5, 40'000}, false}};
+  EXPECT_EQ(gemm_evidence, expected);
+}
+
 // Six decode steps of five rounds of gemm, norm, act and add kernels (10 us each) and one
 // scale kernel (10 us) per step. In step 2 every kernel takes 2x (a slow time: another
 // process on the GPU); in step 4 only scale takes 4x (its fault).

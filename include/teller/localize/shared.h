@@ -6,6 +6,7 @@
 #ifndef TELLER_LOCALIZE_SHARED_H_
 #define TELLER_LOCALIZE_SHARED_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,25 @@ inline constexpr size_t kSharedNeighbours = 4;
 inline constexpr size_t kSharedLookAside = 256;
 std::vector<uint8_t> SharedDeviations(const std::vector<uint32_t>& op,
                                       const std::vector<uint8_t>& deviating);
+
+// Contention with concurrent GPU work (docs/localization.md, "Shared deviations"). A kernel
+// that runs beside other work on its device (a copy, a collective, another stream's kernel)
+// shares the device's memory bandwidth and SMs with it and takes longer, whatever the
+// kernel: its time was contended, not slow. Concurrent work comes in classes (compute
+// kernels, communication kernels, copies, memsets). Given one family's scored GPU
+// instances, each with the share of its window that each class of work on other streams of
+// its device covered, and whether it deviates: a deviation is contended when some class
+// covered at least kContendedShare of its window while that class covered that much of at
+// most kUsualContention of the family's instances that did not deviate (at least
+// kMinUsualInstances of them): it ran beside work that its usual instances ran without.
+// Returns a flag per instance.
+inline constexpr size_t kConcurrentClasses = 4;  // compute, communication, copy, memset
+inline constexpr double kContendedShare = 0.5;
+inline constexpr double kUsualContention = 0.25;
+inline constexpr size_t kMinUsualInstances = 4;
+using ConcurrentCover = std::array<float, kConcurrentClasses>;
+std::vector<uint8_t> ContendedDeviations(const std::vector<ConcurrentCover>& cover,
+                                         const std::vector<uint8_t>& deviating);
 
 }  // namespace teller::localize
 
