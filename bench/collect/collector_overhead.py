@@ -12,7 +12,13 @@ how much work that run does.
 
 Loads:
   rate-10k, rate-100k, rate-1m  bench/nvtx_heavy with per-op work sized for about 10,000,
-                                100,000 and 1,000,000 ranges/s
+                                100,000 and 1,000,000 ranges/s; each op's arithmetic
+                                continues from the previous op's result (mode chain)
+  rate-100k-indep, rate-1m-indep
+                                the same work with every op starting afresh (mode
+                                independent): untraced, the processor overlaps consecutive
+                                ops, which any clock read between them prevents; the worst
+                                case for a tracer (bench/nvtx_heavy.cc)
   threads-1000                  1,000 threads alive at once, 10 ranges each
                                 (tests/collect/recorder_workload threads 1000 10)
   startup                       one range, injection loaded straight into the program
@@ -20,6 +26,13 @@ Loads:
   launch                        /bin/true under `teller run` against /bin/true alone: the
                                 launcher's own fixed cost (trace directory, manifest,
                                 output capture, its own exec and loading)
+
+The nvtx_heavy loads also run under bench/nvtx_clock_floor.cc ("floor": an NVTX tool that
+only reads the TSC at each push and pop, as the recorder does), and report, besides wall
+time, the recording thread's processor time over plain per range (medians of per-run
+differences, from the program's own figures, so the launcher is not in them): floor is
+what any tracer that timestamps every event pays, traced minus floor is the recorder's
+own share.
 
 Usage: bench/collect/collector_overhead.py [--build build] [--before OTHER_BUILD]
                                             [--runs 11] [--loads rate-10k,...]
@@ -33,20 +46,23 @@ import sys
 import tempfile
 import time
 
-# nvtx_heavy STEPS OP_US: ranges/s is about 1e6 / OP_US (each op range holds OP_US of
-# work; layers and steps add 1/8 + 1/256 more ranges).
+# nvtx_heavy STEPS OP_US: ranges/s is about 1.13e6 / OP_US in mode chain (each op range
+# holds OP_US of work; layers and steps add 1/8 + 1/256 more ranges).
 LOADS = {
-    "rate-10k": ("heavy", ["60", "100"], 1.0),
-    "rate-100k": ("heavy", ["600", "10"], 1.0),
-    "rate-1m": ("heavy", ["3000", "0.6"], 1.0),
-    "threads-1000": ("threads", ["threads", "1000", "10"], 1.0),
-    "startup": ("startup", ["deep", "1"], 1.0),
-    "launch": ("launch", ["/bin/true"], 1.0),
+    "rate-10k": ("heavy", ["60", "100"], "chain"),
+    "rate-100k": ("heavy", ["600", "10"], "chain"),
+    "rate-1m": ("heavy", ["3000", "1"], "chain"),
+    "rate-100k-indep": ("heavy", ["600", "10"], "independent"),
+    "rate-1m-indep": ("heavy", ["3000", "1"], "independent"),
+    "threads-1000": ("threads", ["threads", "1000", "10"], None),
+    "startup": ("startup", ["deep", "1"], None),
+    "launch": ("launch", ["/bin/true"], None),
 }
 
 
 def run(cmd, env, out_path=None):
-    """Runs cmd; returns (wall seconds, peak RSS KiB of the largest process, stdout)."""
+    """Runs cmd; returns (wall seconds, peak RSS KiB of the largest process); its stdout
+    goes to out_path when given."""
     start = time.monotonic()
     with open(out_path or os.devnull, "w") as out:
         p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL)
@@ -55,6 +71,12 @@ def run(cmd, env, out_path=None):
     if status != 0:
         sys.exit(f"{cmd[0]} failed with status {status}")
     return wall, usage.ru_maxrss
+
+
+def ThreadCpu(path):
+    """The recording thread's CPU seconds that nvtx_heavy printed."""
+    words = open(path).read().split()
+    return float(words[words.index("thread") + 1])
 
 
 def main():
@@ -70,9 +92,9 @@ def main():
     builds = [("after", args.build)] + ([("before", args.before)] if args.before else [])
     try:
         for load in args.loads.split(","):
-            kind, load_args, _ = LOADS[load]
+            kind, load_args, mode = LOADS[load]
             if kind == "heavy":
-                prog = [heavy] + load_args
+                prog = [heavy] + load_args + ["0", mode]  # calibrates itself
             elif kind == "launch":
                 prog = list(load_args)
             else:
@@ -85,7 +107,8 @@ def main():
             if kind == "heavy":
                 run(prog, base_env, os.path.join(tmp, "load.txt"))
                 rate_line = open(os.path.join(tmp, "load.txt")).read().strip()
-                prog = prog + [rate_line.split()[-1]]  # the calibration, fixed from here on
+                # The calibration, fixed from here on.
+                prog = [heavy] + load_args + [rate_line.split()[-1], mode]
             ranges = None
             if kind == "heavy":
                 ranges = int(rate_line.split()[1])
@@ -93,16 +116,30 @@ def main():
                 ranges = 1000 * 10
             elif kind == "startup":
                 ranges = 1
+            floor = [("floor", None)] if kind == "heavy" else []
             walls = {"plain": []}
             rss = {"plain": []}
-            for name, _ in builds:
+            thread_cpu = {"plain": []}  # the recording thread's CPU seconds (nvtx_heavy)
+            for name, _ in floor + builds:
                 walls[name] = []
                 rss[name] = []
+                thread_cpu[name] = []
+            out_txt = os.path.join(tmp, "out.txt")
             for i in range(args.runs + 1):  # the first round is a warm-up
-                w, m = run(prog, base_env)
+                w, m = run(prog, base_env, out_txt)
                 if i:
                     walls["plain"].append(w)
                     rss["plain"].append(m)
+                    if kind == "heavy":
+                        thread_cpu["plain"].append(ThreadCpu(out_txt))
+                if floor:
+                    env = dict(base_env, NVTX_INJECTION64_PATH=os.path.join(
+                        args.build, "lib", "libnvtx_clock_floor.so"))
+                    w, m = run(prog, env, out_txt)
+                    if i:
+                        walls["floor"].append(w)
+                        rss["floor"].append(m)
+                        thread_cpu["floor"].append(ThreadCpu(out_txt))
                 for name, build in builds:
                     out = os.path.join(tmp, f"{name}{i}")
                     if kind == "startup":
@@ -114,18 +151,20 @@ def main():
                     else:
                         env = base_env
                         cmd = [os.path.join(build, "bin", "teller"), "run", "--out", out, "--"] + prog
-                    w, m = run(cmd, env)
+                    w, m = run(cmd, env, out_txt)
                     shutil.rmtree(out, ignore_errors=True)
                     if i:
                         walls[name].append(w)
                         rss[name].append(m)
+                        if kind == "heavy":
+                            thread_cpu[name].append(ThreadCpu(out_txt))
             print(f"== {load}: {' '.join(os.path.basename(p) for p in prog[:1])} {' '.join(load_args)}")
             if rate_line:
                 print(f"   {rate_line}")
             a = walls["plain"]
             print(f"   plain          wall s median {statistics.median(a):.4f} "
                   f"(min {min(a):.4f} max {max(a):.4f})  peak RSS median {statistics.median(rss['plain'])} KiB")
-            for name, _ in builds:
+            for name, _ in floor + builds:
                 b = walls[name]
                 ratios = [y / x for x, y in zip(a, b)]
                 diffs = [y - x for x, y in zip(a, b)]
@@ -136,6 +175,10 @@ def main():
                       f"{1000 * statistics.median(diffs):.2f} ms"
                       + (f", {1e9 * statistics.median(diffs) / ranges:.0f} ns per range"
                          if kind == "heavy" else ""))
+                if kind == "heavy":
+                    cpu = [y - x for x, y in zip(thread_cpu["plain"], thread_cpu[name])]
+                    print(f"   {name:<6} recording thread's CPU over plain, median "
+                          f"{1e9 * statistics.median(cpu) / ranges:.0f} ns per range")
             sys.stdout.flush()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

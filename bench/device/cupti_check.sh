@@ -9,8 +9,10 @@
 # memset, a CUDA graph captured once and replayed, synchronizations), dumps the trace
 # and checks that kernels, memcpys, runtime launches and graph launches arrive, that
 # the kernels of one graph replay share the replay's correlation id, and that GPU and
-# API timestamps are on the same clock. Prints a summary; exits non-zero on a failed
-# check. Runs in well under 3 minutes (the build dominates).
+# API timestamps are on the same clock; then runs a program that SIGKILLs itself after
+# its kernels and checks that they are in its trace (docs/cupti.md, "Activity buffers").
+# Prints a summary; exits non-zero on a failed check. Runs in well under 3 minutes (the
+# build dominates).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -76,20 +78,55 @@ echo "== teller dump"
 timeout 60 "$BUILD/bin/teller" dump --meta "$OUT/trace" >"$OUT/dump.jsonl"
 timeout 60 "$BUILD/bin/teller" dump --stats "$OUT/trace" || true
 
+# The same guarantee as NVTX events: a program killed without exiting keeps what was
+# converted before. With a 200 ms flush period, the kernels it ran and synchronized
+# before sleeping for 2.5 periods must be in the trace, which must read without damage.
+echo "== killed run (SIGKILL 2.5 flush periods after its kernels)"
+cat >"$OUT/killed.py" <<'PY'
+import os, signal, time
+import torch
+dev = torch.device("cuda")
+a = torch.randn(512, 512, device=dev)
+for _ in range(20):
+    a = torch.tanh(a @ a)
+torch.cuda.synchronize()
+print("kernels done", flush=True)
+time.sleep(2.5 * int(os.environ["TELLER_CUPTI_FLUSH_MS"]) / 1000)
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+TELLER_CUPTI_FLUSH_MS=200 timeout 120 "$BUILD/bin/teller" run --out "$OUT/killed" \
+  --python-hooks none -- python3 "$OUT/killed.py" || true
+timeout 60 "$BUILD/bin/teller" dump --meta "$OUT/killed" >"$OUT/killed.jsonl" || true
+timeout 60 "$BUILD/bin/teller" dump --stats "$OUT/killed" >"$OUT/killed_stats.txt" 2>&1 || true
+cat "$OUT/killed_stats.txt"
+
 STATUS=0
-python3 - "$OUT/dump.jsonl" <<'PY' || STATUS=$?
+python3 - "$OUT/dump.jsonl" "$OUT/killed.jsonl" "$OUT/killed_stats.txt" <<'PY' || STATUS=$?
 import collections, json, sys
 
-events, counters = [], {}
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if not line:
-        continue
-    e = json.loads(line)
-    if e.get("kind") == "process":
-        counters.update(e.get("counters", {}))
-    else:
-        events.append(e)
+
+def read_dump(path):
+    """(events, counters, clean_end) of a `teller dump --meta` output."""
+    events, counters, clean = [], {}, None
+    for line in open(path):
+        line = line.strip()
+        if not line:
+            continue
+        e = json.loads(line)
+        if e.get("kind") == "process":
+            counters.update(e.get("counters", {}))
+            clean = e.get("clean_end")
+        else:
+            events.append(e)
+    return events, counters, clean
+
+
+events, counters, _ = read_dump(sys.argv[1])
+killed, _, killed_clean = read_dump(sys.argv[2])
+killed_kernels = sum(1 for e in killed if e["kind"] == "kernel")
+killed_launches = sum(1 for e in killed if e["kind"] in ("cuda_runtime", "cuda_driver")
+                      and "Launch" in e["name"])
+killed_stats = open(sys.argv[3]).read()
 
 by_kind = collections.Counter(e["kind"] for e in events)
 api = [e for e in events if e["kind"] in ("cuda_runtime", "cuda_driver")]
@@ -126,6 +163,8 @@ if lags:
     print("kernel start - launch start (us): min %.1f median %.1f max %.1f" %
           (lags[0] / 1e3, lags[len(lags) // 2] / 1e3, lags[-1] / 1e3))
 print("counters:", {k: v for k, v in counters.items() if k.startswith("cupti")})
+print("killed run: kernels", killed_kernels, "| launch calls", killed_launches,
+      "| clean end", killed_clean)
 
 checks = [
     ("cupti active", counters.get("cupti_active", 0) >= 1),
@@ -137,6 +176,10 @@ checks = [
     ("graph kernels share one correlation id with their graph launch", len(multi_matched) >= 1),
     ("kernel and API timestamps on one clock", bool(lags) and not bad_lags),
     ("no CUPTI records dropped", counters.get("cupti_records_dropped", 0) == 0),
+    ("killed run: the process did not end cleanly", killed_clean is False),
+    ("killed run: launch calls before the kill recorded (>= 40)", killed_launches >= 40),
+    ("killed run: kernels flushed before the kill recorded (>= 40)", killed_kernels >= 40),
+    ("killed run: the trace reads without damage", "damage:" not in killed_stats),
 ]
 failed = 0
 for name, ok in checks:
@@ -144,5 +187,5 @@ for name, ok in checks:
     failed += not ok
 sys.exit(1 if failed else 0)
 PY
-echo "== done in $(( $(date +%s) - START )) s; trace in $OUT/trace"
+echo "== done in $(( $(date +%s) - START )) s; traces in $OUT/trace and $OUT/killed"
 exit $STATUS

@@ -87,7 +87,7 @@ static_assert(sizeof(ThreadBuffer) + kCacheEntries * sizeof(ThreadBuffer::CacheE
 // the nonstop_tsc flag).
 bool CpuHasInvariantTsc() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007, eax, ebx, ecx, edx);
   return (edx & (1u << 8)) != 0;
 }

@@ -206,9 +206,9 @@ TEST_F(RecorderTest, SigkillAtRandomMomentsLosesNoCompletedRange) {
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> delay_us(0, 40000);
   int runs_with_ranges = 0;
-  // 40 kills, more while fewer than 20 came after recording started: on a loaded machine
+  // 50 kills, more while fewer than 20 came after recording started: on a loaded machine
   // the program can take longer than the delays to reach its first range.
-  for (int run = 0; run < 40 || (runs_with_ranges < 20 && run < 160); ++run) {
+  for (int run = 0; run < 50 || (runs_with_ranges < 20 && run < 200); ++run) {
     const std::string dir = tmp_ + "/kill" + std::to_string(run);
     const std::string counter_file = tmp_ + "/counters" + std::to_string(run);
     {

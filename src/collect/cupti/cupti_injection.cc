@@ -6,7 +6,8 @@
 //     the calling thread, into the recorder shared with the NVTX injection,
 //   - collect GPU activity (kernels, memcpy, memset, synchronization, overhead) in
 //     pooled buffers that CUPTI fills and hands back on its own thread, where they are
-//     converted (cupti_records.h) and pushed with PushEventWaiting.
+//     converted (cupti_records.h) and written into that thread's block of the trace
+//     file, like every other event (PushEventWaiting: it no longer waits for anything).
 // Without a driver or GPU, CUPTI fails to subscribe or to enable activity; we then
 // undo what we did and return 1 so that the program runs as if we were not there.
 //
