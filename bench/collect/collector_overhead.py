@@ -19,6 +19,9 @@ Loads:
                                 independent): untraced, the processor overlaps consecutive
                                 ops, which any clock read between them prevents; the worst
                                 case for a tracer (bench/nvtx_heavy.cc)
+  torch-model                   bench/collect/torch_nvtx_model: a small libtorch transformer
+                                generating tokens on the CPU with a range per module call
+                                (4,500 steps, about 90,000 ranges/s); built when libtorch is
   threads-1000                  1,000 threads alive at once, 10 ranges each
                                 (tests/collect/recorder_workload threads 1000 10)
   startup                       one range, injection loaded straight into the program
@@ -27,7 +30,7 @@ Loads:
                                 launcher's own fixed cost (trace directory, manifest,
                                 output capture, its own exec and loading)
 
-The nvtx_heavy loads also run under bench/nvtx_clock_floor.cc ("floor": an NVTX tool that
+The nvtx_heavy and torch-model loads also run under bench/nvtx_clock_floor.cc ("floor": an NVTX tool that
 only reads the TSC at each push and pop, as the recorder does), and report, besides wall
 time, the recording thread's processor time over plain per range (medians of per-run
 differences, from the program's own figures, so the launcher is not in them): floor is
@@ -54,6 +57,7 @@ LOADS = {
     "rate-1m": ("heavy", ["3000", "1"], "chain"),
     "rate-100k-indep": ("heavy", ["600", "10"], "independent"),
     "rate-1m-indep": ("heavy", ["3000", "1"], "independent"),
+    "torch-model": ("model", ["4500"], None),
     "threads-1000": ("threads", ["threads", "1000", "10"], None),
     "startup": ("startup", ["deep", "1"], None),
     "launch": ("launch", ["/bin/true"], None),
@@ -74,7 +78,7 @@ def run(cmd, env, out_path=None):
 
 
 def ThreadCpu(path):
-    """The recording thread's CPU seconds that nvtx_heavy printed."""
+    """The recording thread's CPU seconds that nvtx_heavy or torch_nvtx_model printed."""
     words = open(path).read().split()
     return float(words[words.index("thread") + 1])
 
@@ -95,6 +99,11 @@ def main():
             kind, load_args, mode = LOADS[load]
             if kind == "heavy":
                 prog = [heavy] + load_args + ["0", mode]  # calibrates itself
+            elif kind == "model":
+                prog = [os.path.join(args.build, "bin", "torch_nvtx_model")] + load_args
+                if not os.path.exists(prog[0]):
+                    print(f"== {load}: skipped, {prog[0]} was not built (no libtorch)")
+                    continue
             elif kind == "launch":
                 prog = list(load_args)
             else:
@@ -104,19 +113,21 @@ def main():
                 base_env.pop(k, None)
             # The load it generates, stated rather than assumed.
             rate_line = ""
-            if kind == "heavy":
+            measured = kind in ("heavy", "model")  # prints its ranges and its CPU time
+            if measured:
                 run(prog, base_env, os.path.join(tmp, "load.txt"))
                 rate_line = open(os.path.join(tmp, "load.txt")).read().strip()
+            if kind == "heavy":
                 # The calibration, fixed from here on.
                 prog = [heavy] + load_args + [rate_line.split()[-1], mode]
             ranges = None
-            if kind == "heavy":
+            if measured:
                 ranges = int(rate_line.split()[1])
             elif kind == "threads":
                 ranges = 1000 * 10
             elif kind == "startup":
                 ranges = 1
-            floor = [("floor", None)] if kind == "heavy" else []
+            floor = [("floor", None)] if measured else []
             walls = {"plain": []}
             rss = {"plain": []}
             thread_cpu = {"plain": []}  # the recording thread's CPU seconds (nvtx_heavy)
@@ -130,7 +141,7 @@ def main():
                 if i:
                     walls["plain"].append(w)
                     rss["plain"].append(m)
-                    if kind == "heavy":
+                    if measured:
                         thread_cpu["plain"].append(ThreadCpu(out_txt))
                 if floor:
                     env = dict(base_env, NVTX_INJECTION64_PATH=os.path.join(
@@ -156,7 +167,7 @@ def main():
                     if i:
                         walls[name].append(w)
                         rss[name].append(m)
-                        if kind == "heavy":
+                        if measured:
                             thread_cpu[name].append(ThreadCpu(out_txt))
             print(f"== {load}: {' '.join(os.path.basename(p) for p in prog[:1])} {' '.join(load_args)}")
             if rate_line:
@@ -174,8 +185,8 @@ def main():
                       f"({100 * (statistics.median(ratios) - 1):+.2f}%), added wall median "
                       f"{1000 * statistics.median(diffs):.2f} ms"
                       + (f", {1e9 * statistics.median(diffs) / ranges:.0f} ns per range"
-                         if kind == "heavy" else ""))
-                if kind == "heavy":
+                         if measured else ""))
+                if measured:
                     cpu = [y - x for x, y in zip(thread_cpu["plain"], thread_cpu[name])]
                     print(f"   {name:<6} recording thread's CPU over plain, median "
                           f"{1e9 * statistics.median(cpu) / ranges:.0f} ns per range")
