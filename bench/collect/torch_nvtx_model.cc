@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   const int64_t hidden = argc > 3 ? std::atoi(argv[3]) : 32;
   const int64_t batch = argc > 4 ? std::atoi(argv[4]) : 1;
   if (steps <= 0 || n_layers <= 0 || hidden <= 0 || hidden % 4 != 0 || batch <= 0) {
-    std::fprintf(stderr, "usage: torch_nvtx_model [steps] [layers] [hidden, a multiple of 4] [batch]\n");
+    std::fprintf(stderr,
+                 "usage: torch_nvtx_model [steps] [layers] [hidden, a multiple of 4] [batch]\n");
     return 2;
   }
   torch::set_num_threads(1);
@@ -84,16 +85,15 @@ int main(int argc, char** argv) {
   // Tokens of the last `context` positions, as a sliding window (no KV cache: each step
   // runs the window again, as a small prefill would).
   torch::Tensor tokens = torch::randint(vocab, {batch, context});
-  const torch::Tensor mask =
-      torch::full({context, context}, -1e9).triu(1);  // causal
+  const torch::Tensor mask = torch::full({context, context}, -1e9).triu(1);  // causal
   const int64_t head_dim = hidden / heads;
   double sink = 0;
   const double thread0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
   const double process0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   const auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) {
-    const std::string step = "teller.step kind=decode n=" + std::to_string(batch) +
-                             " reqs=cmpl-" + std::to_string(s);
+    const std::string step =
+        "teller.step kind=decode n=" + std::to_string(batch) + " reqs=cmpl-" + std::to_string(s);
     nvtxRangePushA(step.c_str());
     torch::Tensor x = Ranged("embed_tokens", [&] { return embed(tokens); });
     for (Layer& y : layers) {

@@ -76,8 +76,8 @@ constexpr int64_t kSpaceRetryNs = 100000000;  // after a failed extension, retry
 constexpr size_t kParkSlots = 256;
 constexpr uint32_t kMinParkedSlots = 64;  // blocks with less room left are not worth it
 constexpr size_t kFreeBufferSlots = 256;
-constexpr uint64_t kCacheEntries = 512;
-constexpr size_t kBufferBytes = 16384;  // ThreadBuffer + its string cache, lazily touched
+constexpr uint64_t kCacheEntries = 1024;  // 256 sets of ThreadBuffer::kCacheWays
+constexpr size_t kBufferBytes = 28672;    // ThreadBuffer + its string cache, lazily touched
 static_assert(sizeof(ThreadBuffer) + kCacheEntries * sizeof(ThreadBuffer::CacheEntry) <=
               kBufferBytes);
 
@@ -891,7 +891,12 @@ uint32_t InternSlow(ThreadBuffer* b, const char* text, uint32_t length, uint64_t
     CounterAdd(CounterId::kStringsDropped, 1);
     return kInternFailed;
   }
-  b->cache[hash & b->cache_mask] = {hash, stored, length, id};
+  // The newest string goes first in its set; the set's oldest entry is evicted.
+  ThreadBuffer::CacheEntry* set =
+      b->cache + (hash & b->cache_mask & ~(ThreadBuffer::kCacheWays - 1));
+  std::memmove(static_cast<void*>(set + 1), set,
+               (ThreadBuffer::kCacheWays - 1) * sizeof(ThreadBuffer::CacheEntry));
+  set[0] = {hash, stored, length, id};
   return id;
 }
 

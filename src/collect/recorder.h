@@ -71,8 +71,12 @@ struct ThreadBuffer {
   // a signal handler); their pops, when they come outside it, are dropped too.
   std::atomic<uint32_t> reentrant_open{0};
 
-  // Direct-mapped string cache, keyed by hash, verified by content. `text` points at
-  // the string's slots in the mapped file, which stay valid for the process's life.
+  // String cache, keyed by hash, verified by content, in sets of kCacheWays entries: a
+  // string is looked for in every entry of the set its hash picks, so that names a
+  // program alternates between that pick one set do not evict each other at every call
+  // (each eviction costs a new string definition in the file). `text` points at the
+  // string's slots in the mapped file, which stay valid for the process's life.
+  static constexpr uint64_t kCacheWays = 4;
   struct CacheEntry {
     uint64_t hash;
     const char* text;
@@ -224,7 +228,17 @@ inline void WriteSlot(ThreadBuffer* b, const Slot& s) {
 }
 
 inline void WriteSlot(ThreadBuffer* b, const SlotHead& s) {
-  std::memcpy(static_cast<void*>(b->slots + b->used), &s, kSlotHeadBytes);
+  // Stored as three words composed in registers: a copy of the struct went through the
+  // stack, where a 16-byte load of fields just stored one by one stalled the thread
+  // (no store-to-load forwarding across several stores).
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the head's words are little-endian");
+  const uint64_t w0 = static_cast<uint64_t>(s.kind) | static_cast<uint64_t>(s.flags) << 8 |
+                      static_cast<uint64_t>(s.aux) << 16 | static_cast<uint64_t>(s.name) << 32;
+  const uint64_t w1 = static_cast<uint64_t>(s.tid) | static_cast<uint64_t>(s.domain) << 32;
+  char* d = reinterpret_cast<char*>(b->slots + b->used);
+  std::memcpy(d, &w0, 8);
+  std::memcpy(d + 8, &w1, 8);
+  std::memcpy(d + 16, &s.start_ns, 8);
   b->used += 1;
   b->committed->store(b->used, std::memory_order_release);
 }
@@ -255,16 +269,29 @@ inline uint64_t HashBytes(const char* p, size_t n) {
         static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16;
   }
   h = (h ^ w) * 0x100000001b3ull;
-  return h ^ (h >> 32);
+  // A multiply carries bits only upwards, so before this the low bits, which pick the
+  // cache entry, never saw the last bytes: "main/a", "main/b" and "main/c", or
+  // "model.layers.10" to "model.layers.31", shared one entry and evicted each other at
+  // every call (each eviction a new string definition in the file). The finalizer of
+  // MurmurHash3 mixes every bit into every other.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
 }
 
 // Id of `text` for events of the calling thread, whose recorder it has entered.
 inline uint32_t InternHeld(ThreadBuffer* b, const char* text, size_t length) {
   if (length > kMaxStringBytes) length = kMaxStringBytes;
   const uint64_t hash = HashBytes(text, length);
-  const ThreadBuffer::CacheEntry& e = b->cache[hash & b->cache_mask];
-  if (e.hash == hash && e.length == length && std::memcmp(e.text, text, length) == 0) {
-    return e.id;
+  const ThreadBuffer::CacheEntry* set =
+      b->cache + (hash & b->cache_mask & ~(ThreadBuffer::kCacheWays - 1));
+  for (uint64_t i = 0; i < ThreadBuffer::kCacheWays; ++i) {
+    const ThreadBuffer::CacheEntry& e = set[i];
+    if (e.hash == hash && e.length == length && std::memcmp(e.text, text, length) == 0) {
+      return e.id;
+    }
   }
   return InternSlow(b, text, static_cast<uint32_t>(length), hash);
 }

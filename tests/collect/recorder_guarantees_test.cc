@@ -472,6 +472,31 @@ TEST_F(RecorderTest, TenThousandDeepNestingIsKept) {
 
 // The program closes every descriptor after its first range and opens a file of its own,
 // which gets descriptor 3: its file keeps exactly its bytes, and the trace every range.
+// A thread defines each name once in its file, however the names it alternates between
+// hash: 64 layer names and three op names that differ only in their last byte, used in
+// turn 100 times. A string cache whose entry ignored a name's last bytes evicted them at
+// every call and wrote thousands of definitions.
+TEST_F(RecorderTest, EachNameIsDefinedOncePerThread) {
+  const std::string dir = tmp_ + "/names";
+  const Launched r = Launch({"names", "64", "100"}, dir);
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out;
+  const auto traces = ReadAll(dir);
+  ASSERT_EQ(traces.size(), 1u);
+  const RawProcessTrace& t = traces[0];
+  const Tree tree = Replay(t);
+  EXPECT_EQ(tree.orphan_pops, 0u);
+  EXPECT_EQ(CompleteWithPrefix(tree, "model.layers."), 64u * 100u);
+  EXPECT_EQ(tree.complete.at("main/a"), 6400u);
+  std::map<std::string, int> ids_per_text;
+  for (const std::string& s : t.strings) {
+    if (!s.empty()) ++ids_per_text[s];
+  }
+  for (const char* name : {"model.layers.0", "model.layers.63", "main/a", "main/b", "main/c"}) {
+    EXPECT_EQ(ids_per_text[name], 1) << name;
+  }
+  for (const auto& [text, ids] : ids_per_text) EXPECT_EQ(ids, 1) << text;
+}
+
 TEST_F(RecorderTest, ProgramThatClosesItsDescriptorsKeepsItsFilesAndItsTrace) {
   const std::string dir = tmp_ + "/fds";
   const std::string own = tmp_ + "/own-file";

@@ -161,8 +161,10 @@ int Exhaust(long n) {
   return 0;
 }
 
-// sigalrm US MS: a SIGALRM every US microseconds whose handler records a range with a
-// nested one, while the main loop records three-deep ranges for MS milliseconds.
+// sigalrm US MS [WORK_US]: a SIGALRM every US microseconds whose handler records a range
+// with a nested one, while the main loop records three-deep ranges for MS milliseconds,
+// with WORK_US of the program's own work (a busy wait on the clock) in the innermost one;
+// it prints how many loops it made (its speed) and how many handler calls it took.
 volatile sig_atomic_t g_handler_calls = 0;
 
 void OnAlarm(int) {
@@ -173,7 +175,17 @@ void OnAlarm(int) {
   g_handler_calls = g_handler_calls + 1;
 }
 
-int SigAlrm(long us, long ms) {
+// Busy for `us` microseconds of wall time (0: nothing).
+void BusyFor(long us) {
+  if (us <= 0) return;
+  timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+int SigAlrm(long us, long ms, long work_us) {
   // NVTX loads its injection library on the first call, spinning while that is in progress:
   // a handler's first call made while the interrupted thread is inside that load would
   // spin forever. A program that calls NVTX from a signal handler initializes it first.
@@ -195,6 +207,7 @@ int SigAlrm(long us, long ms) {
       nvtxRangePushA("main/a");
       nvtxRangePushA("main/b");
       nvtxRangePushA("main/c");
+      BusyFor(work_us);
       nvtxRangePop();
       nvtxRangePop();
       nvtxRangePop();
@@ -205,6 +218,25 @@ int SigAlrm(long us, long ms) {
   timer = {};
   setitimer(ITIMER_REAL, &timer, nullptr);
   std::printf("loops %ld handler_calls %ld\n", loops, static_cast<long>(g_handler_calls));
+  return 0;
+}
+
+// names N LOOPS: LOOPS rounds over N layer ranges named as a framework names them
+// ("model.layers.0" ...), each around three op ranges ("main/a", "main/b", "main/c"):
+// names that differ only in their last bytes, used in turn.
+int Names(long n, long loops) {
+  std::vector<std::string> layers;
+  for (long i = 0; i < n; ++i) layers.push_back("model.layers." + std::to_string(i));
+  for (long k = 0; k < loops; ++k) {
+    for (const std::string& layer : layers) {
+      nvtxRangePushA(layer.c_str());
+      for (const char* op : {"main/a", "main/b", "main/c"}) {
+        nvtxRangePushA(op);
+        nvtxRangePop();
+      }
+      nvtxRangePop();
+    }
+  }
   return 0;
 }
 
@@ -264,8 +296,11 @@ int main(int argc, char** argv) {
   if (mode == "count" && argc > 2) return Count(argv[2], Arg(argc, argv, 3, 2));
   if (mode == "threads") return Threads(Arg(argc, argv, 2, 1000), Arg(argc, argv, 3, 10));
   if (mode == "exhaust") return Exhaust(Arg(argc, argv, 2, 20000));
-  if (mode == "sigalrm") return SigAlrm(Arg(argc, argv, 2, 10), Arg(argc, argv, 3, 300));
+  if (mode == "sigalrm") {
+    return SigAlrm(Arg(argc, argv, 2, 10), Arg(argc, argv, 3, 300), Arg(argc, argv, 4, 0));
+  }
   if (mode == "deep") return Deep(Arg(argc, argv, 2, 10000));
+  if (mode == "names") return Names(Arg(argc, argv, 2, 64), Arg(argc, argv, 3, 100));
   if (mode == "close-fds" && argc > 2) return CloseFds(argv[2], Arg(argc, argv, 3, 3000));
   if (mode == "fd-limit") return FdLimit(Arg(argc, argv, 2, 20000));
   if (mode == "untraced-sleep") return 0;
