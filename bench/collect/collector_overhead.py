@@ -22,6 +22,10 @@ Loads:
   torch-model                   bench/collect/torch_nvtx_model: a small libtorch transformer
                                 generating tokens on the CPU with a range per module call
                                 (4,500 steps, about 90,000 ranges/s); built when libtorch is
+  storm-5us, storm-20us          a SIGALRM every 10 us whose handler records two ranges,
+                                beside a main loop of three nested ranges around 5 or 20 us
+                                of work, for 1 s (recorder_workload sigalrm 10 1000 WORK):
+                                the program's speed (its loops) traced over plain
   threads-1000                  1,000 threads alive at once, 10 ranges each
                                 (tests/collect/recorder_workload threads 1000 10)
   startup                       one range, injection loaded straight into the program
@@ -58,6 +62,8 @@ LOADS = {
     "rate-100k-indep": ("heavy", ["600", "10"], "independent"),
     "rate-1m-indep": ("heavy", ["3000", "1"], "independent"),
     "torch-model": ("model", ["4500"], None),
+    "storm-5us": ("storm", ["sigalrm", "10", "1000", "5"], None),
+    "storm-20us": ("storm", ["sigalrm", "10", "1000", "20"], None),
     "threads-1000": ("threads", ["threads", "1000", "10"], None),
     "startup": ("startup", ["deep", "1"], None),
     "launch": ("launch", ["/bin/true"], None),
@@ -81,6 +87,12 @@ def ThreadCpu(path):
     """The recording thread's CPU seconds that nvtx_heavy or torch_nvtx_model printed."""
     words = open(path).read().split()
     return float(words[words.index("thread") + 1])
+
+
+def Loops(path):
+    """The main-loop count that the storm workload printed."""
+    words = open(path).read().split()
+    return int(words[words.index("loops") + 1])
 
 
 def main():
@@ -131,10 +143,12 @@ def main():
             walls = {"plain": []}
             rss = {"plain": []}
             thread_cpu = {"plain": []}  # the recording thread's CPU seconds (nvtx_heavy)
+            loops = {"plain": []}  # the storm's main-loop count (its speed)
             for name, _ in floor + builds:
                 walls[name] = []
                 rss[name] = []
                 thread_cpu[name] = []
+                loops[name] = []
             out_txt = os.path.join(tmp, "out.txt")
             for i in range(args.runs + 1):  # the first round is a warm-up
                 w, m = run(prog, base_env, out_txt)
@@ -143,6 +157,8 @@ def main():
                     rss["plain"].append(m)
                     if measured:
                         thread_cpu["plain"].append(ThreadCpu(out_txt))
+                    if kind == "storm":
+                        loops["plain"].append(Loops(out_txt))
                 if floor:
                     env = dict(base_env, NVTX_INJECTION64_PATH=os.path.join(
                         args.build, "lib", "libnvtx_clock_floor.so"))
@@ -169,6 +185,8 @@ def main():
                         rss[name].append(m)
                         if measured:
                             thread_cpu[name].append(ThreadCpu(out_txt))
+                        if kind == "storm":
+                            loops[name].append(Loops(out_txt))
             print(f"== {load}: {' '.join(os.path.basename(p) for p in prog[:1])} {' '.join(load_args)}")
             if rate_line:
                 print(f"   {rate_line}")
@@ -186,6 +204,11 @@ def main():
                       f"{1000 * statistics.median(diffs):.2f} ms"
                       + (f", {1e9 * statistics.median(diffs) / ranges:.0f} ns per range"
                          if measured else ""))
+                if kind == "storm":
+                    speed = [y / x for x, y in zip(loops["plain"], loops[name])]
+                    print(f"   {name:<6} speed (main loops) over plain, median "
+                          f"{statistics.median(speed):.3f} (plain median "
+                          f"{statistics.median(loops['plain'])} loops)")
                 if measured:
                     cpu = [y - x for x, y in zip(thread_cpu["plain"], thread_cpu[name])]
                     print(f"   {name:<6} recording thread's CPU over plain, median "

@@ -14,6 +14,7 @@
 #include "src/diagnose/suspicion.h"
 #include "teller/core/parallel.h"
 #include "teller/core/progress.h"
+#include "teller/localize/shared.h"
 
 namespace teller::diagnose {
 
@@ -43,6 +44,8 @@ Evidence MakeEvidence(const Trace& t, const reconstruct::Reconstruction& r,
   e.peers = in.peers;
   e.source = in.source;
   e.shared = in.shared;
+  e.contended_by = in.contended_by;
+  e.contended_stream = in.contended_stream;
   e.ratio = in.expected_ns > 0 ? static_cast<double>(in.time_ns) / in.expected_ns : 0;
   e.z = in.z;
   e.score = in.z > 0 ? static_cast<float>(in.z / (in.z + o.min_z)) : 0.0f;
@@ -182,12 +185,21 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
   // Kernel families per (rank, device): the GPU itself is slower only when several
   // kernel families on one device slow down together.
   std::map<std::pair<int, uint32_t>, std::set<std::string>> kernel_families;
+  // Kernels slower beside work their usual instances ran without (contended): their excess
+  // and the largest of them.
+  int64_t contended_excess = 0;
+  const Evidence* top_contended = nullptr;
   for (const Evidence& e : roots) {
     const RootKind k = KindOf(t, r, e);
     excess[k] += e.excess_ns;
     if (top.find(k) == top.end() || top[k]->excess_ns < e.excess_ns) top[k] = &e;
-    if (k == RootKind::kKernel)
+    if (k != RootKind::kKernel) continue;
+    if (e.contended_by != 0) {
+      contended_excess += e.excess_ns;
+      if (top_contended == nullptr || top_contended->excess_ns < e.excess_ns) top_contended = &e;
+    } else {
       kernel_families[{e.rank, t.events.device[r.nodes.event[e.node]]}].insert(e.family);
+    }
   }
   RootKind best = excess.begin()->first;
   for (const auto& [k, x] : excess) {
@@ -204,6 +216,20 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
       *why = "copies (" + name + ") are slower than their peers of the same size";
       break;
     case RootKind::kKernel: {
+      // Most of the kernels' excess ran beside other work on their GPU: the sharing is the
+      // cause, and what they shared it with names the fault's kind (docs/diagnose.md,
+      // "Fault type").
+      if (top_contended != nullptr && 2 * contended_excess >= excess[best]) {
+        const size_t cls = top_contended->contended_by - 1u;
+        *why = ShortName(top_contended->name) + " ran slower beside " +
+               std::string(localize::ConcurrentClassName(cls)) + " on stream " +
+               std::to_string(top_contended->contended_stream) +
+               ", which its usual instances ran without: kernels that shared the GPU (" +
+               Duration(contended_excess) + " of their excess), not slower ones";
+        if (cls == 1) return FaultCategory::kCommunication;
+        if (cls == 2 || cls == 3) return FaultCategory::kMemoryResource;
+        return FaultCategory::kSchedulingSoftware;
+      }
       for (const auto& [where, families] : kernel_families) {
         if (families.size() >= 3) {
           *why = std::to_string(families.size()) + " kernel families on rank " +

@@ -8,6 +8,7 @@
 #include "src/diagnose/format.h"
 #include "teller/core/json_writer.h"
 #include "teller/diagnose/diagnose.h"
+#include "teller/localize/shared.h"
 
 namespace teller::diagnose {
 
@@ -22,6 +23,15 @@ void AppendEvidence(std::string& out, const Evidence& e) {
     w.Field("within", e.within);
   w.Field("layer", LayerName(e.layer)).Field("rank", e.rank).Field("pid", e.pid);
   w.Field("role", EvidenceRole(e)).FieldBool("shared", e.shared);
+  if (e.contended_by != 0) {
+    w.Key("contended_by");
+    JsonObjectWriter(out)
+        .Field("work", localize::ConcurrentClassName(e.contended_by - 1u))
+        .Field("stream", static_cast<uint64_t>(e.contended_stream))
+        .Close();
+  } else {
+    w.FieldNull("contended_by");
+  }
   w.Field("measure", localize::MeasureName(e.measure)).Field("feature", FeatureName(e.feature));
   w.Field("unit", "ns");
   w.Field("time_ns", e.time_ns).Field("expected_ns", e.expected_ns).Field("excess_ns", e.excess_ns);

@@ -1692,6 +1692,8 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
     for (uint32_t k : members) deviates |= out->instances[k].evidence && !out->instances[k].shared;
     if (!deviates) continue;
     std::vector<ConcurrentCover> cover(members.size());
+    // Per instance and class: the stream whose work of that class covered most of it.
+    std::vector<std::array<uint32_t, kConcurrentClasses>> cover_stream(members.size());
     std::vector<uint8_t> deviating(members.size());
     for (size_t i = 0; i < members.size(); ++i) {
       const Instance& in = out->instances[members[i]];
@@ -1708,12 +1710,19 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
         if (lane.stream == trace.events.stream[e]) continue;
         const float share = static_cast<float>(covered(lane.spans, from, from + length)) /
                             static_cast<float>(length);
-        cover[i][lane.cls] = std::max(cover[i][lane.cls], share);
+        if (share > cover[i][lane.cls]) {
+          cover[i][lane.cls] = share;
+          cover_stream[i][lane.cls] = lane.stream;
+        }
       }
     }
     const std::vector<uint8_t> contended = ContendedDeviations(cover, deviating);
     for (size_t i = 0; i < members.size(); ++i) {
-      if (contended[i] != 0) out->instances[members[i]].shared = true;
+      if (contended[i] == 0) continue;
+      Instance& in = out->instances[members[i]];
+      in.shared = true;
+      in.contended_by = contended[i];
+      in.contended_stream = cover_stream[i][contended[i] - 1];
     }
   }
 }

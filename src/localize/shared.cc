@@ -42,13 +42,22 @@ std::vector<uint8_t> ContendedDeviations(const std::vector<ConcurrentCover>& cov
   if (usual < kMinUsualInstances) return contended;
   for (size_t i = 0; i < n; ++i) {
     if (deviating[i] == 0) continue;
-    for (size_t c = 0; c < kConcurrentClasses && contended[i] == 0; ++c) {
-      contended[i] =
+    for (size_t c = 0; c < kConcurrentClasses; ++c) {
+      const bool qualifies =
           cover[i][c] >= kContendedShare &&
           static_cast<double>(usually_covered[c]) <= kUsualContention * static_cast<double>(usual);
+      if (qualifies && (contended[i] == 0 || cover[i][c] > cover[i][contended[i] - 1])) {
+        contended[i] = static_cast<uint8_t>(c + 1);
+      }
     }
   }
   return contended;
+}
+
+std::string_view ConcurrentClassName(size_t cls) {
+  static constexpr std::string_view kNames[kConcurrentClasses] = {
+      "compute kernels", "communication kernels", "copies", "memsets"};
+  return cls < kConcurrentClasses ? kNames[cls] : std::string_view("?");
 }
 
 }  // namespace teller::localize

@@ -388,6 +388,70 @@ TEST(Diagnose, KernelsOfManyFamiliesSlowerTogetherAreTheGpuSlower) {
   for (const auto& e : s4.evidence) EXPECT_TRUE(e.shared) << e.name;
 }
 
+// Seven 2 ms decode steps each running K1 (100 us, at +10 us) and K2..K6 (100 us, from
+// +800 us, 200 us apart) on stream 7. In step 4, K1 takes 700 us: alone (`beside_copy`
+// false), a slower kernel; beside a host-to-device copy on stream 8 that covers its whole
+// expected window (+5 us to +900 us), which no other K1 ran beside, a kernel that shared
+// the GPU. Either way its 600 us excess is 6 times the step's healthy spread (the 5% floor
+// of 2 ms): score 6 / 8, abnormal.
+void StepsWithOneSlowKernel(bool beside_copy, Trace& t) {
+  const uint32_t p = t.ProcessIndex("h", 1);
+  constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+  for (int s = 0; s < 7; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 4'000'000;
+    Append(t, p, EventType::kRange,
+           t.strings.Intern("teller.step kind=decode seq=" + std::to_string(s)), at,
+           at + 2'000'000);
+    if (s == 4 && beside_copy) {
+      Append(t, p, EventType::kMemcpy, t.strings.Intern("Memcpy HtoD (Pinned -> Device)"),
+             at + 5'000, at + 900'000, 64 << 20);
+      t.events.stream.back() = 8;
+    }
+    Append(t, p, EventType::kKernel, t.strings.Intern("K1"), at + 10'000,
+           at + (s == 4 ? 710'000 : 110'000));
+    for (int k = 2; k <= 6; ++k) {
+      const int64_t start = at + 800'000 + (k - 2) * 200'000;
+      Append(t, p, EventType::kKernel, t.strings.Intern("K" + std::to_string(k)), start,
+             start + 100'000);
+    }
+  }
+}
+
+TEST(Diagnose, AKernelSlowerBesideACopyItsPeersRanWithoutIsContentionNotASlowKernel) {
+  for (const bool beside_copy : {false, true}) {
+    SCOPED_TRACE(beside_copy ? "beside a copy" : "alone");
+    Trace t;
+    StepsWithOneSlowKernel(beside_copy, t);
+    const auto rec = reconstruct::Reconstruct(t);
+    const auto d = diagnose::Diagnose(t, rec, {});
+    ASSERT_EQ(d.abnormal_steps, 1u);
+    const diagnose::StepDiagnosis& s4 = d.steps[4];
+    ASSERT_TRUE(s4.abnormal);
+    EXPECT_EQ(s4.excess_ns, 600'000);
+    ASSERT_FALSE(s4.evidence.empty());
+    const diagnose::Evidence& k1 = s4.evidence[0];
+    EXPECT_EQ(k1.name, "K1");
+    EXPECT_EQ(k1.excess_ns, 600'000);
+    if (!beside_copy) {
+      EXPECT_EQ(k1.contended_by, 0);
+      EXPECT_EQ(s4.fault_type, "cuda_kernel");
+      EXPECT_NE(s4.explanation.find("K1 runs slower than its peers"), std::string::npos)
+          << s4.explanation;
+      continue;
+    }
+    EXPECT_TRUE(k1.shared);
+    EXPECT_EQ(k1.contended_by, 3);  // 1 + the class of copies
+    EXPECT_EQ(k1.contended_stream, 8u);
+    EXPECT_EQ(s4.fault_type, "memory_resource");
+    EXPECT_NE(s4.explanation.find("K1 ran slower beside copies on stream 8, which its usual "
+                                  "instances ran without"),
+              std::string::npos)
+        << s4.explanation;
+    const std::string json = diagnose::ToJson(t, d, {});
+    EXPECT_NE(json.find(R"("contended_by":{"work":"copies","stream":8})"), std::string::npos);
+  }
+}
+
 // One GPU slower, by a factor no kernel shows alone: 8 ranks run step 10 (20 ms ranges),
 // each 20 kernels K1..K20 of 40 us x a natural factor per rank and kernel of 0.8, 0.9, 1.0,
 // 1.1 or 1.2 ((2q + 3k) mod 5), so each kernel's 8 position peers have a median near 40 us

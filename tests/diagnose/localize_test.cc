@@ -1552,17 +1552,25 @@ TEST(ContendedDeviations, ByHand) {
   std::vector<localize::ConcurrentCover> cover{alone, alone,     alone,  alone,
                                                copy,  half_copy, little, alone};
   const std::vector<uint8_t> dev{0, 0, 0, 0, 1, 1, 1, 1};
+  // 1 + the class that contended them: copies (class 2).
   EXPECT_EQ(localize::ContendedDeviations(cover, dev),
-            (std::vector<uint8_t>{0, 0, 0, 0, 1, 1, 0, 0}));
+            (std::vector<uint8_t>{0, 0, 0, 0, 3, 3, 0, 0}));
   // One usual instance of four beside a copy (a quarter): still contended; two (a half):
   // the family runs beside copies as a rule, and a deviation beside one is no news.
   cover[0] = copy;
-  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[4], 1);
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[4], 3);
   cover[1] = copy;
   EXPECT_EQ(localize::ContendedDeviations(cover, dev)[4], 0);
   // Beside a collective, which no usual instance ran beside: contended, whatever the copies.
   cover[7] = comm;
-  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[7], 1);
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[7], 2);
+  // Beside both a collective (0.6) and a memset (0.9), neither usual: the one that covered
+  // more names it.
+  cover[7] = {0, 0.6f, 0, 0.9f};
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[7], 4);
+  cover[7] = {0, 0.9f, 0, 0.6f};
+  EXPECT_EQ(localize::ContendedDeviations(cover, dev)[7], 2);
+  EXPECT_EQ(localize::ConcurrentClassName(1), "communication kernels");
   // Three usual instances are too few to say what is usual.
   EXPECT_EQ(localize::ContendedDeviations({alone, alone, alone, copy}, {0, 0, 0, 1}),
             (std::vector<uint8_t>{0, 0, 0, 0}));
@@ -1603,6 +1611,9 @@ TEST(Localize, AKernelSlowerBesideWorkItsPeersRanWithoutIsContended) {
     if (name != "gemm" || !in.evidence) continue;
     const int64_t step = rec.steps[r.units[in.unit].step].number;
     gemm_evidence[{step, in.time_ns}] = in.shared;
+    // The contended ones name the copy's class and stream.
+    EXPECT_EQ(in.contended_by, step == 3 ? 3 : 0) << "step " << step;
+    EXPECT_EQ(in.contended_stream, step == 3 ? 8u : 0u) << "step " << step;
   }
   // The contended two, the lone fault and the one that ran into a copy only when already
   // late; nothing else.

@@ -57,6 +57,10 @@ struct Evidence {
   // Most operators around it deviated too (teller/localize/shared.h): the time was slow,
   // not this operator; the top operators judge it as within its peers.
   bool shared = false;
+  // Shared because it ran beside work its usual instances ran without: 1 + that work's
+  // class (localize::ConcurrentClassName(contended_by - 1)) and its stream; 0 otherwise.
+  uint8_t contended_by = 0;
+  uint32_t contended_stream = 0;
   localize::Measure measure = localize::Measure::kOwnTime;
   Feature feature = kSelfNs;  // the feature the measure is (core/vocabulary.h)
   int64_t time_ns = 0;        // what the measure gives for this instance

@@ -130,6 +130,10 @@ struct Instance {
   int64_t noise_ns = 0;     // the peers' spread with its floors
   uint32_t peers = 0;       // how many peers the expectation comes from
   PeerSource source = PeerSource::kNone;
+  // Shared because it ran beside work its family's usual instances ran without
+  // (localize/shared.h, ContendedDeviations): 1 + that work's class, else 0; and the
+  // stream of that work (the one that covered most of its window).
+  uint8_t contended_by = 0;
   float z = 0;               // (time - expected) / noise
   bool warmup = false;       // the first of its family on its process: never evidence
   bool evidence = false;     // significant excess (see Options)
@@ -141,6 +145,7 @@ struct Instance {
   // Collective kernels: how long it waited for the last rank, and which rank that was.
   int64_t wait_ns = 0;
   int32_t waited_for_process = -1;
+  uint32_t contended_stream = 0;
 };
 
 // A step of one rank and the work attributed to it.

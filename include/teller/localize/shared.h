@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace teller::localize {
@@ -33,8 +34,11 @@ std::vector<uint8_t> SharedDeviations(const std::vector<uint32_t>& op,
 // covered at least kContendedShare of its window while that class covered that much of at
 // most kUsualContention of the family's instances that did not deviate (at least
 // kMinUsualInstances of them): it ran beside work that its usual instances ran without.
-// Returns a flag per instance.
+// Returns per instance 0 (not contended) or 1 + the class that contended it (of the
+// classes that qualify, the one that covered most of its window).
 inline constexpr size_t kConcurrentClasses = 4;  // compute, communication, copy, memset
+// Names of the classes, as reports print them ("compute kernels", ...).
+std::string_view ConcurrentClassName(size_t cls);
 inline constexpr double kContendedShare = 0.5;
 inline constexpr double kUsualContention = 0.25;
 inline constexpr size_t kMinUsualInstances = 4;
