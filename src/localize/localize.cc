@@ -1436,7 +1436,10 @@ const Habit* Model::HabitOf(const Family& f) const {
   const auto it = impl_->habits.find(OperatorKey(f));
   return it == impl_->habits.end() ? nullptr : &it->second;
 }
-bool Model::Ran(const Family& f) const { return impl_->operators.count(NameLayerKey(f)) != 0; }
+bool Model::Ran(const Family& f) const { return RanKey(NameLayerKey(f)); }
+bool Model::RanKey(const std::string& name_layer_key) const {
+  return impl_->operators.count(name_layer_key) != 0;
+}
 std::vector<Model::Operator> Model::EveryStepRan(const std::string& kind) const {
   std::vector<Operator> out;
   const auto it = impl_->by_kind.find(kind);
@@ -1634,30 +1637,36 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
     if (t == EventType::kKernel) return n.layer[node] == Layer::kComm ? 1 : 0;
     return -1;
   };
-  // Per (process, device): per (stream, class), the union of its work's intervals.
-  struct Lane {
-    uint32_t stream = 0;
-    int cls = 0;
-    std::vector<std::pair<int64_t, int64_t>> spans;
+  // Only the devices (process, device) that instances of a family with GPU-time evidence
+  // not yet shared ran on need their lanes (its usual instances' cover is what the
+  // evidence is judged against): most families of most traces deviate nowhere.
+  auto scored = [&](const Instance& in) {
+    return in.source != PeerSource::kNone && !in.warmup && !in.consequence &&
+           out->families[in.family].measure == Measure::kGpuTime && class_of(in.node) >= 0;
   };
-  std::map<std::pair<uint32_t, uint32_t>, std::map<std::pair<uint32_t, int>, Lane>> lanes;
-  bool any = false;
+  std::vector<uint8_t> deviating_family(out->families.size(), 0);
   for (const Instance& in : out->instances) {
-    any |= in.evidence && !in.shared && out->families[in.family].measure == Measure::kGpuTime;
+    if (in.evidence && !in.shared && scored(in)) deviating_family[in.family] = 1;
   }
-  if (!any) return;
+  std::set<std::pair<uint32_t, uint32_t>> wanted;
+  for (const Instance& in : out->instances) {
+    if (deviating_family[in.family] != 0 && scored(in))
+      wanted.insert({n.process[in.node], trace.events.device[n.event[in.node]]});
+  }
+  if (wanted.empty()) return;
+  // Per (process, device): per (stream, class), the union of its work's intervals.
+  using Spans = std::vector<std::pair<int64_t, int64_t>>;
+  std::map<std::pair<uint32_t, uint32_t>, std::map<std::pair<uint32_t, int>, Spans>> lanes;
   for (uint32_t node = 0; node < n.size(); ++node) {
     const int cls = class_of(node);
     if (cls < 0 || n.end_ns[node] <= n.start_ns[node]) continue;
     const uint32_t e = n.event[node];
-    Lane& lane = lanes[{n.process[node], trace.events.device[e]}][{trace.events.stream[e], cls}];
-    lane.stream = trace.events.stream[e];
-    lane.cls = cls;
-    lane.spans.push_back({n.start_ns[node], n.end_ns[node]});
+    const std::pair<uint32_t, uint32_t> device{n.process[node], trace.events.device[e]};
+    if (wanted.count(device) == 0) continue;
+    lanes[device][{trace.events.stream[e], cls}].push_back({n.start_ns[node], n.end_ns[node]});
   }
   for (auto& [device, by_lane] : lanes) {
-    for (auto& [key, lane] : by_lane) {
-      auto& v = lane.spans;
+    for (auto& [key, v] : by_lane) {
       std::sort(v.begin(), v.end());
       size_t w = 0;
       for (size_t i = 1; i < v.size(); ++i) {
@@ -1682,15 +1691,11 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
   std::vector<std::vector<uint32_t>> by_family(out->families.size());
   for (uint32_t k = 0; k < out->instances.size(); ++k) {
     const Instance& in = out->instances[k];
-    if (in.source == PeerSource::kNone || in.warmup || in.consequence ||
-        out->families[in.family].measure != Measure::kGpuTime || class_of(in.node) < 0)
-      continue;
-    by_family[in.family].push_back(k);
+    if (deviating_family[in.family] != 0 && scored(in)) by_family[in.family].push_back(k);
   }
-  for (const std::vector<uint32_t>& members : by_family) {
-    bool deviates = false;
-    for (uint32_t k : members) deviates |= out->instances[k].evidence && !out->instances[k].shared;
-    if (!deviates) continue;
+  for (size_t f = 0; f < by_family.size(); ++f) {
+    const std::vector<uint32_t>& members = by_family[f];
+    if (deviating_family[f] == 0) continue;
     std::vector<ConcurrentCover> cover(members.size());
     // Per instance and class: the stream whose work of that class covered most of it.
     std::vector<std::array<uint32_t, kConcurrentClasses>> cover_stream(members.size());
@@ -1706,13 +1711,14 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
       cover[i].fill(0.0f);
       const auto found = lanes.find({n.process[in.node], trace.events.device[e]});
       if (found == lanes.end()) continue;
-      for (const auto& [key, lane] : found->second) {
-        if (lane.stream == trace.events.stream[e]) continue;
-        const float share = static_cast<float>(covered(lane.spans, from, from + length)) /
-                            static_cast<float>(length);
-        if (share > cover[i][lane.cls]) {
-          cover[i][lane.cls] = share;
-          cover_stream[i][lane.cls] = lane.stream;
+      for (const auto& [key, spans] : found->second) {
+        const auto [stream, cls] = key;
+        if (stream == trace.events.stream[e]) continue;
+        const float share =
+            static_cast<float>(covered(spans, from, from + length)) / static_cast<float>(length);
+        if (share > cover[i][cls]) {
+          cover[i][cls] = share;
+          cover_stream[i][cls] = stream;
         }
       }
     }
@@ -2278,7 +2284,7 @@ Result Score(Prepared p, const Trace& trace, const Reconstruction& r, const Opti
     std::vector<uint8_t> never_ran(out.families.size()), fresh(out.instances.size());
     for (size_t f = 0; f < never_ran.size(); ++f) {
       op_key[f] = NameLayerKey(out.families[f]);
-      never_ran[f] = baseline->impl().operators.count(op_key[f]) == 0;  // Model::Ran
+      never_ran[f] = !baseline->RanKey(op_key[f]);
     }
     for (size_t k = 0; k < fresh.size(); ++k) fresh[k] = never_ran[out.instances[k].family];
     new_work = ChargeNewWork(baseline->impl().by_kind, fresh, op_key, o, &out);

@@ -281,6 +281,8 @@ class Model {
   // Whether the baseline ran the operator a family of a trace is an instance of: one of its
   // families has the same name pattern and layer (whatever its size, context or caller).
   bool Ran(const Family& f) const;
+  // The same for an operator key already made from the family (NameLayerKey).
+  bool RanKey(const std::string& name_layer_key) const;
   // The operators (name pattern and layer, with the exact name of one instance) that every
   // one of the baseline's steps of this kind (Result::group_kind) ran; empty when it has no
   // step of the kind.
