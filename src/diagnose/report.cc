@@ -329,6 +329,10 @@ std::string ToText(const Trace& trace, const Diagnosis& d, size_t max_steps) {
                     Duration(e.expected_ns).c_str(), e.ratio, Duration(e.excess_ns).c_str(),
                     ShortName(e.name).c_str());
       o << line;
+      if (e.contended_by != 0) {  // what it shared the GPU with, on the line below it
+        o << "          beside " << localize::ConcurrentClassName(e.contended_by - 1u)
+          << " on stream " << e.contended_stream << ", which its usual instances ran without\n";
+      }
     }
     for (const Evidence& e : s.consequences) {
       const std::string whom = e.waited_for_rank >= 0

@@ -449,6 +449,10 @@ TEST(Diagnose, AKernelSlowerBesideACopyItsPeersRanWithoutIsContentionNotASlowKer
         << s4.explanation;
     const std::string json = diagnose::ToJson(t, d, {});
     EXPECT_NE(json.find(R"("contended_by":{"work":"copies","stream":8})"), std::string::npos);
+    const std::string text = diagnose::ToText(t, d, 10);
+    EXPECT_NE(text.find("beside copies on stream 8, which its usual instances ran without"),
+              std::string::npos)
+        << text;
   }
 }
 
