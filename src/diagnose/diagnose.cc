@@ -220,14 +220,21 @@ FaultCategory FaultType(const Trace& t, const reconstruct::Reconstruction& r,
       // cause, and what they shared it with names the fault's kind (docs/diagnose.md,
       // "Fault type").
       if (top_contended != nullptr && 2 * contended_excess >= excess[best]) {
-        const size_t cls = top_contended->contended_by - 1u;
+        const auto cls = static_cast<localize::ConcurrentClass>(top_contended->contended_by - 1u);
         *why = ShortName(top_contended->name) + " ran slower beside " +
                std::string(localize::ConcurrentClassName(cls)) + " on stream " +
                std::to_string(top_contended->contended_stream) +
                ", which its usual instances ran without: kernels that shared the GPU (" +
                Duration(contended_excess) + " of their excess), not slower ones";
-        if (cls == 1) return FaultCategory::kCommunication;
-        if (cls == 2 || cls == 3) return FaultCategory::kMemoryResource;
+        switch (cls) {
+          case localize::ConcurrentClass::kCommunication:
+            return FaultCategory::kCommunication;
+          case localize::ConcurrentClass::kCopy:
+          case localize::ConcurrentClass::kMemset:
+            return FaultCategory::kMemoryResource;
+          case localize::ConcurrentClass::kCompute:
+            break;
+        }
         return FaultCategory::kSchedulingSoftware;
       }
       for (const auto& [where, families] : kernel_families) {

@@ -245,10 +245,17 @@ struct Raw {
   int64_t time_ns = 0;
   uint32_t coarse = 0;           // identity without context
   uint32_t fine = 0;             // identity with the preceding operator
+  uint32_t sized = 0;            // coarse with its launch grid's size class (else coarse)
   uint32_t bare = 0;             // host calls: the call whoever makes it (else coarse)
   uint32_t within = UINT32_MAX;  // pattern id of the operator that makes a host call
   bool unpaired_collective = false;
 };
+
+// A launch grid's size class, as a copy's (CopySizeClass): grids at most 2^(1/4) = 1.19x
+// apart in blocks, under the smallest ratio that is evidence, do about the same work.
+uint32_t GridSizeClass(double blocks) {
+  return blocks >= 1 ? static_cast<uint32_t>(std::lround(4 * std::log2(blocks))) + 1 : 0;
+}
 
 // Interned identities: name patterns and the tuples that make a family's key. Integer
 // keys keep the scoring of a 200,000-event trace cheap; the text of a key is built once
@@ -296,6 +303,37 @@ class Keys {
     tuples_.push_back(tuple);
     return key;
   }
+  // A signature with its launch grid replaced by the grid's size class (GridSizeClass),
+  // the rest kept: kernels whose grid follows the data (a scan over this step's tokens,
+  // an embedding lookup over its indices) get a grid of their own in nearly every step,
+  // and so a family of one. Ids of these texts have kOwnSignature set (they are not in
+  // the trace's strings). A signature without a grid is returned as it is.
+  StringId SizedSignature(const Trace& t, StringId signature) {
+    if (signature == 0) return 0;
+    const auto it = sized_of_.find(signature);
+    if (it != sized_of_.end()) return it->second;
+    StringId out = signature;
+    std::string text(t.strings.Get(signature));
+    const size_t at = text.rfind("grid=", 0) == 0 ? 0 : text.find(" grid=");
+    if (at != std::string::npos) {
+      const size_t begin = text.find('=', at) + 1;
+      const size_t end = std::min(text.find(' ', begin), text.size());
+      double threads = 1;  // grid x * y * z, as a double: no overflow
+      for (size_t field = begin; field < end;) {
+        const size_t comma = std::min(text.find(',', field), end);
+        threads *= std::strtod(text.substr(field, comma - field).c_str(), nullptr);
+        field = comma + 1;
+      }
+      text.replace(at == 0 ? 0 : at + 1, end - (at == 0 ? 0 : at + 1),
+                   "grid~" + std::to_string(GridSizeClass(threads)));
+      auto [own, added] =
+          own_by_text_.emplace(text, static_cast<StringId>(own_texts_.size()) | kOwnSignature);
+      if (added) own_texts_.push_back(text);
+      out = own->second;
+    }
+    sized_of_.emplace(signature, out);
+    return out;
+  }
   const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
   uint32_t WithinOf(uint32_t key) const { return tuples_[key].within; }
   uint32_t BytesClassOf(uint32_t key) const { return tuples_[key].bytes; }
@@ -308,7 +346,11 @@ class Keys {
     if (x.kind != 0) out += t.strings.Get(x.kind);
     if (x.layer >> 8) out += "/size" + std::to_string(x.layer >> 8);
     out += '\x1f';
-    if (x.signature != 0) out += t.strings.Get(x.signature);
+    if ((x.signature & kOwnSignature) != 0) {
+      out += own_texts_[x.signature & ~kOwnSignature];
+    } else if (x.signature != 0) {
+      out += t.strings.Get(x.signature);
+    }
     out += '\x1f';
     if (x.within != kNone) out += patterns_[x.within];
     out += '\x1f';
@@ -340,6 +382,10 @@ class Keys {
       return static_cast<size_t>(h);
     }
   };
+  static constexpr StringId kOwnSignature = 0x80000000u;
+  std::unordered_map<StringId, StringId> sized_of_;
+  std::unordered_map<std::string, StringId> own_by_text_;
+  std::vector<std::string> own_texts_;
   std::unordered_map<uint64_t, uint32_t> by_name_;
   std::unordered_map<std::string, uint32_t> by_pattern_;
   std::vector<std::string> patterns_;
@@ -660,6 +706,10 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         x.coarse =
             keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone, bytes);
         x.fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, context, bytes);
+        const StringId sized = keys->SizedSignature(t, signature);
+        x.sized = sized == signature ? x.coarse
+                                     : keys->Key(self, n.layer[i], kind, size_class, sized,
+                                                 x.within, Keys::kNone, bytes);
         x.bare = x.within == Keys::kNone ? x.coarse
                                          : keys->Key(self, n.layer[i], kind, size_class, signature,
                                                      Keys::kNone, Keys::kNone, bytes);
@@ -677,20 +727,23 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
 }
 
 // Which identity each raw instance uses: its fine key when that family is large enough,
-// else the coarse one; a host call whose operator makes it too rarely to have peers there
-// (one launch of an op that runs once) is compared with the same call made by any
-// operator.
+// else the coarse one; a kernel whose exact grid is too rare to have peers (its grid
+// follows the data) is compared with the kernels of its grid's size class; a host call
+// whose operator makes it too rarely to have peers there (one launch of an op that runs
+// once) is compared with the same call made by any operator.
 std::vector<uint32_t> ChooseKeys(const std::vector<Raw>& raw, size_t keys, const Options& o) {
   std::vector<uint32_t> count(keys, 0);
   for (const Raw& x : raw) {
     ++count[x.fine];
     if (x.coarse != x.fine) ++count[x.coarse];
+    if (x.sized != x.coarse) ++count[x.sized];
   }
   std::vector<uint32_t> key(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
     const Raw& x = raw[i];
     key[i] = count[x.fine] >= o.min_context_family ? x.fine
              : count[x.coarse] >= o.min_peers      ? x.coarse
+             : count[x.sized] >= o.min_peers       ? x.sized
                                                    : x.bare;
   }
   return key;
@@ -927,14 +980,17 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   // Peers are kept under every identity: an instance that uses the coarse one (its
   // context is rare, e.g. the first kernel on a stream) is compared with every instance of
   // its operator, not only with the few that share its rare context.
-  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size()), bare(p.raw.size());
+  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size()), sized(p.raw.size()),
+      bare(p.raw.size());
   for (size_t i = 0; i < p.raw.size(); ++i) {
     fine[i] = p.raw[i].fine;
     coarse[i] = p.raw[i].coarse;
+    sized[i] = p.raw[i].sized;
     bare[i] = p.raw[i].bare;
   }
   const std::vector<uint32_t> occ_fine = Occurrences(p.raw, fine, p.keys.size());
   const std::vector<uint32_t> occ_coarse = Occurrences(p.raw, coarse, p.keys.size());
+  const std::vector<uint32_t> occ_sized = Occurrences(p.raw, sized, p.keys.size());
   const std::vector<uint32_t> occ_bare = Occurrences(p.raw, bare, p.keys.size());
   p.occ.resize(p.raw.size());
   p.pos.resize(p.raw.size());
@@ -959,6 +1015,8 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
     const uint32_t at_fine = add(fine[i], occ_fine[i], v, positioned);
     const uint32_t at_coarse =
         coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v, positioned) : at_fine;
+    const uint32_t at_sized =
+        sized[i] != coarse[i] ? add(sized[i], occ_sized[i], v, positioned) : at_coarse;
     const uint32_t at_bare =
         bare[i] != coarse[i] ? add(bare[i], occ_bare[i], v, positioned) : at_coarse;
     if (p.key[i] == fine[i]) {
@@ -967,6 +1025,9 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
     } else if (p.key[i] == coarse[i]) {
       p.occ[i] = occ_coarse[i];
       p.pos[i] = at_coarse;
+    } else if (p.key[i] == sized[i]) {
+      p.occ[i] = occ_sized[i];
+      p.pos[i] = at_sized;
     } else {
       p.occ[i] = occ_bare[i];
       p.pos[i] = at_bare;
@@ -975,7 +1036,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   // Identities used only as a call's family whoever makes it.
   std::vector<uint8_t> mixed(p.keys.size(), 0);
   for (const Raw& x : p.raw) mixed[x.bare] = 1;
-  for (const Raw& x : p.raw) mixed[x.fine] = mixed[x.coarse] = 0;
+  for (const Raw& x : p.raw) mixed[x.fine] = mixed[x.coarse] = mixed[x.sized] = 0;
   for (size_t k = 0; k < p.peers.size(); ++k) p.peers[k].callers_mixed = mixed[k] != 0;
   for (FamilyPeers& f : p.peers)
     FinishPeers(f, std::max<size_t>({1, o.min_peers, o.min_position_units}));
@@ -1630,12 +1691,21 @@ void MarkShared(const Reconstruction& r, Result* out) {
 // time it should have taken.
 void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
   const Nodes& n = r.nodes;
+  // The ConcurrentClass of a node's GPU work, -1 for anything else.
   auto class_of = [&](uint32_t node) -> int {
     const EventType t = trace.events.type[n.event[node]];
-    if (t == EventType::kMemcpy) return 2;
-    if (t == EventType::kMemset) return 3;
-    if (t == EventType::kKernel) return n.layer[node] == Layer::kComm ? 1 : 0;
-    return -1;
+    ConcurrentClass cls;
+    if (t == EventType::kMemcpy) {
+      cls = ConcurrentClass::kCopy;
+    } else if (t == EventType::kMemset) {
+      cls = ConcurrentClass::kMemset;
+    } else if (t == EventType::kKernel) {
+      cls = n.layer[node] == Layer::kComm ? ConcurrentClass::kCommunication
+                                          : ConcurrentClass::kCompute;
+    } else {
+      return -1;
+    }
+    return static_cast<int>(cls);
   };
   // Only the devices (process, device) that instances of a family with GPU-time evidence
   // not yet shared ran on need their lanes (its usual instances' cover is what the

@@ -1580,6 +1580,56 @@ TEST(ContendedDeviations, ByHand) {
 // a host-to-device copy on stream 8 runs beside its first two gemms, which take 20 us.
 // Step 4: its third gemm takes 30 us alone (a fault of its own). Step 5: its fourth gemm
 // takes 40 us and a copy starts 15 us after it, past the 10 us it should have taken.
+// Eight decode steps, each running a scan kernel whose grid follows the step's data (1000
+// + 3s blocks: a grid of its own in every step) for 200 us, and the same kernel on a grid
+// twice as large (2000 + s blocks) for 400 us; in step 5 the small scan takes 800 us.
+// Keyed by the exact grid each scan would be a family of one, never scored; by the grid's
+// size class (round(4 log2 blocks) + 1: 41 for 1000..1021 blocks, 45 for 2000..2007) the
+// small scans are eight peers and the large ones eight others.
+TEST(Localize, AKernelWhoseGridFollowsTheDataIsComparedWithinItsGridsSizeClass) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 2'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 1'500'000);
+    const int64_t small = s == 5 ? 800'000 : 200'000;
+    b.Kernel(p, "scan", at + 10'000, at + 10'000 + small);
+    b.t.events.signature.back() =
+        b.t.strings.Intern("grid=" + std::to_string(1000 + 3 * s) + ",1,1 block=256,1,1");
+    b.Kernel(p, "scan", at + 900'000, at + 1'300'000);
+    b.t.events.signature.back() =
+        b.t.strings.Intern("grid=" + std::to_string(2000 + s) + ",1,1 block=256,1,1");
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 8u);
+  const auto r = localize::Localize(b.t, rec);
+  size_t small_scored = 0, large_scored = 0;
+  for (const localize::Instance& in : r.instances) {
+    const uint32_t n = in.node;
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[n]]) != "scan") continue;
+    const std::string& key = r.families[in.family].key;
+    const bool large = rec.nodes.end_ns[n] - rec.nodes.start_ns[n] == 400'000;
+    EXPECT_NE(key.find(large ? "grid~45 block=256,1,1" : "grid~41 block=256,1,1"),
+              std::string::npos)
+        << key;
+    ASSERT_EQ(in.source, localize::PeerSource::kPositions);
+    EXPECT_EQ(in.peers, 8u);
+    // The small scans' median at their position is 200 us (seven of eight), the large
+    // ones' 400 us: the size classes are not mixed.
+    EXPECT_EQ(in.expected_ns, large ? 400'000 : 200'000);
+    (large ? large_scored : small_scored) += 1;
+    const bool slowed = in.time_ns == 800'000;
+    EXPECT_EQ(in.evidence, slowed);
+    // MAD 0: the noise is the 2% floor of 200 us, 4 us; the excess 600 us.
+    if (slowed) {
+      EXPECT_EQ(in.excess_ns, 600'000);
+      EXPECT_EQ(in.noise_ns, 4'000);
+    }
+  }
+  EXPECT_EQ(small_scored, 8u);
+  EXPECT_EQ(large_scored, 8u);
+}
+
 TEST(Localize, AKernelSlowerBesideWorkItsPeersRanWithoutIsContended) {
   Builder b;
   const uint32_t p = b.Process("h", 1);

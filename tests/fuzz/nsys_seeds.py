@@ -25,6 +25,9 @@ TABLES = [
 
 
 def write_seed(src, path, rows):
+    # A campaign writes its seeds again at every sitting: the same rows, a fresh file.
+    if os.path.exists(path):
+        os.remove(path)
     dst = sqlite3.connect(path)
     dst.execute("PRAGMA page_size=512")
     referenced = set()

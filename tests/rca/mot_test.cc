@@ -45,11 +45,16 @@ TEST_F(MotTest, LearnsFromTheTraceAndWritesEachFaultsSentence) {
   Toy train, test;
   MakeTextToy(train, 60, 1, false);
   MakeTextToy(test, 40, 2, false);
-  auto m = Model::Train(train.corpus, train.samples, MotOptions(7));
+  // 50 epochs: the toy is learnt by 40 whichever BLAS kernels libtorch's OpenBLAS
+  // picks for the processor (its Haswell kernels on AMD EPYC, SkylakeX on Intel with
+  // AVX-512, which round differently), so the result does not hang on the machine.
+  TrainOptions o = MotOptions(7);
+  o.epochs = 50;
+  auto m = Model::Train(train.corpus, train.samples, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->config().variant, Variant::kMot);
   const std::vector<double>& loss = m->training().epoch_loss;
-  ASSERT_EQ(loss.size(), 30u);
+  ASSERT_EQ(loss.size(), 50u);
   EXPECT_LT(loss.back(), 0.25 * loss.front()) << "loss " << loss.front() << " -> " << loss.back();
   const Scores sc = Score(*m, test);
   EXPECT_EQ(sc.right, 40);

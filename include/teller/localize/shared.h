@@ -36,9 +36,13 @@ std::vector<uint8_t> SharedDeviations(const std::vector<uint32_t>& op,
 // kMinUsualInstances of them): it ran beside work that its usual instances ran without.
 // Returns per instance 0 (not contended) or 1 + the class that contended it (of the
 // classes that qualify, the one that covered most of its window).
-inline constexpr size_t kConcurrentClasses = 4;  // compute, communication, copy, memset
+enum class ConcurrentClass : uint8_t { kCompute = 0, kCommunication, kCopy, kMemset };
+inline constexpr size_t kConcurrentClasses = 4;
 // Names of the classes, as reports print them ("compute kernels", ...).
 std::string_view ConcurrentClassName(size_t cls);
+inline std::string_view ConcurrentClassName(ConcurrentClass cls) {
+  return ConcurrentClassName(static_cast<size_t>(cls));
+}
 inline constexpr double kContendedShare = 0.5;
 inline constexpr double kUsualContention = 0.25;
 inline constexpr size_t kMinUsualInstances = 4;
