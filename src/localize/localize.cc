@@ -318,14 +318,14 @@ class Keys {
     if (at != std::string::npos) {
       const size_t begin = text.find('=', at) + 1;
       const size_t end = std::min(text.find(' ', begin), text.size());
-      double threads = 1;  // grid x * y * z, as a double: no overflow
+      double blocks = 1;  // grid x * y * z, as a double: no overflow
       for (size_t field = begin; field < end;) {
         const size_t comma = std::min(text.find(',', field), end);
-        threads *= std::strtod(text.substr(field, comma - field).c_str(), nullptr);
+        blocks *= std::strtod(text.substr(field, comma - field).c_str(), nullptr);
         field = comma + 1;
       }
-      text.replace(at == 0 ? 0 : at + 1, end - (at == 0 ? 0 : at + 1),
-                   "grid~" + std::to_string(GridSizeClass(threads)));
+      const size_t name_at = at == 0 ? 0 : at + 1;  // where "grid=" begins
+      text.replace(name_at, end - name_at, "grid~" + std::to_string(GridSizeClass(blocks)));
       auto [own, added] =
           own_by_text_.emplace(text, static_cast<StringId>(own_texts_.size()) | kOwnSignature);
       if (added) own_texts_.push_back(text);
@@ -1714,14 +1714,21 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
     return in.source != PeerSource::kNone && !in.warmup && !in.consequence &&
            out->families[in.family].measure == Measure::kGpuTime && class_of(in.node) >= 0;
   };
+  std::vector<uint8_t> is_scored(out->instances.size(), 0);
   std::vector<uint8_t> deviating_family(out->families.size(), 0);
-  for (const Instance& in : out->instances) {
-    if (in.evidence && !in.shared && scored(in)) deviating_family[in.family] = 1;
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    is_scored[k] = scored(in) ? 1 : 0;
+    if (in.evidence && !in.shared && is_scored[k] != 0) deviating_family[in.family] = 1;
   }
+  // The families to judge, their scored instances in order, and the devices they ran on.
+  std::vector<std::vector<uint32_t>> by_family(out->families.size());
   std::set<std::pair<uint32_t, uint32_t>> wanted;
-  for (const Instance& in : out->instances) {
-    if (deviating_family[in.family] != 0 && scored(in))
-      wanted.insert({n.process[in.node], trace.events.device[n.event[in.node]]});
+  for (uint32_t k = 0; k < out->instances.size(); ++k) {
+    const Instance& in = out->instances[k];
+    if (deviating_family[in.family] == 0 || is_scored[k] == 0) continue;
+    by_family[in.family].push_back(k);
+    wanted.insert({n.process[in.node], trace.events.device[n.event[in.node]]});
   }
   if (wanted.empty()) return;
   // Per (process, device): per (stream, class), the union of its work's intervals.
@@ -1758,11 +1765,6 @@ void MarkContended(const Trace& trace, const Reconstruction& r, Result* out) {
       sum += std::min(to, it->second) - std::max(from, it->first);
     return sum;
   };
-  std::vector<std::vector<uint32_t>> by_family(out->families.size());
-  for (uint32_t k = 0; k < out->instances.size(); ++k) {
-    const Instance& in = out->instances[k];
-    if (deviating_family[in.family] != 0 && scored(in)) by_family[in.family].push_back(k);
-  }
   for (size_t f = 0; f < by_family.size(); ++f) {
     const std::vector<uint32_t>& members = by_family[f];
     if (deviating_family[f] == 0) continue;
