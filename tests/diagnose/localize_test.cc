@@ -27,27 +27,24 @@ struct Builder {
     t.processes[p].rank = rank;
     return p;
   }
-  void Range(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end) {
+  // A host event: an operator range or a runtime call.
+  void Host(EventType type, const char* category, uint32_t p, uint32_t thread,
+            const std::string& name, int64_t start, int64_t end) {
     EventRow r;
-    r.type = EventType::kRange;
+    r.type = type;
     r.name = t.strings.Intern(name);
-    r.category = t.strings.Intern("cpu_op");
+    r.category = t.strings.Intern(category);
     r.process = p;
     r.thread = thread;
     r.start_ns = start;
     r.end_ns = end;
     t.events.Append(r);
   }
+  void Range(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end) {
+    Host(EventType::kRange, "cpu_op", p, thread, name, start, end);
+  }
   void Call(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end) {
-    EventRow r;
-    r.type = EventType::kRuntime;
-    r.name = t.strings.Intern(name);
-    r.category = t.strings.Intern("cuda_runtime");
-    r.process = p;
-    r.thread = thread;
-    r.start_ns = start;
-    r.end_ns = end;
-    t.events.Append(r);
+    Host(EventType::kRuntime, "cuda_runtime", p, thread, name, start, end);
   }
   // A runtime call that launches GPU work with the same correlation id.
   void Launch(uint32_t p, uint32_t thread, const std::string& name, int64_t start, int64_t end,
