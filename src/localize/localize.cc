@@ -588,6 +588,31 @@ int64_t TraceTick(const std::vector<Raw>& raw) {
   return std::min(tick, kCoarsestTickNs);
 }
 
+// How long copy or memset call `call` blocked waiting for earlier work on its GPU
+// operation's stream: an "asynchronous" copy from pageable host memory returns only when
+// its copy is done, and its copy starts only when the work queued before it on the
+// stream has finished (the stream's first operation in a capture waits for work queued
+// before the capture began). That wait is the earlier work's time, not the call's: the part of the
+// call before both the stream's previous operation ended and its own copy started. A
+// call whose copy started after the call returned waited for nothing; a call delayed on
+// the host (its stream idle) keeps all of its time.
+int64_t QueueWait(const Nodes& n, uint32_t call, const std::vector<int64_t>& prev_on_stream,
+                  const EventTable& ev) {
+  int64_t wait = 0;
+  for (uint32_t c = n.child_begin[call]; c < n.child_begin[call + 1]; ++c) {
+    const uint32_t g = n.child_index[c];
+    if (!IsGpuWork(ev.type[n.event[g]])) continue;
+    if (n.start_ns[g] >= n.end_ns[call]) continue;  // started after the call returned
+    // The stream's first operation in the trace waited for work queued before it began.
+    const int64_t busy_until =
+        prev_on_stream[g] < 0
+            ? n.start_ns[g]
+            : std::min(n.start_ns[g], n.end_ns[static_cast<uint32_t>(prev_on_stream[g])]);
+    wait = std::max(wait, busy_until - n.start_ns[call]);
+  }
+  return std::clamp<int64_t>(wait, 0, n.end_ns[call] - n.start_ns[call]);
+}
+
 // Extracts the instances of every unit.
 std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res,
                          const std::vector<uint8_t>& all_to_all, Keys* keys) {
@@ -622,6 +647,17 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
     const uint32_t e = n.event[node];
     return keys->Pattern(t, ev.name[e], IsGpuWork(ev.type[e]));
   };
+  // Whether a call's name is a copy or memset call, decided once per name.
+  std::vector<int8_t> copy_call(t.strings.size(), -1);
+  auto is_copy_call = [&](StringId name) {
+    auto decide = [&] {
+      const CallKind kind = ClassifyCall(t.strings.Get(name));
+      return kind == CallKind::kMemcpy || kind == CallKind::kMemset;
+    };
+    if (name >= copy_call.size()) return decide();
+    if (copy_call[name] < 0) copy_call[name] = decide();
+    return copy_call[name] != 0;
+  };
   // Whether a call's name is a synchronizing call, decided once per name.
   std::vector<int8_t> synchronizing(t.strings.size(), -1);
   auto is_synchronizing = [&](StringId name) {
@@ -629,6 +665,35 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
     if (synchronizing[name] < 0) synchronizing[name] = IsSynchronizingCall(t.strings.Get(name));
     return synchronizing[name] != 0;
   };
+  // The last step of a capture is closed when the profiler stops: its range runs on after
+  // its last operation for as long as the profiler takes to stop (tens of ms in PyTorch's),
+  // which is no pause of the program. Its time after its last operation counts only up to
+  // what the process's other steps spend after theirs (their median): the end its range
+  // is measured to, per step range node (-1: its own end).
+  std::vector<int64_t> step_end(N, -1);
+  {
+    auto last_operation_end = [&](uint32_t i) {
+      int64_t last = n.start_ns[i];
+      for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
+        const uint32_t child = n.child_index[c];
+        const EventType ct = ev.type[n.event[child]];
+        if (IsRange(ct) || IsHostCall(ct)) last = std::max(last, n.end_ns[child]);
+      }
+      return last;
+    };
+    std::vector<double> after;  // the other steps' time after their last operation
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      const uint32_t i = r.steps[k].node;
+      const int64_t last = last_operation_end(i);
+      if (k + 1 < r.steps.size() && r.steps[k + 1].process == r.steps[k].process) {
+        after.push_back(static_cast<double>(n.end_ns[i] - last));
+        continue;
+      }
+      const int64_t usual = after.empty() ? 0 : static_cast<int64_t>(MedianInPlace(after));
+      step_end[i] = std::min(n.end_ns[i], last + usual);
+      after.clear();
+    }
+  }
   std::vector<Raw> out;
   out.reserve(N);  // at most one instance per node
   for (uint32_t u = 0; u < res.units.size(); ++u) {
@@ -682,6 +747,8 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
               it == ends.begin() ? n.start_ns[i] : std::max(n.start_ns[i], *(it - 1));
           x.measure = Measure::kSyncCost;
           x.time_ns = std::max<int64_t>(0, n.end_ns[i] - gpu_done);
+        } else if (is_copy_call(ev.name[e])) {
+          x.time_ns -= QueueWait(n, i, prev_on_stream, ev);
         }
         if (op >= 0) x.within = pattern(static_cast<uint32_t>(op));
         if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
@@ -694,7 +761,8 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
           const EventType ct = ev.type[n.event[child]];
           if (IsRange(ct) || IsHostCall(ct)) children += n.end_ns[child] - n.start_ns[child];
         }
-        x.time_ns = std::max<int64_t>(0, dur - children);
+        const int64_t span = step_range && step_end[i] >= 0 ? step_end[i] - n.start_ns[i] : dur;
+        x.time_ns = std::max<int64_t>(0, span - children);
         if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
       }
       if (keep) {
@@ -1071,6 +1139,13 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
 // instances: in a larger family a segment of a few dozen leaves the median alone.
 constexpr size_t kMinSegment = 3;
 constexpr size_t kMaxSegmentFamily = 96;
+// A family of a few instances (a kernel run once per step, in a capture of six steps) has
+// a run of kMinSegment and a rest of two: two instances that agree are a reference for
+// a large slowdown only, so there every instance of the run must be kSmallRestRatio times
+// the rest's median. Slowdowns only add time: two instances at the usual time against
+// three at 4x are the usual time and a slowdown, not a family of two speeds.
+constexpr size_t kMinSmallRest = 2;
+constexpr double kSmallRestRatio = 2.0;
 // The least rest whose noise is trusted for a run's mean (a MAD of a handful is rough).
 constexpr size_t kMinRestForRun = 4 * kMinSegment;
 
@@ -1146,12 +1221,15 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     const auto& key = order[slot]->first;
     std::vector<uint32_t>& seq = order[slot]->second;
     const size_t n = seq.size();
-    if (n < 2 * kMinSegment + 2 || n > kMaxSegmentFamily) return;
+    const bool host_time = out->families[key.first].measure == Measure::kOwnTime;
+    // Host framework time is heavy-tailed (sizes the trace may not record): no small rest.
+    const size_t min_rest = n >= 2 * kMinSegment + 2 || host_time ? kMinSegment : kMinSmallRest;
+    if (n < kMinSegment + min_rest + (min_rest == kMinSegment ? 2 : 0) || n > kMaxSegmentFamily)
+      return;
     std::sort(seq.begin(), seq.end(), [&](uint32_t a, uint32_t b) {
       return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
     });
     std::vector<double> inside, rest;
-    const bool host_time = out->families[key.first].measure == Measure::kOwnTime;
     const auto first_it = first_unit.find(key.second);
     const uint32_t first = first_it == first_unit.end() ? UINT32_MAX : first_it->second;
     size_t in_first = 0;  // the leading instances in the process's first unit
@@ -1159,7 +1237,7 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     double best_z = 0, best_median = 0, best_noise = 0, best_excess = 0;
     size_t best_begin = 0, best_end = 0;
     for (size_t b = 0; b < n; ++b) {
-      for (size_t e = b + kMinSegment; e <= n && n - (e - b) >= kMinSegment; ++e) {
+      for (size_t e = b + kMinSegment; e <= n && n - (e - b) >= min_rest; ++e) {
         // Host time: the usual time is what most instances take (a heavy-tailed family's
         // fast minority is no norm), so a run is at most half the family.
         if (host_time && 2 * (e - b) > n) break;
@@ -1179,6 +1257,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
         size_t slow = 0;
         for (double v : inside) slow += v >= o.min_ratio * sr.median;
         if (slow * 5 < inside.size() * 4) continue;
+        if (n - (e - b) < kMinSegment &&
+            *std::min_element(inside.begin(), inside.end()) < kSmallRestRatio * sr.median)
+          continue;
         // And the rest is the normal time: a rest that is itself partly as slow (two short
         // first instances and one of the usual ones, around a long run of the usual time)
         // says the short ones are what differs, not the run.

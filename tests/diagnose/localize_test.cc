@@ -400,6 +400,84 @@ TEST(Localize, AHostPauseInsideAStepIsItsRangesOwnTime) {
   EXPECT_NEAR(r.group_score[g4], 0.7407f, 1e-4);
 }
 
+// The last step of a capture is closed when the profiler stops, so its range runs on past
+// its last operation (PyTorch's profiler: tens of ms). The steps of
+// AHostPauseInsideAStepIsItsRangesOwnTime without the pause (each range runs 339 us after
+// its aten::add, own time 500 - 150 = 350 us), the range of step `trailing` 200 us longer:
+// the last step's time after its last operation counts as far as the other steps' median
+// (339 us), so its own time is 350 us, as every step's; a step before it keeps the 200 us
+// (550 us: evidence, as a pause between two operations is).
+TEST(Localize, ALastStepsTimeAfterItsLastOperationIsTheProfilersStop) {
+  for (const int trailing : {6, 4}) {
+    Builder b;
+    const uint32_t p = b.Process("h", 1);
+    for (int s = 0; s < 7; ++s) {
+      const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+      const int64_t after = s == trailing ? 200'000 : 0;
+      b.Range(p, 1, "ProfilerStep#" + std::to_string(s), at, at + 500'000 + after);
+      b.Range(p, 1, "aten::mm", at + 10'000, at + 110'000);
+      b.Range(p, 1, "aten::add", at + 111'000, at + 161'000);
+    }
+    const auto rec = reconstruct::Reconstruct(b.t);
+    const auto r = localize::Localize(b.t, rec);
+    const auto* step = Find(r, rec, "ProfilerStep#" + std::to_string(trailing), 700'000, b.t);
+    ASSERT_NE(step, nullptr);
+    EXPECT_EQ(r.families[step->family].measure, localize::Measure::kOwnTime);
+    if (trailing == 6) {
+      EXPECT_EQ(step->time_ns, 350'000);
+      EXPECT_FALSE(step->evidence);
+    } else {
+      EXPECT_EQ(step->time_ns, 550'000);
+      EXPECT_TRUE(step->evidence);
+    }
+  }
+}
+
+// A copy from pageable host memory returns only when its copy is done, and its copy starts
+// only when the work queued before it on the stream has. Seven steps of 1 ms, each a
+// launch of K (50 us on stream 7, from +20 us) and, at +100 us, a cudaMemcpyAsync whose
+// copy (10 us, stream 7) starts 5 us later and which returns 2 us after it: 17 us.
+// - Step 3: K takes 400 us (to +420 us), the copy starts at +421 and the call returns at
+//   +433 (333 us). It waited from +100 until the stream's previous work ended (+420):
+//   320 us that are K's, not the call's; the call's own time is 13 us, under its peers'.
+// - Step 5: the stream is idle from +70 us, and the call still takes 317 us (its copy
+//   starts at +405: the host was slow to enqueue it). All 317 us are the call's: evidence
+//   against the 17 us of its peers at its position.
+TEST(Localize, ACopyCallThatWaitedForQueuedWorkIsNotSlowerItself) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int s = 0; s < 7; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 1'000'000;
+    const uint64_t corr = 10 * static_cast<uint64_t>(s);
+    const int64_t k_us = s == 3 ? 400 : 50;
+    const int64_t copy_at = s == 3 ? 421 : s == 5 ? 405 : 105;
+    b.Range(p, 1, "ProfilerStep#" + std::to_string(s), at, at + 1'000'000);
+    b.Launch(p, 1, "cudaLaunchKernel", at + 10'000, at + 15'000, corr + 1);
+    b.Kernel(p, "K", at + 20'000, at + (20 + k_us) * 1000, 7, corr + 1);
+    b.Launch(p, 1, "cudaMemcpyAsync", at + 100'000, at + (copy_at + 12) * 1000, corr + 2);
+    b.Kernel(p, "Memcpy HtoD (Pageable -> Device)", at + copy_at * 1000, at + (copy_at + 10) * 1000,
+             7, corr + 2, EventType::kMemcpy);
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  const auto* waited = Find(r, rec, "cudaMemcpyAsync", 333'000, b.t);
+  ASSERT_NE(waited, nullptr);
+  EXPECT_EQ(r.families[waited->family].measure, localize::Measure::kCallTime);
+  EXPECT_EQ(waited->time_ns, 13'000);
+  EXPECT_FALSE(waited->evidence);
+  const auto* usual = Find(r, rec, "cudaMemcpyAsync", 17'000, b.t);
+  ASSERT_NE(usual, nullptr);
+  EXPECT_EQ(usual->time_ns, 17'000);
+  const auto* delayed = Find(r, rec, "cudaMemcpyAsync", 317'000, b.t);
+  ASSERT_NE(delayed, nullptr);
+  EXPECT_EQ(delayed->time_ns, 317'000);
+  EXPECT_EQ(delayed->expected_ns, 17'000);
+  EXPECT_TRUE(delayed->evidence);
+  const auto* slow_kernel = Find(r, rec, "K", 400'000, b.t);
+  ASSERT_NE(slow_kernel, nullptr);
+  EXPECT_TRUE(slow_kernel->evidence);
+}
+
 // A step marker's attributes differ from step to step (its number, its requests): the
 // step ranges are one family whatever they say after the marker's name. The steps of
 // AHostPauseInsideAStepIsItsRangesOwnTime, each naming its own request: the paused step
@@ -583,6 +661,50 @@ TEST(Localize, ASustainedSlowdownOfMostOfASmallFamilyIsEvidence) {
   const auto with_empty_baseline = localize::Localize(b.t, rec, {}, &none);
   for (const localize::Instance& in : with_empty_baseline.instances)
     EXPECT_NE(in.source, localize::PeerSource::kRest);
+}
+
+// A kernel run once per step in a capture of six steps (the first is warm-up), slowed 4x
+// in three consecutive steps: 500, 2000, 2000, 2000, 500 us after the warm-up. Its median
+// is the slowed time, and a rest of two is too few for the usual run search. Two
+// instances that agree (500 us: median 500, MAD 0, noise max(0, 2% x 500, 0.25) = 10 us)
+// are a reference for a large slowdown: every instance of the run is at least 2x their
+// median, z = 1500 / 10 = 150, so the three are evidence against 500 us, peers "rest" (2).
+// The same run at 1.5x (750 us) is no evidence: two references do not vouch for it.
+TEST(Localize, AHalfOfASixStepFamilySlowedFourfoldIsEvidenceAgainstTheOtherTwo) {
+  auto evidence_of = [](const std::vector<int64_t>& conv_us, std::vector<int64_t>* expected,
+                        std::vector<uint32_t>* peers) {
+    Builder b;
+    const uint32_t p = b.Process("h", 1);
+    for (size_t s = 0; s < conv_us.size(); ++s) {
+      const int64_t at = kT0 + static_cast<int64_t>(s) * 10'000'000;
+      const uint64_t corr = 10 * (s + 1);
+      b.Range(p, 1, "ProfilerStep#" + std::to_string(s), at, at + 5'000'000);
+      b.Launch(p, 1, "cudaLaunchKernel", at + 10'000, at + 15'000, corr);
+      b.Kernel(p, "pre", at + 100'000, at + 150'000, 7, corr);
+      b.Launch(p, 1, "cudaLaunchKernel", at + 20'000, at + 25'000, corr + 1);
+      b.Kernel(p, "conv", at + 200'000, at + 200'000 + conv_us[s] * 1000, 7, corr + 1);
+    }
+    const auto rec = reconstruct::Reconstruct(b.t);
+    const auto r = localize::Localize(b.t, rec);
+    size_t n = 0;
+    for (const localize::Instance& in : r.instances) {
+      if (!in.evidence) continue;
+      EXPECT_EQ(b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]), "conv");
+      EXPECT_EQ(in.source, localize::PeerSource::kRest);
+      expected->push_back(in.expected_ns);
+      peers->push_back(in.peers);
+      ++n;
+    }
+    return n;
+  };
+  std::vector<int64_t> expected;
+  std::vector<uint32_t> peers;
+  EXPECT_EQ(evidence_of({500, 500, 2000, 2000, 2000, 500}, &expected, &peers), 3u);
+  EXPECT_EQ(expected, (std::vector<int64_t>{500'000, 500'000, 500'000}));
+  EXPECT_EQ(peers, (std::vector<uint32_t>{2, 2, 2}));
+  expected.clear();
+  peers.clear();
+  EXPECT_EQ(evidence_of({500, 500, 750, 750, 750, 500}, &expected, &peers), 0u);
 }
 
 // Host framework time compared with its whole family (no steps): its noise is the family's
