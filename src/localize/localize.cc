@@ -613,6 +613,25 @@ int64_t QueueWait(const Nodes& n, uint32_t call, const std::vector<int64_t>& pre
   return std::clamp<int64_t>(wait, 0, n.end_ns[call] - n.start_ns[call]);
 }
 
+// A host node's child ranges and calls: their summed time and where the last one ends
+// (the node's start when it has none).
+struct HostChildren {
+  int64_t time_ns = 0;
+  int64_t last_end_ns = 0;
+};
+HostChildren HostChildrenOf(const Nodes& n, const EventTable& ev, uint32_t i) {
+  HostChildren h;
+  h.last_end_ns = n.start_ns[i];
+  for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
+    const uint32_t child = n.child_index[c];
+    const EventType ct = ev.type[n.event[child]];
+    if (!IsRange(ct) && !IsHostCall(ct)) continue;
+    h.time_ns += n.end_ns[child] - n.start_ns[child];
+    h.last_end_ns = std::max(h.last_end_ns, n.end_ns[child]);
+  }
+  return h;
+}
+
 // Extracts the instances of every unit.
 std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& res,
                          const std::vector<uint8_t>& all_to_all, Keys* keys) {
@@ -672,19 +691,10 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
   // is measured to, per step range node (-1: its own end).
   std::vector<int64_t> step_end(N, -1);
   {
-    auto last_operation_end = [&](uint32_t i) {
-      int64_t last = n.start_ns[i];
-      for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
-        const uint32_t child = n.child_index[c];
-        const EventType ct = ev.type[n.event[child]];
-        if (IsRange(ct) || IsHostCall(ct)) last = std::max(last, n.end_ns[child]);
-      }
-      return last;
-    };
     std::vector<double> after;  // the other steps' time after their last operation
     for (size_t k = 0; k < r.steps.size(); ++k) {
       const uint32_t i = r.steps[k].node;
-      const int64_t last = last_operation_end(i);
+      const int64_t last = HostChildrenOf(n, ev, i).last_end_ns;
       if (k + 1 < r.steps.size() && r.steps[k + 1].process == r.steps[k].process) {
         after.push_back(static_cast<double>(n.end_ns[i] - last));
         continue;
@@ -755,14 +765,8 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
       } else if (op_range || step_range) {
         keep = true;
         x.measure = Measure::kOwnTime;
-        int64_t children = 0;
-        for (uint32_t c = n.child_begin[i]; c < n.child_begin[i + 1]; ++c) {
-          const uint32_t child = n.child_index[c];
-          const EventType ct = ev.type[n.event[child]];
-          if (IsRange(ct) || IsHostCall(ct)) children += n.end_ns[child] - n.start_ns[child];
-        }
         const int64_t span = step_range && step_end[i] >= 0 ? step_end[i] - n.start_ns[i] : dur;
-        x.time_ns = std::max<int64_t>(0, span - children);
+        x.time_ns = std::max<int64_t>(0, span - HostChildrenOf(n, ev, i).time_ns);
         if (prev >= 0) context = pattern(static_cast<uint32_t>(prev));
       }
       if (keep) {
@@ -1223,9 +1227,9 @@ void FindSlowSegments(const Reconstruction& r, const Options& o, Result* out) {
     const size_t n = seq.size();
     const bool host_time = out->families[key.first].measure == Measure::kOwnTime;
     // Host framework time is heavy-tailed (sizes the trace may not record): no small rest.
+    const size_t min_family = host_time ? 2 * kMinSegment + 2 : kMinSegment + kMinSmallRest;
+    if (n < min_family || n > kMaxSegmentFamily) return;
     const size_t min_rest = n >= 2 * kMinSegment + 2 || host_time ? kMinSegment : kMinSmallRest;
-    if (n < kMinSegment + min_rest + (min_rest == kMinSegment ? 2 : 0) || n > kMaxSegmentFamily)
-      return;
     std::sort(seq.begin(), seq.end(), [&](uint32_t a, uint32_t b) {
       return r.nodes.start_ns[out->instances[a].node] < r.nodes.start_ns[out->instances[b].node];
     });
