@@ -858,7 +858,8 @@ error_code Importer::ParseArgs(od::object& args, RawEvent& ev) {
           } else {
             ev.in_msg_nelems = 0;
           }
-        } else if (key.unsafe_is_equal("Input Dims")) {
+        } else if (key.unsafe_is_equal("Input Dims") || key.unsafe_is_equal("Input dims")) {
+          // "Input dims": PyTorch 1.8-1.9's profiler.
           od::array dims;
           std::string_view text;
           if (v.get_array().get(dims) == simdjson::SUCCESS &&

@@ -2,6 +2,7 @@
 #include "teller/localize/localize.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -243,16 +244,28 @@ struct Raw {
   uint32_t node = 0, unit = 0;
   Measure measure = Measure::kOwnTime;
   int64_t time_ns = 0;
+  // GPU work launched by an operator whose input shapes the trace records: its identity
+  // with those shapes, with and without the preceding operator (else fine and coarse).
+  uint32_t shaped_fine = 0, shaped = 0;
   uint32_t coarse = 0;           // identity without context
   uint32_t fine = 0;             // identity with the preceding operator
   uint32_t sized = 0;            // coarse with its launch grid's size class (else coarse)
   uint32_t bare = 0;             // host calls: the call whoever makes it (else coarse)
   uint32_t within = UINT32_MAX;  // pattern id of the operator that makes a host call
   bool unpaired_collective = false;
+  // Every identity, finest first; an instance's peers are kept under each.
+  static constexpr size_t kIdentities = 6;
+  std::array<uint32_t, kIdentities> Identities() const {
+    return {shaped_fine, shaped, fine, coarse, sized, bare};
+  }
 };
 
-// A launch grid's size class, as a copy's (CopySizeClass): grids at most 2^(1/4) = 1.19x
-// apart in blocks, under the smallest ratio that is evidence, do about the same work.
+// A launch grid dimension's size class, as a copy's (CopySizeClass): grids at most
+// 2^(1/4) = 1.19x apart in each dimension, under the smallest ratio that is evidence, do
+// about the same work. Per dimension, not by the blocks in all: a kernel's grid
+// dimensions follow dimensions of its problem (tiles along M and N, batch, splits), so
+// that grids 56x2x17 and 7x16x17, the same 1904 blocks, took 0.1 and 2.1 ms for one
+// convolution kernel.
 uint32_t GridSizeClass(double blocks) {
   return blocks >= 1 ? static_cast<uint32_t>(std::lround(4 * std::log2(blocks))) + 1 : 0;
 }
@@ -290,11 +303,12 @@ class Keys {
     return p->second;
   }
   uint32_t Key(uint32_t pattern, Layer layer, StringId kind, uint32_t size_class,
-               StringId signature, uint32_t within, uint32_t context, uint32_t bytes_class) {
-    const Tuple tuple{pattern,    static_cast<uint32_t>(layer) | (size_class << 8),
-                      kind,       signature,
-                      within,     context,
-                      bytes_class};
+               StringId signature, uint32_t within, uint32_t context, uint32_t bytes_class,
+               uint32_t shape = kNone) {
+    const Tuple tuple{pattern,     static_cast<uint32_t>(layer) | (size_class << 8),
+                      kind,        signature,
+                      within,      context,
+                      bytes_class, shape};
     // Looked up before it is inserted: emplace would allocate a node for every instance,
     // and almost every instance's identity is there already.
     if (const auto it = by_tuple_.find(tuple); it != by_tuple_.end()) return it->second;
@@ -303,7 +317,7 @@ class Keys {
     tuples_.push_back(tuple);
     return key;
   }
-  // A signature with its launch grid replaced by the grid's size class (GridSizeClass),
+  // A signature with its launch grid replaced by its dimensions' size classes (GridSizeClass),
   // the rest kept: kernels whose grid follows the data (a scan over this step's tokens,
   // an embedding lookup over its indices) get a grid of their own in nearly every step,
   // and so a family of one. Ids of these texts have kOwnSignature set (they are not in
@@ -318,14 +332,16 @@ class Keys {
     if (at != std::string::npos) {
       const size_t begin = text.find('=', at) + 1;
       const size_t end = std::min(text.find(' ', begin), text.size());
-      double blocks = 1;  // grid x * y * z, as a double: no overflow
+      std::string classes;  // x,y,z each by its size class
       for (size_t field = begin; field < end;) {
         const size_t comma = std::min(text.find(',', field), end);
-        blocks *= std::strtod(text.substr(field, comma - field).c_str(), nullptr);
+        if (!classes.empty()) classes += ',';
+        classes += std::to_string(
+            GridSizeClass(std::strtod(text.substr(field, comma - field).c_str(), nullptr)));
         field = comma + 1;
       }
       const size_t name_at = at == 0 ? 0 : at + 1;  // where "grid=" begins
-      text.replace(name_at, end - name_at, "grid~" + std::to_string(GridSizeClass(blocks)));
+      text.replace(name_at, end - name_at, "grid~" + classes);
       auto [own, added] =
           own_by_text_.emplace(text, static_cast<StringId>(own_texts_.size()) | kOwnSignature);
       if (added) own_texts_.push_back(text);
@@ -333,6 +349,35 @@ class Keys {
     }
     sized_of_.emplace(signature, out);
     return out;
+  }
+  // The operator that launched a kernel, with the input shapes the trace records of it
+  // (its signature): the same kernel on the same grid does other work for other shapes (a
+  // convolution kernel with a wider inner dimension). kNone when the signature records no
+  // dimension (no dims field, or only empty ones: "types=[]", "dims=[[],[]]"), which
+  // would split a kernel's family by its callers and tell nothing of its work.
+  uint32_t Shape(uint32_t op_pattern, StringId op_signature, const Trace& t) {
+    const uint64_t k = (static_cast<uint64_t>(op_pattern) << 32) | op_signature;
+    const auto it = shape_of_.find(k);
+    if (it != shape_of_.end()) return it->second;
+    const std::string_view text = t.strings.Get(op_signature);
+    const size_t at = text.rfind("dims=", 0) == 0 ? 0 : text.find(" dims=");
+    bool sized = false;
+    if (at != std::string_view::npos) {
+      // The field's JSON array ends where its brackets balance.
+      int depth = 0;
+      for (size_t c = text.find('[', at); c < text.size(); ++c) {
+        depth += text[c] == '[' ? 1 : text[c] == ']' ? -1 : 0;
+        sized |= std::isdigit(static_cast<unsigned char>(text[c])) != 0;
+        if (depth == 0) break;
+      }
+    }
+    uint32_t id = kNone;
+    if (sized) {
+      id = static_cast<uint32_t>(shape_texts_.size());
+      shape_texts_.push_back(patterns_[op_pattern] + " " + std::string(text));
+    }
+    shape_of_.emplace(k, id);
+    return id;
   }
   const std::string& PatternText(uint32_t p) const { return patterns_[p]; }
   uint32_t WithinOf(uint32_t key) const { return tuples_[key].within; }
@@ -356,6 +401,7 @@ class Keys {
     out += '\x1f';
     if (x.context != kNone) out += patterns_[x.context];
     if (x.bytes != 0) out += "\x1f" + std::to_string(x.bytes);
+    if (x.shape != kNone) out += "\x1flaunched by " + shape_texts_[x.shape];
     return out;
   }
   size_t size() const { return tuples_.size(); }
@@ -366,10 +412,11 @@ class Keys {
     StringId kind, signature;
     uint32_t within, context;
     uint32_t bytes;  // copies: their size class (CopySizeClass), else 0
+    uint32_t shape;  // GPU work: the launching operator's shapes (Shape), else kNone
     bool operator==(const Tuple& o) const {
       return pattern == o.pattern && layer == o.layer && kind == o.kind &&
              signature == o.signature && within == o.within && context == o.context &&
-             bytes == o.bytes;
+             bytes == o.bytes && shape == o.shape;
     }
   };
   struct TupleHash {
@@ -377,12 +424,14 @@ class Keys {
       uint64_t h = 1469598103934665603ull;
       for (uint64_t v :
            {uint64_t{x.pattern}, uint64_t{x.layer}, uint64_t{x.kind}, uint64_t{x.signature},
-            uint64_t{x.within}, uint64_t{x.context}, uint64_t{x.bytes}})
+            uint64_t{x.within}, uint64_t{x.context}, uint64_t{x.bytes}, uint64_t{x.shape}})
         h = (h ^ v) * 1099511628211ull;
       return static_cast<size_t>(h);
     }
   };
   static constexpr StringId kOwnSignature = 0x80000000u;
+  std::unordered_map<uint64_t, uint32_t> shape_of_;
+  std::vector<std::string> shape_texts_;
   std::unordered_map<StringId, StringId> sized_of_;
   std::unordered_map<std::string, StringId> own_by_text_;
   std::vector<std::string> own_texts_;
@@ -785,6 +834,19 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
         x.bare = x.within == Keys::kNone ? x.coarse
                                          : keys->Key(self, n.layer[i], kind, size_class, signature,
                                                      Keys::kNone, Keys::kNone, bytes);
+        x.shaped_fine = x.fine;
+        x.shaped = x.coarse;
+        const StringId op_signature =
+            IsGpuWork(type) && op >= 0 ? EventSignature(ev, n.event[static_cast<uint32_t>(op)]) : 0;
+        const uint32_t shape =
+            op_signature == 0 ? Keys::kNone
+                              : keys->Shape(pattern(static_cast<uint32_t>(op)), op_signature, t);
+        if (shape != Keys::kNone) {
+          x.shaped_fine = keys->Key(self, n.layer[i], kind, size_class, signature, x.within,
+                                    context, bytes, shape);
+          x.shaped = keys->Key(self, n.layer[i], kind, size_class, signature, x.within, Keys::kNone,
+                               bytes, shape);
+        }
         out.push_back(x);
       }
       const int64_t inner_op = op_range ? static_cast<int64_t>(i) : op;
@@ -798,33 +860,76 @@ std::vector<Raw> Extract(const Trace& t, const Reconstruction& r, const Result& 
   return out;
 }
 
-// Which identity each raw instance uses: its fine key when that family is large enough,
-// else the coarse one; a kernel whose exact grid is too rare to have peers (its grid
-// follows the data) is compared with the kernels of its grid's size class; a host call
-// whose operator makes it too rarely to have peers there (one launch of an op that runs
-// once) is compared with the same call made by any operator.
+// Per kernel identity without shapes (Raw::coarse), whether its launches for different
+// input shapes cost differently: the usual times (medians) of its shapes with at least
+// min_peers launches span min_ratio or more (a convolution kernel that runs 28 us for one
+// layer's shapes and 74 us for another's on the same grid). Then each shape is a family of
+// its own; shapes that cost alike (an add kernel on 4096 floats whether add_ or sub_
+// launched it) keep the kernel's family whole: more peers, and the same layout of
+// positions in every step.
+std::vector<uint8_t> ShapesMatter(const std::vector<Raw>& raw, size_t keys, const Options& o) {
+  std::unordered_map<uint32_t, std::vector<double>> times;  // per shaped identity
+  std::unordered_map<uint32_t, uint32_t> kernel_of;         // shaped -> coarse
+  for (const Raw& x : raw) {
+    if (x.shaped == x.coarse) continue;
+    times[x.shaped].push_back(static_cast<double>(x.time_ns));
+    kernel_of[x.shaped] = x.coarse;
+  }
+  std::unordered_map<uint32_t, std::pair<double, double>> span;  // coarse -> (least, most)
+  for (auto& [id, v] : times) {
+    if (v.size() < o.min_peers) continue;
+    const double m = std::max(1.0, MedianInPlace(v));
+    auto [it, added] = span.emplace(kernel_of[id], std::make_pair(m, m));
+    it->second.first = std::min(it->second.first, m);
+    it->second.second = std::max(it->second.second, m);
+  }
+  std::vector<uint8_t> matter(keys, 0);
+  for (const auto& [id, coarse] : kernel_of) {
+    const auto it = span.find(coarse);
+    matter[id] = it != span.end() && it->second.second >= o.min_ratio * it->second.first;
+  }
+  return matter;
+}
+
+// Which identity each raw instance uses: a kernel launched by an operator whose input
+// shapes the trace records is compared with the kernels launched for the same shapes
+// when there are enough of them and the kernel's shapes cost differently (ShapesMatter);
+// else its fine key when that family is large enough, else the
+// coarse one; a kernel whose exact grid is too rare to have peers (its grid follows the
+// data) is compared with the kernels of its grid's size class; a host call whose operator
+// makes it too rarely to have peers there (one launch of an op that runs once) is compared
+// with the same call made by any operator.
 std::vector<uint32_t> ChooseKeys(const std::vector<Raw>& raw, size_t keys, const Options& o) {
   std::vector<uint32_t> count(keys, 0);
   for (const Raw& x : raw) {
-    ++count[x.fine];
-    if (x.coarse != x.fine) ++count[x.coarse];
-    if (x.sized != x.coarse) ++count[x.sized];
+    const auto ids = x.Identities();
+    for (size_t l = 0; l < ids.size(); ++l) {
+      if (std::find(ids.begin(), ids.begin() + l, ids[l]) == ids.begin() + l) ++count[ids[l]];
+    }
   }
+  const std::vector<uint8_t> shapes_matter = ShapesMatter(raw, keys, o);
   std::vector<uint32_t> key(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
     const Raw& x = raw[i];
-    key[i] = count[x.fine] >= o.min_context_family ? x.fine
-             : count[x.coarse] >= o.min_peers      ? x.coarse
-             : count[x.sized] >= o.min_peers       ? x.sized
-                                                   : x.bare;
+    const bool shaped = shapes_matter[x.shaped] != 0;
+    key[i] = shaped && count[x.shaped_fine] >= o.min_context_family ? x.shaped_fine
+             : shaped && count[x.shaped] >= o.min_peers             ? x.shaped
+             : count[x.fine] >= o.min_context_family                ? x.fine
+             : count[x.coarse] >= o.min_peers                       ? x.coarse
+             : count[x.sized] >= o.min_peers                        ? x.sized
+                                                                    : x.bare;
   }
   return key;
 }
 
-// Per-instance occurrence index of its family within its unit.
-std::vector<uint32_t> Occurrences(const std::vector<Raw>& raw, const std::vector<uint32_t>& key,
-                                  size_t keys) {
-  std::vector<uint32_t> occ(raw.size());
+// Per instance and identity, its occurrence among the instances of its unit that hold
+// that identity at any of their levels (the instances its family's peers are kept from):
+// a kernel that no operator launched (work of the step before the capture began) has its
+// fine identity at the level where the others have their shaped one, and is still the
+// k-th of that identity in its unit.
+using IdentityOccurrences = std::array<uint32_t, Raw::kIdentities>;
+std::vector<IdentityOccurrences> Occurrences(const std::vector<Raw>& raw, size_t keys) {
+  std::vector<IdentityOccurrences> occ(raw.size());
   std::vector<uint32_t> seen(keys, 0);
   std::vector<uint32_t> touched;
   uint32_t unit = UINT32_MAX;
@@ -834,8 +939,16 @@ std::vector<uint32_t> Occurrences(const std::vector<Raw>& raw, const std::vector
       touched.clear();
       unit = raw[i].unit;
     }
-    if (seen[key[i]] == 0) touched.push_back(key[i]);
-    occ[i] = seen[key[i]]++;
+    const auto ids = raw[i].Identities();
+    for (size_t l = 0; l < ids.size(); ++l) {
+      const auto same = std::find(ids.begin(), ids.begin() + l, ids[l]);
+      if (same != ids.begin() + l) {
+        occ[i][l] = occ[i][static_cast<size_t>(same - ids.begin())];
+        continue;
+      }
+      if (seen[ids[l]] == 0) touched.push_back(ids[l]);
+      occ[i][l] = seen[ids[l]]++;
+    }
   }
   return occ;
 }
@@ -1052,18 +1165,7 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   // Peers are kept under every identity: an instance that uses the coarse one (its
   // context is rare, e.g. the first kernel on a stream) is compared with every instance of
   // its operator, not only with the few that share its rare context.
-  std::vector<uint32_t> fine(p.raw.size()), coarse(p.raw.size()), sized(p.raw.size()),
-      bare(p.raw.size());
-  for (size_t i = 0; i < p.raw.size(); ++i) {
-    fine[i] = p.raw[i].fine;
-    coarse[i] = p.raw[i].coarse;
-    sized[i] = p.raw[i].sized;
-    bare[i] = p.raw[i].bare;
-  }
-  const std::vector<uint32_t> occ_fine = Occurrences(p.raw, fine, p.keys.size());
-  const std::vector<uint32_t> occ_coarse = Occurrences(p.raw, coarse, p.keys.size());
-  const std::vector<uint32_t> occ_sized = Occurrences(p.raw, sized, p.keys.size());
-  const std::vector<uint32_t> occ_bare = Occurrences(p.raw, bare, p.keys.size());
+  const std::vector<IdentityOccurrences> occ_of = Occurrences(p.raw, p.keys.size());
   p.occ.resize(p.raw.size());
   p.pos.resize(p.raw.size());
   p.peers.resize(p.keys.size());
@@ -1084,31 +1186,24 @@ Prepared Prepare(const Trace& t, const Reconstruction& r, const Options& o) {
   for (size_t i = 0; i < p.raw.size(); ++i) {
     const double v = static_cast<double>(p.raw[i].time_ns);
     const bool positioned = !p.res.units[p.raw[i].unit].OutsideIterations();
-    const uint32_t at_fine = add(fine[i], occ_fine[i], v, positioned);
-    const uint32_t at_coarse =
-        coarse[i] != fine[i] ? add(coarse[i], occ_coarse[i], v, positioned) : at_fine;
-    const uint32_t at_sized =
-        sized[i] != coarse[i] ? add(sized[i], occ_sized[i], v, positioned) : at_coarse;
-    const uint32_t at_bare =
-        bare[i] != coarse[i] ? add(bare[i], occ_bare[i], v, positioned) : at_coarse;
-    if (p.key[i] == fine[i]) {
-      p.occ[i] = occ_fine[i];
-      p.pos[i] = at_fine;
-    } else if (p.key[i] == coarse[i]) {
-      p.occ[i] = occ_coarse[i];
-      p.pos[i] = at_coarse;
-    } else if (p.key[i] == sized[i]) {
-      p.occ[i] = occ_sized[i];
-      p.pos[i] = at_sized;
-    } else {
-      p.occ[i] = occ_bare[i];
-      p.pos[i] = at_bare;
+    const auto ids = p.raw[i].Identities();
+    for (size_t l = 0; l < ids.size(); ++l) {
+      // An identity equal to a finer one holds the instance once.
+      if (std::find(ids.begin(), ids.begin() + l, ids[l]) != ids.begin() + l) continue;
+      const uint32_t at = add(ids[l], occ_of[i][l], v, positioned);
+      if (p.key[i] == ids[l]) {
+        p.occ[i] = occ_of[i][l];
+        p.pos[i] = at;
+      }
     }
   }
   // Identities used only as a call's family whoever makes it.
   std::vector<uint8_t> mixed(p.keys.size(), 0);
   for (const Raw& x : p.raw) mixed[x.bare] = 1;
-  for (const Raw& x : p.raw) mixed[x.fine] = mixed[x.coarse] = mixed[x.sized] = 0;
+  for (const Raw& x : p.raw) {
+    const auto ids = x.Identities();
+    for (size_t l = 0; l + 1 < ids.size(); ++l) mixed[ids[l]] = 0;  // all but bare
+  }
   for (size_t k = 0; k < p.peers.size(); ++k) p.peers[k].callers_mixed = mixed[k] != 0;
   for (FamilyPeers& f : p.peers)
     FinishPeers(f, std::max<size_t>({1, o.min_peers, o.min_position_units}));

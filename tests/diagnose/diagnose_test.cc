@@ -1084,11 +1084,15 @@ void ExpectInjectedFamilyInTop3(const std::string& file, const std::string& targ
   ASSERT_TRUE(injected.ok()) << injected.status().message();
   ASSERT_GT(injected->effect.modified, 0u);
   const auto d = DiagnoseAgainst(incident, original, reconstruct::Reconstruct(original));
-  ASSERT_GE(d.top_operators.size(), 3u);
+  // The top three, or fewer when fewer operators have evidence at all.
+  ASSERT_FALSE(d.top_operators.empty());
   bool found = false;
-  for (size_t i = 0; i < 3; ++i) found |= d.top_operators[i].name.find(needle) != std::string::npos;
-  EXPECT_TRUE(found) << d.top_operators[0].name << " | " << d.top_operators[1].name << " | "
-                     << d.top_operators[2].name;
+  std::string top;
+  for (size_t i = 0; i < std::min<size_t>(3, d.top_operators.size()); ++i) {
+    found |= d.top_operators[i].name.find(needle) != std::string::npos;
+    top += d.top_operators[i].name + " | ";
+  }
+  EXPECT_TRUE(found) << top;
 }
 
 TEST(Diagnose, InjectedSlowdownInRealB200TraceRanksTop3) {

@@ -1695,16 +1695,12 @@ TEST(ContendedDeviations, ByHand) {
             (std::vector<uint8_t>{0, 0, 0, 0}));
 }
 
-// Six decode steps of five rounds of a gemm and a norm kernel (10 us each, stream 7). Step 3:
-// a host-to-device copy on stream 8 runs beside its first two gemms, which take 20 us.
-// Step 4: its third gemm takes 30 us alone (a fault of its own). Step 5: its fourth gemm
-// takes 40 us and a copy starts 15 us after it, past the 10 us it should have taken.
 // Eight decode steps, each running a scan kernel whose grid follows the step's data (1000
 // + 3s blocks: a grid of its own in every step) for 200 us, and the same kernel on a grid
 // twice as large (2000 + s blocks) for 400 us; in step 5 the small scan takes 800 us.
 // Keyed by the exact grid each scan would be a family of one, never scored; by the grid's
-// size class (round(4 log2 blocks) + 1: 41 for 1000..1021 blocks, 45 for 2000..2007) the
-// small scans are eight peers and the large ones eight others.
+// size class (per dimension, round(4 log2 blocks) + 1: x 41 for 1000..1021 blocks, 45 for
+// 2000..2007; y and z 1) the small scans are eight peers and the large ones eight others.
 TEST(Localize, AKernelWhoseGridFollowsTheDataIsComparedWithinItsGridsSizeClass) {
   Builder b;
   const uint32_t p = b.Process("h", 1);
@@ -1728,7 +1724,7 @@ TEST(Localize, AKernelWhoseGridFollowsTheDataIsComparedWithinItsGridsSizeClass) 
     if (b.t.strings.Get(b.t.events.name[rec.nodes.event[n]]) != "scan") continue;
     const std::string& key = r.families[in.family].key;
     const bool large = rec.nodes.end_ns[n] - rec.nodes.start_ns[n] == 400'000;
-    EXPECT_NE(key.find(large ? "grid~45 block=256,1,1" : "grid~41 block=256,1,1"),
+    EXPECT_NE(key.find(large ? "grid~45,1,1 block=256,1,1" : "grid~41,1,1 block=256,1,1"),
               std::string::npos)
         << key;
     ASSERT_EQ(in.source, localize::PeerSource::kPositions);
@@ -1749,6 +1745,165 @@ TEST(Localize, AKernelWhoseGridFollowsTheDataIsComparedWithinItsGridsSizeClass) 
   EXPECT_EQ(large_scored, 8u);
 }
 
+// Two kernels of one name whose grids follow the data and are too rare for peers: A on
+// 112-114 x 1 x 17 blocks (100 us; 200 us in step 5), B on 8 x 14 x 17 (2000 us), in
+// alternating order (A first in even steps). By all their blocks they would be one size
+// class (1904-1938 blocks, round(4 log2) = 44), A's positions mixing both kernels; per
+// dimension (x: round(4 log2 112..114) + 1 = 28, y 1, z round(4 log2 17) + 1 = 17) A's
+// eight are a family of their own: the slowed one is evidence against 100 us (MAD 0,
+// noise the 2% floor, 2 us: z = 50), and no instance of B is.
+TEST(Localize, KernelGridsOfOneBlockCountButOtherDimensionsAreNotPeers) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 4'000'000;
+    b.Range(p, 1, "teller.step kind=decode seq=" + std::to_string(s), at, at + 3'000'000);
+    const int64_t a_us = s == 5 ? 200 : 100;
+    const int64_t a_at = s % 2 == 0 ? at + 10'000 : at + 2'100'000;
+    const int64_t b_at = s % 2 == 0 ? at + 200'000 : at + 10'000;
+    b.Kernel(p, "cgemm", a_at, a_at + a_us * 1000);
+    b.t.events.signature.back() =
+        b.t.strings.Intern("grid=" + std::to_string(112 + s % 3) + ",1,17 block=64,1,1");
+    b.Kernel(p, "cgemm", b_at, b_at + 2'000'000);
+    b.t.events.signature.back() = b.t.strings.Intern("grid=8,14,17 block=64,1,1");
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 8u);
+  const auto r = localize::Localize(b.t, rec);
+  size_t a_at_100 = 0, evidence = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != "cgemm") continue;
+    if (in.time_ns <= 200'000) a_at_100 += in.expected_ns == 100'000;
+    if (!in.evidence) continue;
+    ++evidence;
+    EXPECT_EQ(in.time_ns, 200'000);
+    EXPECT_EQ(in.expected_ns, 100'000);
+    EXPECT_EQ(in.source, localize::PeerSource::kPositions);
+    EXPECT_NE(r.families[in.family].key.find("grid~28,1,17 block=64,1,1"), std::string::npos)
+        << r.families[in.family].key;
+  }
+  EXPECT_EQ(evidence, 1u);
+  EXPECT_EQ(a_at_100, 8u);
+}
+
+// One kernel on one grid launched by a convolution for two input shapes: 30 us for a
+// 7x7 filter on 3 channels, 75 us for a 3x3 filter on 64 (the work the grid does not
+// show), in alternating order. Neither the name, the grid nor the kernel before it tells
+// them apart; the launching operator's recorded shapes do: their medians, 30 and 75 us,
+// are 2.5x apart (at least min_ratio, 1.2), so each shape is a family. Step 5's 7x7
+// kernel takes 60 us: evidence against the other 7x7 ones (30 us, MAD 0, noise the 2%
+// floor, 0.6 us: z = 30 / 0.6 = 50), and no 3x3 one is evidence. When the 3x3 launches
+// take 32 us (medians 30 and 32 us, 1.07x apart) the shapes cost alike and the kernel
+// keeps one family without them.
+TEST(Localize, AKernelIsComparedWithTheKernelsLaunchedForItsOperatorsShapes) {
+  const std::string small = "dims=[[32,3,224,224],[64,3,7,7]] types=[float,float]";
+  const std::string large = "dims=[[32,64,56,56],[64,64,3,3]] types=[float,float]";
+  auto fill = [&](Builder& b, int64_t large_us) {
+    const uint32_t p = b.Process("h", 1);
+    for (int s = 0; s < 8; ++s) {
+      const int64_t at = kT0 + static_cast<int64_t>(s) * 4'000'000;
+      b.Range(p, 1, "ProfilerStep#" + std::to_string(s), at, at + 3'000'000);
+      for (int k = 0; k < 2; ++k) {
+        const bool is_small = (k == 0) == (s % 2 == 0);
+        const int64_t op = at + 10'000 + k * 1'000'000;
+        const uint64_t corr = 10 * static_cast<uint64_t>(s + 1) + static_cast<uint64_t>(k);
+        b.Range(p, 1, "aten::cudnn_convolution", op, op + 100'000);
+        b.t.events.signature.back() = b.t.strings.Intern(is_small ? small : large);
+        b.Launch(p, 1, "cudaLaunchKernel", op + 10'000, op + 15'000, corr);
+        const int64_t us = is_small ? (s == 5 ? 60 : 30) : large_us;
+        b.Kernel(p, "volta_gcgemm_32x32_nt", op + 20'000, op + 20'000 + us * 1000, 7, corr);
+        b.t.events.signature.back() = b.t.strings.Intern("grid=2,1,544 block=64,1,1");
+      }
+    }
+  };
+  {
+    Builder b;
+    fill(b, 75);
+    const auto rec = reconstruct::Reconstruct(b.t);
+    ASSERT_EQ(rec.steps.size(), 8u);
+    const auto r = localize::Localize(b.t, rec);
+    size_t kernels = 0, evidence = 0;
+    for (const localize::Instance& in : r.instances) {
+      if (b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != "volta_gcgemm_32x32_nt")
+        continue;
+      ++kernels;
+      const std::string& key = r.families[in.family].key;
+      const bool is_small = in.time_ns <= 60'000;
+      EXPECT_NE(key.find("launched by aten::cudnn_convolution " + (is_small ? small : large)),
+                std::string::npos)
+          << key;
+      EXPECT_EQ(in.expected_ns, is_small ? 30'000 : 75'000);
+      if (!in.evidence) continue;
+      ++evidence;
+      EXPECT_EQ(in.time_ns, 60'000);
+    }
+    EXPECT_EQ(kernels, 16u);
+    EXPECT_EQ(evidence, 1u);
+  }
+  Builder b;
+  fill(b, 32);
+  const auto rec = reconstruct::Reconstruct(b.t);
+  const auto r = localize::Localize(b.t, rec);
+  size_t kernels = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != "volta_gcgemm_32x32_nt")
+      continue;
+    ++kernels;
+    EXPECT_EQ(r.families[in.family].key.find("launched by"), std::string::npos)
+        << r.families[in.family].key;
+  }
+  EXPECT_EQ(kernels, 16u);
+}
+
+// A capture that begins during a step's backward pass: its first step starts with four
+// kernels of that pass that no recorded operator launched. Every step runs one ReLU kernel
+// (one grid) for its forward operator, 63 us twice, and for its backward one, 89 us twice,
+// both launched for the same input shapes. The leftover four (89 us) have no launching
+// operator, so their identity is the kernel's without shapes, which the launched ones hold
+// too: their position among that identity's instances counts every instance holding it,
+// as in the other steps, and the first step's forward kernels stay peers of the other
+// forward ones. Nothing here is slower than its peers.
+TEST(Localize, KernelsWithoutALaunchingOperatorKeepTheOthersPositions) {
+  Builder b;
+  const uint32_t p = b.Process("h", 1);
+  const std::string dims = "dims=[[32,64,56,56],[],[]] types=[float,Scalar,Scalar]";
+  for (int s = 0; s < 8; ++s) {
+    const int64_t at = kT0 + static_cast<int64_t>(s) * 4'000'000;
+    b.Range(p, 1, "ProfilerStep#" + std::to_string(s), at, at + 3'500'000);
+    int64_t gpu = at + 300'000;
+    auto relu = [&](int64_t us, uint64_t corr) {
+      b.Kernel(p, "relu_kernel", gpu, gpu + us * 1000, 7, corr);
+      b.t.events.signature.back() = b.t.strings.Intern("grid=25088,1,1 block=64,1,1");
+      gpu += us * 1000 + 20'000;
+    };
+    for (int k = 0; s == 0 && k < 4; ++k) relu(89, 0);
+    for (int k = 0; k < 4; ++k) {
+      const bool forward = k < 2;
+      const int64_t op = at + 10'000 + k * 50'000;
+      const uint64_t corr = 100 * static_cast<uint64_t>(s + 1) + static_cast<uint64_t>(k);
+      b.Range(p, 1, forward ? "aten::threshold_" : "aten::threshold_backward", op, op + 20'000);
+      b.t.events.signature.back() = b.t.strings.Intern(dims);
+      b.Launch(p, 1, "cudaLaunchKernel", op + 5'000, op + 10'000, corr);
+      relu(forward ? 63 : 89, corr);
+    }
+  }
+  const auto rec = reconstruct::Reconstruct(b.t);
+  ASSERT_EQ(rec.steps.size(), 8u);
+  const auto r = localize::Localize(b.t, rec);
+  size_t relus = 0;
+  for (const localize::Instance& in : r.instances) {
+    if (b.t.strings.Get(b.t.events.name[rec.nodes.event[in.node]]) != "relu_kernel") continue;
+    ++relus;
+    EXPECT_FALSE(in.evidence) << in.time_ns << " against " << in.expected_ns;
+    if (in.time_ns == 63'000) EXPECT_EQ(in.expected_ns, 63'000);
+  }
+  EXPECT_EQ(relus, 36u);
+}
+
+// Six decode steps of five rounds of a gemm and a norm kernel (10 us each, stream 7). Step 3:
+// a host-to-device copy on stream 8 runs beside its first two gemms, which take 20 us.
+// Step 4: its third gemm takes 30 us alone (a fault of its own). Step 5: its fourth gemm
+// takes 40 us and a copy starts 15 us after it, past the 10 us it should have taken.
 TEST(Localize, AKernelSlowerBesideWorkItsPeersRanWithoutIsContended) {
   Builder b;
   const uint32_t p = b.Process("h", 1);

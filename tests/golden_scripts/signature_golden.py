@@ -79,7 +79,7 @@ def kineto_signature(row_type, ev):
         if fields and isinstance(dtype, str) and dtype:
             fields.append("dtype=" + name(dtype))
     if row_type in ("range", "push", "mark"):
-        dims = a.get("Input Dims")
+        dims = a.get("Input Dims", a.get("Input dims"))  # PyTorch 1.8-1.9: "Input dims"
         if isinstance(dims, list):
             fields.append("dims=" + json.dumps(dims, separators=(",", ":")))
         types = a.get("Input type")

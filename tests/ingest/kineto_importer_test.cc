@@ -882,6 +882,11 @@ TEST(KinetoSignatureTest, HandWrittenArgs) {
       R"j({"ph":"X","cat":"cpu_op","name":"spaced","pid":1,"tid":1,"ts":15,"dur":1,)j"
       R"j("args":{"Collective name":"all reduce","Group size":"4"}},)j"
       "\n"
+      // PyTorch 1.8-1.9 spell it "Input dims" (an Operator of a 2021 ResNet-50 trace).
+      R"j({"ph":"X","cat":"Operator","name":"aten::cudnn_convolution","pid":1,"tid":1,)j"
+      R"j("ts":15,"dur":1,"args":{"Input dims":[[32, 3, 224, 224], [64, 3, 7, 7], []],)j"
+      R"j("Input type":[],"Output dims":[]}},)j"
+      "\n"
       // The same call again: the same id.
       R"j({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":16,"dur":5,)j"
       R"j("args":{"External id":8,"Input Dims":[[8,4096],[4096,4096]],)j"
@@ -891,6 +896,8 @@ TEST(KinetoSignatureTest, HandWrittenArgs) {
             "dims=[[8,4096],[4096,4096]] types=[float,float]");
   EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "op2")),
             "dims=[[],[3],[[1,2],[3]]] types=[long int,,a\\,b\\]]");
+  EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kRange, "aten::cudnn_convolution")),
+            "dims=[[32,3,224,224],[64,3,7,7],[]] types=[]");
   EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "gemm")), "grid=128,1,1 block=256,1,1");
   EXPECT_EQ(SignatureOf(t, FindRow(t, EventType::kKernel, "ncclKernel_AllReduce")),
             "coll=allreduce in=1048576 out=1048576 group=8 dtype=Float grid=8,1,1 "
